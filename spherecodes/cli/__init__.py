@@ -1,0 +1,5 @@
+"""The ``spherecodes`` command-line tool."""
+
+from .main import main
+
+__all__ = ["main"]

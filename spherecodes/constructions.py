@@ -1,0 +1,316 @@
+"""Exact constructions: codes whose separation is known in closed form.
+
+Every function returns a float64 array of shape (K, d) whose rows are unit
+vectors, in a fixed *canonical* orientation.  :func:`construct` dispatches by
+method name and optionally applies a seeded Haar-random rotation, which changes
+no separation number (all of them depend on inner products only).
+
+Which construction applies where (SPEC §3, seed 003 Theorem 3.3):
+
+==============  =====================  ===================
+method          sizes                  max-cos
+==============  =====================  ===================
+etf             K <= d + 1             -1/(K-1)
+cross-polytope  d + 2 <= K <= 2d       0
+polygon         d = 2                  cos(2π/K)
+24-cell         d = 4, K = 24          1/2
+600-cell        d = 4, K = 120         (1 + √5)/4
+e8              d = 8, K = 240         1/2
+==============  =====================  ===================
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from .bounds import check_sizes
+from .errors import SpherecodesError
+from .memory import require_memory
+
+#: Closed-form methods, in the order ``auto`` prefers them.
+CLOSED_FORMS = ("etf", "cross-polytope", "polygon", "24-cell", "600-cell", "e8")
+
+ROTATIONS = ("canonical", "random")
+
+
+def _pad(points: np.ndarray, d: int) -> np.ndarray:
+    """Embed points of R^m in R^d (d >= m) by appending zero coordinates."""
+    k, m = points.shape
+    if m == d:
+        return points
+    out = np.zeros((k, d))
+    out[:, :m] = points
+    return out
+
+
+def simplex_etf(k: int, d: int | None = None) -> np.ndarray:
+    """The simplex equiangular tight frame: K unit vectors with all cosines −1/(K−1).
+
+    Works for every ``K <= d + 1``, including ``d = K − 1``: the K standard
+    basis vectors of R^K are centred and mapped isometrically onto the
+    (K−1)-dimensional sum-zero subspace through its Helmert basis, then padded
+    with zeros up to d.  The Helmert basis is explicit, so no K×K
+    eigen- or QR-decomposition is needed.
+
+    Parameters
+    ----------
+    k : int
+        Number of vectors, at least 2.
+    d : int, optional
+        Ambient dimension, at least K − 1 (default K − 1).
+
+    Returns
+    -------
+    ndarray, shape (k, d)
+
+    Examples
+    --------
+    >>> W = simplex_etf(4)
+    >>> W.shape
+    (4, 3)
+    >>> G = W @ W.T
+    >>> bool(np.allclose(G[~np.eye(4, dtype=bool)], -1 / 3))
+    True
+    """
+    d = k - 1 if d is None else d
+    check_sizes(d, k)
+    if k > d + 1:
+        raise SpherecodesError(f"the simplex ETF needs K <= d+1, got d={d}, K={k}")
+    require_memory(8.0 * k * max(d, k - 1), f"the simplex ETF (K={k}, d={d})")
+    # Column j (1-based) of the Helmert basis is (1,...,1, -j, 0,...,0)/sqrt(j(j+1))
+    # with j ones; the coordinates of e_i - 1/K in that basis are its i-th row.
+    j = np.arange(1, k, dtype=float)
+    rows = np.arange(k)[:, None]
+    cols = np.arange(1, k)[None, :]
+    helmert = np.where(rows < cols, 1.0, 0.0) - np.where(rows == cols, j, 0.0)
+    helmert /= np.sqrt(j * (j + 1))
+    # Rows of the centred basis have squared norm (K-1)/K; rescale to unit length.
+    etf = helmert * math.sqrt(k / (k - 1))
+    return _pad(etf, d)
+
+
+def cross_polytope(k: int, d: int) -> np.ndarray:
+    """K vertices of the cross-polytope {±e_i}: max-cos 0 and ρ = 1 for d+2 <= K <= 2d.
+
+    The canonical choice is ``e_1 … e_d`` followed by ``−e_1 … −e_{K−d}``.
+
+    Parameters
+    ----------
+    k : int
+        Number of vertices, ``d + 2 <= k <= 2d`` (where it is optimal; any
+        ``k <= 2d`` is accepted).
+    d : int
+        Dimension.
+
+    Examples
+    --------
+    >>> cross_polytope(5, 3)
+    array([[ 1.,  0.,  0.],
+           [ 0.,  1.,  0.],
+           [ 0.,  0.,  1.],
+           [-1., -0., -0.],
+           [-0., -1., -0.]])
+    """
+    check_sizes(d, k)
+    if k > 2 * d:
+        raise SpherecodesError(f"the cross-polytope has 2d = {2 * d} vertices, K={k} is too many")
+    require_memory(8.0 * k * d, f"the cross-polytope (K={k}, d={d})")
+    eye = np.eye(d)
+    return np.vstack([eye, -eye[: k - d]]) if k > d else eye[:k].copy()
+
+
+def regular_polygon(k: int) -> np.ndarray:
+    """The regular K-gon on the unit circle (d = 2): max-cos cos(2π/K).
+
+    Examples
+    --------
+    >>> regular_polygon(4).round(12)
+    array([[ 1.,  0.],
+           [ 0.,  1.],
+           [-1.,  0.],
+           [-0., -1.]])
+    """
+    check_sizes(2, k)
+    require_memory(16.0 * k, f"the regular polygon (K={k})")
+    angles = 2 * np.pi * np.arange(k) / k
+    return np.column_stack([np.cos(angles), np.sin(angles)])
+
+
+def cell_24() -> np.ndarray:
+    """The 24 vertices of the 24-cell in R^4 (the D4 roots): max-cos 1/2.
+
+    They are the permutations of (±1, ±1, 0, 0)/√2.
+
+    Examples
+    --------
+    >>> W = cell_24()
+    >>> W.shape, bool(np.isclose(np.max(W @ W.T - 2 * np.eye(24)), 0.5))
+    ((24, 4), True)
+    """
+    return _signed_pairs(4) / math.sqrt(2)
+
+
+def _signed_pairs(d: int) -> np.ndarray:
+    """All vectors ±e_i ± e_j (i < j) of R^d: the D_d root system."""
+    rows = []
+    for i, j in itertools.combinations(range(d), 2):
+        for si, sj in itertools.product((1.0, -1.0), repeat=2):
+            v = np.zeros(d)
+            v[i], v[j] = si, sj
+            rows.append(v)
+    return np.array(rows)
+
+
+def cell_600() -> np.ndarray:
+    """The 120 vertices of the 600-cell in R^4: max-cos (1+√5)/4, the Tammes optimum.
+
+    8 points ±e_i, 16 points (±½, ±½, ±½, ±½), and the 96 even permutations
+    of ½(±φ, ±1, ±1/φ, 0) with φ the golden ratio.
+
+    Examples
+    --------
+    >>> W = cell_600()
+    >>> W.shape
+    (120, 4)
+    >>> bool(np.isclose(np.max(W @ W.T - 2 * np.eye(120)), (1 + 5 ** 0.5) / 4))
+    True
+    """
+    phi = (1 + math.sqrt(5)) / 2
+    axes = np.vstack([np.eye(4), -np.eye(4)])
+    halves = np.array(list(itertools.product((0.5, -0.5), repeat=4)))
+    even_perms = [p for p in itertools.permutations(range(4)) if _is_even(p)]
+    icosian = []
+    for signs in itertools.product((1.0, -1.0), repeat=3):
+        base = 0.5 * np.array([signs[0] * phi, signs[1] * 1.0, signs[2] / phi, 0.0])
+        for perm in even_perms:
+            icosian.append(base[list(perm)])
+    return np.vstack([axes, halves, np.array(icosian)])
+
+
+def _is_even(perm: tuple[int, ...]) -> bool:
+    """Whether a permutation has an even number of inversions."""
+    inversions = sum(1 for a, b in itertools.combinations(perm, 2) if a > b)
+    return inversions % 2 == 0
+
+
+def e8_roots() -> np.ndarray:
+    """The 240 roots of E8, normalised: max-cos 1/2, the optimal kissing arrangement in R^8.
+
+    112 roots ±e_i ± e_j and 128 roots (±½)^8 with an even number of minus
+    signs, all of norm √2 before normalisation.
+
+    Examples
+    --------
+    >>> W = e8_roots()
+    >>> W.shape, bool(np.isclose(np.max(W @ W.T - 2 * np.eye(240)), 0.5))
+    ((240, 8), True)
+    """
+    halves = np.array(
+        [s for s in itertools.product((0.5, -0.5), repeat=8) if sum(x < 0 for x in s) % 2 == 0]
+    )
+    return np.vstack([_signed_pairs(8), halves]) / math.sqrt(2)
+
+
+def random_rotation(d: int, seed: int) -> np.ndarray:
+    """A Haar-distributed random orthogonal d×d matrix, reproducible from ``seed``.
+
+    QR of a Gaussian matrix with the signs of R's diagonal moved into Q, which
+    makes the distribution exactly Haar (Mezzadri 2007).
+
+    Examples
+    --------
+    >>> Q = random_rotation(5, seed=1)
+    >>> bool(np.allclose(Q @ Q.T, np.eye(5)))
+    True
+    """
+    require_memory(3 * 8.0 * d * d, f"a random {d}x{d} rotation")
+    gaussian = np.random.default_rng(seed).standard_normal((d, d))
+    q, r = np.linalg.qr(gaussian)
+    return q * np.sign(np.diag(r))
+
+
+def applicable_closed_forms(d: int, k: int) -> list[str]:
+    """Closed-form methods that construct a K-point code in R^d.
+
+    Examples
+    --------
+    >>> applicable_closed_forms(4, 24)
+    ['24-cell']
+    >>> applicable_closed_forms(2, 3)
+    ['etf', 'polygon']
+    """
+    check_sizes(d, k)
+    methods = []
+    if k <= d + 1:
+        methods.append("etf")
+    if d + 2 <= k <= 2 * d:
+        methods.append("cross-polytope")
+    if d == 2:
+        methods.append("polygon")
+    if (d, k) == (4, 24):
+        methods.append("24-cell")
+    if (d, k) == (4, 120):
+        methods.append("600-cell")
+    if (d, k) == (8, 240):
+        methods.append("e8")
+    return methods
+
+
+def construct(
+    method: str, d: int, k: int, *, rotation: str = "canonical", seed: int = 0
+) -> np.ndarray:
+    """Build a closed-form code by name, in canonical orientation or randomly rotated.
+
+    Parameters
+    ----------
+    method : str
+        One of :data:`CLOSED_FORMS`.
+    d, k : int
+        Dimension and number of prototypes; the method must apply to them.
+    rotation : {"canonical", "random"}
+        ``"random"`` multiplies by :func:`random_rotation` ``(d, seed)``.
+    seed : int
+        Seed of the random rotation.
+
+    Returns
+    -------
+    ndarray, shape (k, d), float64 with unit rows.
+
+    Examples
+    --------
+    >>> W = construct("etf", d=11, k=12, rotation="random", seed=3)
+    >>> W.shape, bool(np.allclose(np.linalg.norm(W, axis=1), 1))
+    ((12, 11), True)
+    """
+    check_sizes(d, k)
+    if rotation not in ROTATIONS:
+        raise SpherecodesError(f"rotation must be one of {', '.join(ROTATIONS)}, got {rotation!r}")
+    if method not in CLOSED_FORMS:
+        raise SpherecodesError(
+            f"unknown closed form {method!r}; closed forms are {', '.join(CLOSED_FORMS)}"
+        )
+    applicable = applicable_closed_forms(d, k)
+    if method not in applicable:
+        hint = (
+            f"closed forms for these sizes: {', '.join(applicable)}"
+            if applicable
+            else "no closed form applies to these sizes"
+        )
+        raise SpherecodesError(f"method {method!r} does not apply to d={d}, K={k}; {hint}")
+    builders = {
+        "etf": lambda: simplex_etf(k, d),
+        "cross-polytope": lambda: cross_polytope(k, d),
+        "polygon": lambda: regular_polygon(k),
+        "24-cell": cell_24,
+        "600-cell": cell_600,
+        "e8": e8_roots,
+    }
+    points = builders[method]()
+    if rotation == "random":
+        points = points @ random_rotation(d, seed)
+        # Rotation preserves norms only up to rounding; restore exact unit rows.
+        points /= np.linalg.norm(points, axis=1, keepdims=True)
+    return points

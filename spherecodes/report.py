@@ -1,0 +1,163 @@
+"""Reports of a code: a JSON-ready dictionary with stable keys, and its text form.
+
+Every number comes from the code's float64 statistics (computed from the
+stored prototypes) or from a theorem about (d, K); nothing is estimated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .bank import Code
+from .bounds import known_optimal, max_cos_lower_bound, theorem_3_9
+
+
+def code_report(code: Code, *, bank: str | None = None) -> dict:
+    """The report of a code as a dictionary of JSON-serialisable values.
+
+    Stable keys: ``d``, ``k``, ``method``, ``max_cos``, ``min_angle_deg``,
+    ``separation`` (``min``, ``mean``, ``max``), ``nearest_cos`` (one per
+    prototype), ``rattlers`` (indices), ``theorem_3_9`` (``lower``, ``upper``,
+    ``applicable``), ``max_cos_lower_bound`` (``value``, ``method``, ``gap``),
+    ``known_optimal`` (``value``, ``reason``).
+
+    Examples
+    --------
+    >>> from spherecodes.bank import make_code
+    >>> from spherecodes.constructions import simplex_etf
+    >>> r = code_report(make_code(simplex_etf(12, 11), method="etf"))
+    >>> round(r["max_cos"], 12), r["known_optimal"]["value"]
+    (-0.090909090909, True)
+    """
+    s = code.stats
+    bound = max_cos_lower_bound(code.d, code.k)
+    optimal = known_optimal(code.d, code.k, s.max_cos)
+    return {
+        "name": code.name,
+        "bank": bank,
+        "d": code.d,
+        "k": code.k,
+        "method": code.method,
+        "seed": code.seed,
+        "settings": code.settings,
+        "device": code.device,
+        "wall_time_s": code.wall_time,
+        "created_utc": code.created_utc,
+        "package_version": code.package_version,
+        "sha256": code.sha256,
+        "has_labels": code.labels is not None,
+        "max_cos": s.max_cos,
+        "min_angle_deg": s.min_angle_deg,
+        "one_vs_one_distance": s.one_vs_one_distance,
+        "separation": s.separation,
+        "nearest_cos": s.nearest_cos.tolist(),
+        "rattlers": [int(i) for i in s.rattlers],
+        "rattler_tol": s.rattler_tol,
+        "theorem_3_9": theorem_3_9(code.d, code.k).to_dict(),
+        "max_cos_lower_bound": {**bound.to_dict(), "gap": optimal.gap},
+        "known_optimal": optimal.to_dict(),
+    }
+
+
+def bounds_report(d: int, k: int) -> dict:
+    """What is provably possible for K prototypes in R^d, as a dictionary.
+
+    Examples
+    --------
+    >>> r = bounds_report(512, 100000)
+    >>> r["theorem_3_9"]["applicable"], r["max_cos_lower_bound"]["value"] >= 0
+    (True, True)
+    """
+    return {
+        "d": d,
+        "k": k,
+        "theorem_3_9": theorem_3_9(d, k).to_dict(),
+        "max_cos_lower_bound": max_cos_lower_bound(d, k).to_dict(),
+    }
+
+
+def _fmt(x: float | None, digits: int = 10) -> str:
+    return "n/a" if x is None else f"{x:.{digits}g}"
+
+
+def format_code_report(report: dict) -> str:
+    """Render :func:`code_report` as a short, aligned text block.
+
+    Examples
+    --------
+    >>> from spherecodes.bank import make_code
+    >>> from spherecodes.constructions import cell_600
+    >>> print(format_code_report(code_report(make_code(cell_600(), method="600-cell"))))
+    ... # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
+    code 600-cell-d4-k120: K = 120 prototypes in d = 4
+    ...
+    """
+    sep = report["separation"]
+    nearest = np.asarray(report["nearest_cos"])
+    bound = report["max_cos_lower_bound"]
+    thm = report["theorem_3_9"]
+    optimal = report["known_optimal"]
+    made = f"method {report['method']}"
+    if report["seed"] is not None:
+        made += f", seed {report['seed']}"
+    made += f", on {report['device']} in {report['wall_time_s']:.3g} s"
+    lines = [
+        f"code {report['name']}: K = {report['k']} prototypes in d = {report['d']}",
+        ("bank", report["bank"]) if report["bank"] else None,
+        ("made with", made),
+        ("max-cos", f"{_fmt(report['max_cos'])}   (min angle {report['min_angle_deg']:.6f} deg)"),
+        (
+            "lower bound",
+            f"{_fmt(bound['value'])}   ({bound['method']}; gap {bound['gap']:.3g})",
+        ),
+        ("optimal", ("yes: " if optimal["value"] else "not proven: ") + optimal["reason"]),
+        (
+            "1 - cos",
+            f"min {_fmt(sep['min'], 6)}  mean {_fmt(sep['mean'], 6)}  max {_fmt(sep['max'], 6)}",
+        ),
+        (
+            "nearest cos",
+            f"min {_fmt(nearest.min(), 6)}  median {_fmt(float(np.median(nearest)), 6)}  "
+            f"max {_fmt(nearest.max(), 6)}",
+        ),
+        ("rattlers", f"{len(report['rattlers'])} (nearest cos below max-cos by > {report['rattler_tol']:g})"),
+        (
+            "Theorem 3.9",
+            f"{_fmt(thm['lower'], 6)} <= best rho <= {_fmt(thm['upper'], 6)}"
+            if thm["applicable"]
+            else f"not applicable (needs {thm['condition']})",
+        ),
+    ]
+    return _align(lines)
+
+
+def format_bounds_report(report: dict) -> str:
+    """Render :func:`bounds_report` as text.
+
+    Examples
+    --------
+    >>> print(format_bounds_report(bounds_report(11, 12)))  # doctest: +NORMALIZE_WHITESPACE
+    bounds for K = 12 prototypes in d = 11
+      max-cos >=   -0.09090909091   (simplex bound -1/(K-1))
+      Theorem 3.9  not applicable (needs K >= sqrt(2*pi*sqrt(e)*d) = 9.4905 and d >= 2)
+    """
+    thm = report["theorem_3_9"]
+    bound = report["max_cos_lower_bound"]
+    lines = [
+        f"bounds for K = {report['k']} prototypes in d = {report['d']}",
+        ("max-cos >=", f"{_fmt(bound['value'])}   ({bound['method']})"),
+        (
+            "Theorem 3.9",
+            f"{_fmt(thm['lower'], 10)} <= best rho <= {_fmt(thm['upper'], 10)}"
+            if thm["applicable"]
+            else f"not applicable (needs {thm['condition']})",
+        ),
+    ]
+    return _align(lines)
+
+
+def _align(lines) -> str:
+    """First line as a title, then ``(label, value)`` pairs in two aligned columns."""
+    rows = [row for row in lines[1:] if row is not None]
+    width = max(len(label) for label, _ in rows)
+    return "\n".join([lines[0]] + [f"  {label:<{width}}  {value}" for label, value in rows])
