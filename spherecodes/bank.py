@@ -473,8 +473,15 @@ def check_writable_destination(path) -> Path:
         raise SpherecodesError(
             f"output directory {directory} does not exist; create it first or choose another --out"
         )
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise SpherecodesError(f"output directory {directory} is not writable; choose another --out")
+    # Probe by creating a file: os.access answers "yes" for root even on
+    # read-only mounts, and the bank is written through a temporary file anyway.
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as err:
+        raise SpherecodesError(
+            f"output directory {directory} is not writable ({err.strerror}); choose another --out"
+        ) from None
     if path.is_dir():
         raise SpherecodesError(f"{path} is a directory; give a file name for the bank")
     return path

@@ -136,10 +136,10 @@ def format_bounds_report(report: dict) -> str:
 
     Examples
     --------
-    >>> print(format_bounds_report(bounds_report(11, 12)))  # doctest: +NORMALIZE_WHITESPACE
-    bounds for K = 12 prototypes in d = 11
-      max-cos >=   -0.09090909091   (simplex bound -1/(K-1))
-      Theorem 3.9  not applicable (needs K >= sqrt(2*pi*sqrt(e)*d) = 9.4905 and d >= 2)
+    >>> print(format_bounds_report(bounds_report(64, 10)))  # doctest: +NORMALIZE_WHITESPACE
+    bounds for K = 10 prototypes in d = 64
+      max-cos >=   -0.1111111111   (simplex bound -1/(K-1))
+      Theorem 3.9  not applicable (needs K >= sqrt(2*pi*sqrt(e)*d) = 25.7486 and d >= 2)
     """
     thm = report["theorem_3_9"]
     bound = report["max_cos_lower_bound"]
