@@ -26,6 +26,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import h5py
 import numpy as np
@@ -35,6 +36,9 @@ from .bounds import known_optimal, max_cos_lower_bound, theorem_3_9
 from .errors import SpherecodesError
 from .memory import require_memory
 from .stats import SeparationStats, separation_statistics, validate_prototypes
+
+if TYPE_CHECKING:  # the certificate module imports torch; load it only when needed
+    from .certificate import OneVsRestCertificate
 
 FORMAT_NAME = "spherecodes-bank"
 SCHEMA_VERSION = 1
@@ -83,6 +87,9 @@ class Code:
         Seconds spent making the code.
     stats : SeparationStats
         Computed from ``prototypes`` in float64.
+    certificate : OneVsRestCertificate or None
+        Certified one-vs-rest distances, when the code has been certified
+        (:func:`spherecodes.certificate.one_vs_rest_distances`).
     """
 
     name: str
@@ -97,6 +104,7 @@ class Code:
     device: str = "cpu"
     wall_time: float = 0.0
     created_utc: str = ""
+    certificate: "OneVsRestCertificate | None" = None
 
     @property
     def k(self) -> int:
@@ -161,7 +169,7 @@ def make_code(
     k, d = w.shape
     name = default_code_name(method, d, k, seed) if name is None else name
     _check_name(name)
-    labels = _check_labels(labels, k)
+    labels = check_labels(labels, k)
     settings = dict(settings or {})
     try:
         json.dumps(settings)
@@ -190,7 +198,18 @@ def _check_name(name: str) -> None:
         )
 
 
-def _check_labels(labels, k: int) -> list[str] | None:
+def check_labels(labels, k: int) -> list[str] | None:
+    """Class names as a list of K distinct strings (or None when there are none).
+
+    Examples
+    --------
+    >>> check_labels(["cat", "dog"], 2)
+    ['cat', 'dog']
+    >>> check_labels(["cat", "cat"], 2)
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: labels must be distinct; repeated: cat
+    """
     if labels is None:
         return None
     labels = [str(x) for x in labels]
@@ -365,8 +384,11 @@ def _read_group(group: h5py.Group, name: str, path) -> Code:
     labels = None
     if "labels" in group:
         labels = [_as_str(x) for x in group["labels"][()]]
-        _check_labels(labels, k)
+        check_labels(labels, k)
     seed = group.attrs.get("seed")
+    certificate = None
+    if "certificate" in group:
+        certificate = _read_certificate(group["certificate"], prototypes, actual, where)
     return Code(
         name=name,
         prototypes=prototypes,
@@ -380,6 +402,36 @@ def _read_group(group: h5py.Group, name: str, path) -> Code:
         device=_as_str(group.attrs.get("device")),
         wall_time=float(group.attrs.get("wall_time_s", 0.0)),
         created_utc=_as_str(group.attrs.get("created_utc")),
+        certificate=certificate,
+    )
+
+
+def _read_certificate(group: h5py.Group, prototypes: np.ndarray, sha256: str, where: str):
+    """Rebuild a stored certificate; the optimal features follow from the stored supports."""
+    from .certificate import OneVsRestCertificate
+
+    a = group.attrs
+    if _as_str(a.get("prototypes_sha256")) != sha256:
+        raise SpherecodesError(f"{where}: the stored certificate belongs to other prototypes; the bank is damaged")
+    indices = group["support_indices"][()]
+    weights = group["support_weights"][()]
+    # r_k = w_k - sum_j v_j w_j; padded entries (index -1) carry weight 0.
+    residuals = prototypes - np.einsum("ks,ksd->kd", weights, prototypes[np.maximum(indices, 0)])
+    norms = np.linalg.norm(residuals, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        features = np.where(norms > 0, residuals / norms, np.nan)
+    return OneVsRestCertificate(
+        lo=group["lo"][()],
+        hi=group["hi"][()],
+        tol=float(a["tol"]),
+        rattler_tol=float(a["rattler_tol"]),
+        support_indices=indices,
+        support_weights=weights,
+        features=features,
+        duplicates=[tuple(g) for g in json.loads(_as_str(a["duplicates"]))],
+        rounds=int(a["rounds"]),
+        device=_as_str(a["device"]),
+        wall_time=float(a["wall_time_s"]),
     )
 
 
@@ -555,6 +607,31 @@ def _write_group(group: h5py.Group, code: Code) -> None:
     a["created_utc"] = code.created_utc
     a["sha256"] = code.sha256
     _write_stats(group.create_group("stats"), code)
+    if code.certificate is not None:
+        _write_certificate(group.create_group("certificate"), code)
+
+
+def _write_certificate(group: h5py.Group, code: Code) -> None:
+    cert = code.certificate
+    if cert.k != code.k:
+        raise SpherecodesError(f"the certificate has {cert.k} classes but the code has {code.k}")
+    a = group.attrs
+    a["prototypes_sha256"] = code.sha256
+    a["rho_lower"] = cert.rho_lower
+    a["rho_upper"] = cert.rho_upper
+    a["width"] = cert.width
+    a["tol"] = cert.tol
+    a["certified"] = cert.certified
+    a["rattler_tol"] = cert.rattler_tol
+    a["duplicates"] = json.dumps([list(map(int, g)) for g in cert.duplicates])
+    a["rounds"] = np.int64(cert.rounds)
+    a["device"] = cert.device
+    a["wall_time_s"] = float(cert.wall_time)
+    group.create_dataset("lo", data=cert.lo)
+    group.create_dataset("hi", data=cert.hi)
+    group.create_dataset("softmax_rattlers", data=np.asarray(cert.softmax_rattlers, dtype=np.int64))
+    group.create_dataset("support_indices", data=cert.support_indices, compression="gzip")
+    group.create_dataset("support_weights", data=cert.support_weights, compression="gzip")
 
 
 def _write_stats(group: h5py.Group, code: Code) -> None:

@@ -4,16 +4,19 @@ Two families live here:
 
 * lower bounds on **max-cos** (the Tammes objective): no K unit vectors in R^d
   have a smaller largest pairwise cosine, so a code's distance to the bound is
-  a certified optimality gap;
+  a certified optimality gap (classical bounds, and the verified
+  Delsarte–Goethals–Seidel linear-programming bound at the end of the file);
 * the **Theorem 3.9** bounds of Jiang et al. (Generalized Neural Collapse for a
   Large Number of Classes, Eq. 13) on the best possible one-vs-rest distance ρ.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
+import numpy as np
 from scipy.special import gammaln
 
 from .errors import SpherecodesError
@@ -146,16 +149,22 @@ def max_cos_lower_bound(d: int, k: int) -> MaxCosLowerBound:
     * d = 1: two points are antipodal (max-cos −1); three or more must repeat a
       direction (max-cos 1).
     * d = 2: the regular K-gon is optimal, so max-cos >= cos(2π/K).
+    * the sharp configurations of :data:`SHARP_CONFIGURATIONS` attain
+      Levenshtein's bound, which is then the exact optimum.
     * K <= d + 1: the simplex bound, max-cos >= −1/(K−1) (the Gram matrix is
       positive semidefinite, so its entries cannot all be below that).
     * K >= d + 2: Rankin's bound, max-cos >= 0.
+    * d >= 3: the verified Delsarte–Goethals–Seidel LP bound
+      (:func:`lp_max_cos_lower_bound`) where it is larger than the above;
+      ``method`` says which bound won.
 
     Examples
     --------
     >>> max_cos_lower_bound(11, 12)
     MaxCosLowerBound(value=-0.09090909090909091, method='simplex bound -1/(K-1)')
-    >>> max_cos_lower_bound(64, 1000).value
-    0.0
+    >>> b = max_cos_lower_bound(64, 1000)
+    >>> round(b.value, 4), b.method.startswith("Delsarte-Goethals-Seidel")
+    (0.0916, True)
     """
     check_sizes(d, k)
     if d == 1:
@@ -168,8 +177,11 @@ def max_cos_lower_bound(d: int, k: int) -> MaxCosLowerBound:
         value, name = SHARP_CONFIGURATIONS[(d, k)]
         return MaxCosLowerBound(value, f"Levenshtein LP bound, attained by the {name}")
     if k <= d + 1:
-        return MaxCosLowerBound(-1.0 / (k - 1), "simplex bound -1/(K-1)")
-    return MaxCosLowerBound(0.0, "Rankin bound (K >= d+2)")
+        classical = MaxCosLowerBound(-1.0 / (k - 1), "simplex bound -1/(K-1)")
+    else:
+        classical = MaxCosLowerBound(0.0, "Rankin bound (K >= d+2)")
+    lp = lp_max_cos_lower_bound(d, k)
+    return lp if lp.value > classical.value else classical
 
 
 #: Sharp configurations (Cohn & Kumar 2007) beyond the simplex and cross-polytope:
@@ -215,7 +227,7 @@ def known_optimal(d: int, k: int, max_cos: float, tol: float = OPTIMALITY_TOL) -
     --------
     >>> known_optimal(11, 12, -1 / 11).value
     True
-    >>> known_optimal(64, 1000, 0.145).reason
+    >>> known_optimal(6, 9, 0.145).reason
     'no proof of optimality: max-cos is 0.145 above the Rankin bound (K >= d+2)'
     """
     bound = max_cos_lower_bound(d, k)
@@ -225,3 +237,333 @@ def known_optimal(d: int, k: int, max_cos: float, tol: float = OPTIMALITY_TOL) -
     return KnownOptimal(
         False, f"no proof of optimality: max-cos is {gap:.3g} above the {bound.method}", gap
     )
+
+
+# --------------------------------------------------------------------------
+# The Delsarte–Goethals–Seidel linear-programming bound on max-cos
+#
+# If f(t) = Σ_{i=0..D} f_i G_i(t) (G_i the Gegenbauer polynomials of R^d with
+# G_i(1) = 1) has f_0 > 0, f_i >= 0 for i >= 1 and f <= 0 on [−1, s], every
+# code with all inner products <= s has at most f(1)/f_0 points.  So if that
+# is below K, every K-point code has max-cos > s.
+
+#: Largest polynomial degree the LP bound uses.  Degree 11 suffices for the
+#: 600-cell and 7 for E8; higher degrees gain little for the sizes spherecodes
+#: builds and make the Gegenbauer columns of the LP badly scaled for large d.
+LP_MAX_DEGREE = 24
+
+#: The search for the largest provable s stops when its bracket is this narrow.
+LP_S_TOL = 1e-10
+
+#: Rounds of the exchange method per LP (each adds the points where f pokes
+#: above 0 between grid points and solves again).
+LP_EXCHANGE_ROUNDS = 8
+
+#: The exchange method stops once f exceeds 0 by at most this much (f_0 = 1),
+#: the order of HiGHS's feasibility tolerance; what is left goes into the
+#: shift δ of :func:`lp_certificate` and raises the size bound by about
+#: that fraction.
+LP_EXCURSION = 1e-7
+
+#: The search also stops once a verified size bound is within this fraction
+#: of K: closer than that, the LP's own rounding decides the outcome.
+LP_SIZE_RTOL = 1e-6
+
+#: LP solves (each with its exchange rounds) the search may spend.
+LP_MAX_SOLVES = 40
+
+
+@dataclass(frozen=True)
+class LPCertificate:
+    """A verified Delsarte–Goethals–Seidel polynomial.
+
+    ``f(t) = f_0 + Σ_{i>=1} f_i G_i(t)`` with ``f_0 > 0``, ``f_i >= 0`` and
+    ``f(t) <= 0`` on ``[−1, s]`` (checked by :func:`verify_lp_polynomial`), so
+    every code with all inner products ``<= s`` has at most
+    ``size_bound = f(1)/f_0`` points.
+
+    Attributes
+    ----------
+    d : int
+    s : float
+    coefficients : tuple of float
+        ``(f_0, f_1, …, f_D)``.
+    size_bound : float
+        ``f(1)/f_0``, rounded upwards.
+    """
+
+    d: int
+    s: float
+    coefficients: tuple
+    size_bound: float
+
+
+def gegenbauer_table(d: int, degree: int, t) -> np.ndarray:
+    """Normalised Gegenbauer polynomials ``G_0 … G_degree`` of R^d at the points ``t``.
+
+    ``G_i(1) = 1``: Legendre polynomials for d = 3, Chebyshev ``T_i`` for
+    d = 2.  Three-term recurrence
+    ``(i + d − 2) G_{i+1} = (2i + d − 2) t G_i − i G_{i−1}``, stable in float64
+    on [−1, 1] because ``|G_i| <= 1`` there.
+
+    Returns
+    -------
+    ndarray, shape (degree + 1, len(t))
+
+    Examples
+    --------
+    >>> gegenbauer_table(3, 2, [0.5, 1.0]).tolist()  # Legendre: P_2(1/2) = -1/8
+    [[1.0, 1.0], [0.5, 1.0], [-0.125, 1.0]]
+    """
+    return _gegenbauer_derivatives(d, degree, t, 0)[0]
+
+
+def _gegenbauer_derivatives(d: int, degree: int, t, order: int) -> list[np.ndarray]:
+    """``[G, G', …]`` up to the given derivative order, by the differentiated recurrence.
+
+    The k-th derivative of ``(i+d−2) G_{i+1} = (2i+d−2) t G_i − i G_{i−1}`` is
+    ``(i+d−2) G_{i+1}^{(k)} = (2i+d−2) (t G_i^{(k)} + k G_i^{(k−1)}) − i G_{i−1}^{(k)}``.
+    """
+    t = np.asarray(t, dtype=np.float64).reshape(-1)
+    tables = []
+    for k in range(order + 1):
+        table = np.zeros((degree + 1, t.size))
+        if k == 0:
+            table[0] = 1.0
+        if degree >= 1:
+            table[1] = t if k == 0 else (1.0 if k == 1 else 0.0)
+        lower = tables[k - 1] if k else None
+        for i in range(1, degree):
+            term = t * table[i] + (k * lower[i] if k else 0.0)
+            table[i + 1] = ((2 * i + d - 2) * term - i * table[i - 1]) / (i + d - 2)
+        tables.append(table)
+    return tables
+
+
+def _second_derivative_at_one(d: int, degree: int) -> np.ndarray:
+    """``G_i''(1)``, the largest value of ``|G_i''|`` on [−1, 1] (d >= 2).
+
+    ``G_i''`` is a positive multiple of the Gegenbauer polynomial with
+    parameter λ + 2 (λ = (d−2)/2), whose absolute value peaks at t = ±1;
+    ``G_i'(1) = i(i+d−2)/(d−1)`` and ``G_i''(1) = G_i'(1)(i−1)(i+d−1)/(d+1)``.
+    """
+    i = np.arange(degree + 1, dtype=np.float64)
+    return i * (i + d - 2) * (i - 1) * (i + d - 1) / ((d - 1) * (d + 1))
+
+
+def _rounding_allowance(degree: int, coefficient_sum: float) -> float:
+    """Bound on the float64 error of evaluating ``f`` or ``f'`` by the recurrence.
+
+    With ``|G_i| <= 1`` on [−1, 1] each step of the recurrence adds a few
+    unit roundoffs and earlier errors are not amplified (the recurrence is
+    evaluated in its stable, oscillatory region); ``8 (D + 1)²`` roundoffs per
+    unit of ``Σ |f_i|`` is a generous margin over that.
+    """
+    return 8.0 * (degree + 1) ** 2 * np.finfo(np.float64).eps * (1.0 + coefficient_sum)
+
+
+def verify_lp_polynomial(d: int, s: float, coefficients, *, max_cells: int = 2_000_000) -> float:
+    """A rigorous upper bound on ``max f`` over ``[−1, s]``.
+
+    ``f(t) = Σ_i coefficients[i] G_i(t)``.  The interval is covered by cells
+    of centre c and half-width r on which Taylor's theorem gives
+    ``f(t) <= f(c) + |f'(c)| r + M r²/2`` with ``M = Σ |f_i| G_i''(1)`` bounding
+    ``|f''|``; cells whose bound is not yet within rounding of the largest
+    value seen (or of 0) are halved.  Evaluation errors are covered by
+    :func:`_rounding_allowance`.  A polynomial is an LP certificate for s
+    only if the result is ``<= 0`` (or after lowering ``f_0`` by it).
+
+    Returns
+    -------
+    float
+        ``U >= max_{[−1, s]} f``, within a few rounding allowances of the true
+        maximum when that is >= 0; ``inf`` if ``max_cells`` would be exceeded.
+
+    Examples
+    --------
+    ``f(t) = t − 1/2`` (``−½ G_0 + G_1``) is at most 0 on [−1, 1/2]; ``f(t) = t``
+    reaches 1/2 there:
+
+    >>> verify_lp_polynomial(3, 0.5, [-0.5, 1.0]) <= 1e-12
+    True
+    >>> round(verify_lp_polynomial(3, 0.5, [0.0, 1.0]), 9)
+    0.5
+    """
+    coefficients = np.asarray(coefficients, dtype=np.float64)
+    degree = coefficients.size - 1
+    allowance = _rounding_allowance(degree, float(np.abs(coefficients).sum()))
+    curvature = float(np.abs(coefficients) @ _second_derivative_at_one(d, degree)) if degree >= 2 else 0.0
+    cells = 1024
+    half = (s + 1.0) / (2 * cells)
+    centres = -1.0 + half * (2 * np.arange(cells) + 1)
+    seen = -math.inf  # largest evaluated value of f
+    upper = -math.inf  # largest bound over the settled cells
+    while centres.size:
+        value, slope = _gegenbauer_derivatives(d, degree, centres, 1)
+        f = coefficients @ value
+        seen = max(seen, float(f.max()))
+        bound = f + (np.abs(coefficients @ slope) + allowance) * half + 0.5 * curvature * half * half + allowance
+        # A cell is settled once its bound is within rounding of the largest
+        # value seen so far (or of zero): halving it could not lower U much.
+        settled = bound <= max(seen, 0.0) + 2 * allowance
+        if settled.any():
+            upper = max(upper, float(bound[settled].max()))
+        centres = centres[~settled]
+        if centres.size * 2 > max_cells:
+            return math.inf
+        half /= 2
+        centres = np.concatenate([centres - half, centres + half])
+    return upper
+
+
+def _chebyshev_points(a: float, b: float, n: int) -> np.ndarray:
+    """n Chebyshev points of the second kind on [a, b], endpoints included."""
+    return a + (b - a) * (1.0 - np.cos(np.pi * np.arange(n) / (n - 1))) / 2.0
+
+
+def _solve_lp(d: int, s: float, degree: int, hints: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """LP-optimal ``(1, f_1, …, f_D)`` for f <= 0 on [−1, s], and the points it touches.
+
+    Minimises ``f(1) = 1 + Σ f_i`` subject to ``f_i >= 0`` and ``f(t) <= 0`` at
+    the points of a grid.  Between grid points the optimum pokes above 0 near
+    its double roots; those points are found (local maxima, polished by
+    Newton's method on f') and added to the grid, and the LP solved again (an
+    exchange method).  ``hints`` are such points from a nearby s, which makes
+    the first solve nearly exact.  Whatever excursion is left is measured,
+    not assumed, by :func:`verify_lp_polynomial`.
+
+    Returns ``(None, hints)`` when the LP is infeasible (no polynomial of this
+    degree works for s).
+    """
+    from scipy.optimize import linprog
+
+    base = _chebyshev_points(-1.0, s, 12 * degree)
+    probe = _chebyshev_points(-1.0, s, 40 * degree + 200)
+    probe_table = gegenbauer_table(d, degree, probe)
+    grid = np.union1d(base, hints[(hints >= -1.0) & (hints <= s)])
+    coefficients, peaks = None, np.empty(0)
+    for _ in range(LP_EXCHANGE_ROUNDS):
+        result = linprog(
+            c=np.ones(degree),
+            A_ub=gegenbauer_table(d, degree, grid)[1:].T,
+            b_ub=-np.ones(grid.size),
+            bounds=(0, None),
+            method="highs",
+        )
+        if result.status != 0:
+            break
+        coefficients = np.concatenate([[1.0], np.clip(result.x, 0.0, None)])
+        peaks = _polished_maxima(d, coefficients, probe, coefficients @ probe_table)
+        heights = coefficients @ gegenbauer_table(d, degree, peaks)
+        poking = peaks[heights > LP_EXCURSION]
+        # The touching points (double roots) are the hints for a nearby s.
+        peaks = peaks[heights > -1e-3]
+        if poking.size == 0:
+            break
+        grid = np.union1d(grid, poking)
+    return coefficients, peaks
+
+
+def _polished_maxima(d: int, coefficients: np.ndarray, t: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Local maxima of f from samples, refined by Newton steps on f' = 0."""
+    inner = np.flatnonzero((values[1:-1] >= values[:-2]) & (values[1:-1] >= values[2:])) + 1
+    found = t[inner]
+    lower, upper = t[inner - 1], t[inner + 1]
+    degree = coefficients.size - 1
+    for _ in range(4):
+        _, first, second = _gegenbauer_derivatives(d, degree, found, 2)
+        slope, curve = coefficients @ first, coefficients @ second
+        step = np.where(curve < 0, -slope / np.where(curve < 0, curve, -1.0), 0.0)
+        found = np.clip(found + step, lower, upper)
+    ends = [x for x, v in ((t[0], values[0]), (t[-1], values[-1])) if v > 0]
+    return np.concatenate([found, ends])
+
+
+def lp_certificate(d: int, s: float, degree: int = LP_MAX_DEGREE, hints=None) -> LPCertificate | None:
+    """A verified LP polynomial for inner products in [−1, s], or None.
+
+    Solves the LP (:func:`_solve_lp`), bounds ``max f`` on [−1, s] rigorously
+    with :func:`verify_lp_polynomial`, and lowers the constant term by that
+    bound ``δ`` so that ``f − δ <= 0`` on the whole interval (``f_0 − δ > 0``
+    is checked).  The size bound ``(f(1) − δ)/(f_0 − δ)`` is rounded upwards.
+
+    Examples
+    --------
+    E8's 240 roots meet at inner products <= 1/2, and no code does better:
+
+    >>> cert = lp_certificate(8, 0.5 - 1e-6)
+    >>> 239 < cert.size_bound < 240
+    True
+    """
+    if d < 2 or not -1.0 <= s < 1.0:
+        return None
+    coefficients, _ = _solve_lp(d, s, degree, np.asarray([] if hints is None else hints, dtype=np.float64))
+    return None if coefficients is None else _certify(d, s, coefficients)
+
+
+def _certify(d: int, s: float, coefficients: np.ndarray) -> LPCertificate | None:
+    """Verify and shift LP coefficients into a certificate (see :func:`lp_certificate`)."""
+    shift = max(verify_lp_polynomial(d, s, coefficients), 0.0)
+    if not shift < 0.5 * coefficients[0]:
+        return None
+    coefficients = coefficients.copy()
+    coefficients[0] -= shift
+    value_at_one = math.fsum(coefficients)  # every G_i(1) = 1
+    size_bound = value_at_one / coefficients[0] * (1.0 + 8 * np.finfo(np.float64).eps)
+    return LPCertificate(d=d, s=float(s), coefficients=tuple(float(c) for c in coefficients), size_bound=float(size_bound))
+
+
+@functools.lru_cache(maxsize=1024)
+def lp_max_cos_lower_bound(d: int, k: int) -> MaxCosLowerBound:
+    """The Delsarte–Goethals–Seidel LP bound: every K-point code in R^d has max-cos above it.
+
+    Returns the largest s found whose verified certificate
+    (:func:`lp_certificate`) bounds the size of codes with inner products
+    <= s below K.  The search is a safeguarded regula falsi (Illinois) on
+    ``log size_bound(s) − log K`` over a bracket whose lower end always
+    carries a verified certificate, so the value is proven whatever the LP
+    solver does.  For d = 1 or K = 2 the LP says nothing beyond max-cos >= −1.
+
+    Examples
+    --------
+    >>> round(lp_max_cos_lower_bound(8, 240).value, 6)  # E8 is optimal: 1/2
+    0.5
+    >>> lp_max_cos_lower_bound(3, 12).value <= 1 / 5 ** 0.5  # the icosahedron
+    True
+    """
+    check_sizes(d, k)
+    if d < 2 or k <= 2:
+        return MaxCosLowerBound(-1.0, "trivial bound -1 (the LP bound needs d >= 2 and K >= 3)")
+    method = f"Delsarte-Goethals-Seidel LP bound (degree <= {LP_MAX_DEGREE}, verified)"
+    target = math.log(k)
+    # At s = −1 the polynomial 1 + t proves that at most 2 points fit.
+    low, g_low = -1.0, math.log(2.0) - target
+    high, g_high = 1.0, math.inf
+    size_low = 2.0  # the verified size bound at low (g_low may be halved)
+    hints = np.empty(0)
+    last_side = 0
+    for _ in range(LP_MAX_SOLVES):
+        if high - low <= LP_S_TOL or size_low > k * (1 - LP_SIZE_RTOL):
+            break
+        if math.isfinite(g_high):
+            s = (low * g_high - high * g_low) / (g_high - g_low)
+            # Safeguard: stay clear of the ends so the bracket always shrinks.
+            margin = 1e-3 * (high - low)
+            s = min(max(s, low + margin), high - margin)
+        else:
+            s = 0.5 * (low + high)
+        coefficients, hints = _solve_lp(d, s, LP_MAX_DEGREE, hints)
+        certificate = None if coefficients is None else _certify(d, s, coefficients)
+        if certificate is not None and certificate.size_bound < k:
+            low, size_low = s, certificate.size_bound
+            g_low = math.log(size_low) - target
+            if last_side < 0:
+                g_high /= 2  # Illinois: halve the stale end's value
+            last_side = -1
+        else:
+            size = math.inf if certificate is None else certificate.size_bound
+            high, g_high = s, max(math.log(size) - target, 1e-300) if math.isfinite(size) else math.inf
+            if last_side > 0:
+                g_low /= 2
+            last_side = 1
+    return MaxCosLowerBound(float(low), method)

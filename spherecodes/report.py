@@ -18,8 +18,11 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
     Stable keys: ``d``, ``k``, ``method``, ``max_cos``, ``min_angle_deg``,
     ``separation`` (``min``, ``mean``, ``max``), ``nearest_cos`` (one per
     prototype), ``rattlers`` (indices), ``theorem_3_9`` (``lower``, ``upper``,
-    ``applicable``), ``max_cos_lower_bound`` (``value``, ``method``, ``gap``),
-    ``known_optimal`` (``value``, ``reason``).
+    ``applicable``, and ``gap`` = upper − certified ρ when certified),
+    ``max_cos_lower_bound`` (``value``, ``method``, ``gap``), ``known_optimal``
+    (``value``, ``reason``); for a certified code ``rho`` (``lower``,
+    ``upper``, ``width``, ``tol``, ``certified``), ``softmax_rattlers`` and
+    ``one_vs_rest`` (per-class ``lo`` and ``hi``), all ``None`` otherwise.
 
     Examples
     --------
@@ -32,7 +35,12 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
     s = code.stats
     bound = max_cos_lower_bound(code.d, code.k)
     optimal = known_optimal(code.d, code.k, s.max_cos)
-    return {
+    thm = theorem_3_9(code.d, code.k).to_dict()
+    cert = code.certificate
+    if cert is not None and thm["applicable"]:
+        # Room left between this code's certified rho and the best any code can have.
+        thm["gap"] = thm["upper"] - cert.rho_lower
+    report = {
         "name": code.name,
         "bank": bank,
         "d": code.d,
@@ -53,10 +61,31 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
         "nearest_cos": s.nearest_cos.tolist(),
         "rattlers": [int(i) for i in s.rattlers],
         "rattler_tol": s.rattler_tol,
-        "theorem_3_9": theorem_3_9(code.d, code.k).to_dict(),
+        "theorem_3_9": thm,
         "max_cos_lower_bound": {**bound.to_dict(), "gap": optimal.gap},
         "known_optimal": optimal.to_dict(),
+        "rho": None,
+        "softmax_rattlers": None,
+        "one_vs_rest": None,
     }
+    if cert is not None:
+        report["rho"] = {
+            "lower": cert.rho_lower,
+            "upper": cert.rho_upper,
+            "width": cert.width,
+            "tol": cert.tol,
+            "certified": cert.certified,
+        }
+        report["softmax_rattlers"] = cert.softmax_rattlers.tolist()
+        report["one_vs_rest"] = {
+            "lo": cert.lo.tolist(),
+            "hi": cert.hi.tolist(),
+            "rattler_tol": cert.rattler_tol,
+            "duplicates": [list(map(int, g)) for g in cert.duplicates],
+            "device": cert.device,
+            "wall_time_s": cert.wall_time,
+        }
+    return report
 
 
 def bounds_report(d: int, k: int) -> dict:
@@ -121,14 +150,40 @@ def format_code_report(report: dict) -> str:
             f"max {_fmt(nearest.max(), 6)}",
         ),
         ("rattlers", f"{len(report['rattlers'])} (nearest cos below max-cos by > {report['rattler_tol']:g})"),
+        *_certificate_lines(report),
         (
             "Theorem 3.9",
             f"{_fmt(thm['lower'], 6)} <= best rho <= {_fmt(thm['upper'], 6)}"
+            + (f"   (upper - this code's rho = {thm['gap']:.3g})" if "gap" in thm else "")
             if thm["applicable"]
             else f"not applicable (needs {thm['condition']})",
         ),
     ]
     return _align(lines)
+
+
+def _certificate_lines(report: dict) -> list:
+    rho = report["rho"]
+    if rho is None:
+        return [("rho", "not certified (spherecodes certify BANK --write adds it)")]
+    hi = np.asarray(report["one_vs_rest"]["hi"])
+    status = (
+        f"certified, width {rho['width']:.2g} <= tol {rho['tol']:g}"
+        if rho["certified"]
+        else f"NOT certified to tol {rho['tol']:g}: width {rho['width']:.3g}"
+    )
+    lines = [
+        ("rho", f"[{_fmt(rho['lower'], 12)}, {_fmt(rho['upper'], 12)}]   ({status})"),
+        ("dist_k", f"min {_fmt(hi.min(), 6)}  median {_fmt(float(np.median(hi)), 6)}  max {_fmt(hi.max(), 6)}"),
+        (
+            "softmax rattlers",
+            f"{len(report['softmax_rattlers'])} (dist_k above rho by > {report['one_vs_rest']['rattler_tol']:g})",
+        ),
+    ]
+    duplicates = report["one_vs_rest"]["duplicates"]
+    if duplicates:
+        lines.append(("duplicates", f"{len(duplicates)} groups of identical prototypes: their dist_k = 0"))
+    return lines
 
 
 def format_bounds_report(report: dict) -> str:

@@ -1,0 +1,1058 @@
+"""Optimisers that place K unit vectors in R^d as far apart as possible.
+
+Two solvers share one result type, modelled on :class:`scipy.optimize.OptimizeResult`:
+
+* :func:`tammes` minimises the largest cosine between two prototypes (the
+  Tammes problem, seed 002 Eq. 4) with an annealed log-sum-exp surrogate,
+  Riemannian Adam steps on the sphere, batched random starts and a final
+  sequential-linear-programming polish of the near-active pairs.
+* :func:`maxsep` is the reference procedure of seed 002 Eq. 5, exactly as
+  published: plain gradient steps on ``L_HP = (1/K) sum_i max_j M_ij`` with
+  ``M = P P^T - 2I``, re-normalising the rows after every step.
+
+The heavy work runs in torch on the CPU or a CUDA GPU (:func:`resolve_device`);
+the polish runs in float64 on the CPU with SciPy's HiGHS.  Every number in a
+:class:`SolverResult` is recomputed in float64 from the returned prototypes.
+``docs/optimisers.md`` describes the algorithm, its defaults and measurements.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import scipy.sparse
+import torch
+from scipy.optimize import linprog
+from scipy.special import betainc
+
+from .errors import SpherecodesError
+from .memory import require_memory
+
+__all__ = ["HISTORY_COLUMNS", "Progress", "SolverResult", "maxsep", "resolve_device", "tammes", "tammes_defaults"]
+
+#: Columns of :attr:`SolverResult.history`.
+HISTORY_COLUMNS = ("global_step", "objective", "max_cos")
+
+#: Rows of the float64 Gram matrix computed at a time when only its maximum is
+#: needed, so that checking a K = 10^5 code does not need K^2 memory.
+_GRAM_BLOCK_ROWS = 2048
+
+#: Exponents below this are clamped before ``exp``: the weights they produce
+#: (< 1e-26) are negligible, and leaving them would create subnormal floats,
+#: which make CPU arithmetic many times slower.
+_EXP_FLOOR = -60.0
+
+#: Per-step work (multiply-adds of one pairwise product, summed over a batch)
+#: below which the solvers run single-threaded by default: on matrices this
+#: small, OpenMP threads cost more in synchronisation than they save, and on a
+#: busy machine a thread waiting for a core stalls every step (measured: 0.35 s
+#: with one thread against 4-18 s with two for 64 starts of K = 8 in R^3).
+_SMALL_WORK = 4e6
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A progress report passed to the ``progress`` callable of a solver.
+
+    Attributes
+    ----------
+    restart : int
+        0-based index of the first start in the batch being optimised (small
+        problems optimise several starts at once); ``restarts`` during the polish.
+    restarts : int
+        Number of starts the solver will run.
+    step : int
+        Steps done in the current stage (annealing: per start; polish: LP rounds).
+    steps : int
+        Steps planned for the current stage.
+    max_cos : float
+        Best max-cos seen so far in the current batch (or polish).
+    elapsed : float
+        Seconds since the solver started.
+    """
+
+    restart: int
+    restarts: int
+    step: int
+    steps: int
+    max_cos: float
+    elapsed: float
+
+
+@dataclass
+class SolverResult:
+    """What a solver returns: the code and how it was obtained.
+
+    Attributes
+    ----------
+    prototypes : numpy.ndarray
+        float64 array (K, d); every row has unit norm in float64.
+    method : str
+        ``"tammes"`` or ``"maxsep"``.
+    max_cos : float
+        ``max_{i != j} <p_i, p_j>``, recomputed in float64 from ``prototypes``.
+    history : numpy.ndarray
+        float64 array (n, 3), one row per logged step with the columns
+        :data:`HISTORY_COLUMNS`: ``global_step`` counts steps over all starts
+        (a batch of B starts advances it by B per step; polish rounds add 1),
+        ``objective`` is the quantity being minimised at that step (tammes: the
+        smoothed maximum of the best start in the batch, then max-cos during the
+        polish; maxsep: ``L_HP`` of the best start in the batch), ``max_cos`` is
+        the max-cos of that start.
+    restarts : int
+        Number of starts run (fewer than asked when the time limit struck).
+    best_restart : int
+        0-based index of the start whose code is returned.
+    steps : int
+        Optimisation steps taken, summed over starts, plus polish rounds.
+    wall_time : float
+        Seconds from the call to the return.
+    device : str
+        Where the steps ran (``"cpu"``, ``"cuda:0"``).
+    stop_reason : str
+        ``"converged"`` (the polish stopped improving, or a closed form is
+        provably optimal), ``"steps"`` (the step budget ran out) or
+        ``"time_limit"``.
+    settings : dict
+        Every setting needed to reproduce the run; JSON-serialisable.
+    """
+
+    prototypes: np.ndarray
+    method: str
+    max_cos: float
+    history: np.ndarray
+    restarts: int
+    best_restart: int
+    steps: int
+    wall_time: float
+    device: str
+    stop_reason: str
+    settings: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        k, d = self.prototypes.shape
+        return (
+            f"SolverResult(method={self.method!r}, d={d}, k={k}, max_cos={self.max_cos:.12g}, "
+            f"restarts={self.restarts}, best_restart={self.best_restart}, steps={self.steps}, "
+            f"wall_time={self.wall_time:.3g}, device={self.device!r}, stop_reason={self.stop_reason!r})"
+        )
+
+
+# --------------------------------------------------------------------------- input
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """The torch device a solver runs on.
+
+    Parameters
+    ----------
+    device : str or torch.device
+        ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+
+    Returns
+    -------
+    torch.device
+
+    Raises
+    ------
+    SpherecodesError
+        For any other string, or a CUDA device that this machine does not have.
+
+    Examples
+    --------
+    >>> resolve_device("cpu")
+    device(type='cpu')
+    >>> resolve_device("auto").type in ("cpu", "cuda")
+    True
+    """
+    text = str(device).strip().lower()
+    if text == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if text == "cpu":
+        return torch.device("cpu")
+    if text == "cuda" or text.startswith("cuda:"):
+        index = text[5:]
+        if index and not index.isdigit():
+            raise SpherecodesError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+        if not torch.cuda.is_available():
+            raise SpherecodesError(f"device {device!r} was requested but no CUDA GPU is available; use 'cpu' or 'auto'")
+        count = torch.cuda.device_count()
+        if index and int(index) >= count:
+            raise SpherecodesError(f"device {device!r} does not exist; this machine has cuda:0 to cuda:{count - 1}")
+        return torch.device(text if index else "cuda:0")
+    raise SpherecodesError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+
+
+def _check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise SpherecodesError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise SpherecodesError(f"{name} must be an integer >= {minimum}, got {value}")
+    return int(value)
+
+
+def _check_positive(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise SpherecodesError(f"{name} must be a positive number, got {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise SpherecodesError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _check_fraction(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise SpherecodesError(f"{name} must be a number in [0, 1), got {value!r}")
+    if not 0 <= value < 1:
+        raise SpherecodesError(f"{name} must be a number in [0, 1), got {value!r}")
+    return float(value)
+
+
+def _check_common(d, k, seed, time_limit, progress) -> tuple[int, int, int, float | None]:
+    d = _check_int("d", d, 1)
+    k = _check_int("K", k, 2)
+    seed = _check_int("seed", seed, 0)
+    if time_limit is not None:
+        time_limit = _check_positive("time_limit", time_limit)
+    if progress is not None and not callable(progress):
+        raise SpherecodesError(f"progress must be a callable or None, got {type(progress).__name__}")
+    return d, k, seed, time_limit
+
+
+def _check_options(method: str, options: dict, allowed: dict) -> None:
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise SpherecodesError(
+            f"unknown {method} option(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"
+        )
+
+
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def _check_dtype(value: str, default: str) -> str:
+    value = default if value == "auto" else value
+    if value not in _DTYPES:
+        raise SpherecodesError(f"dtype must be 'auto', 'float32' or 'float64', got {value!r}")
+    return value
+
+
+# --------------------------------------------------------------------------- float64 helpers
+
+
+def _normalise_rows(w: np.ndarray) -> np.ndarray:
+    w = np.asarray(w, dtype=np.float64)
+    return w / np.linalg.norm(w, axis=1, keepdims=True)
+
+
+def _max_cos(w: np.ndarray) -> float:
+    """``max_{i != j} <w_i, w_j>`` in float64, a block of rows at a time."""
+    k = len(w)
+    best = -np.inf
+    for start in range(0, k, _GRAM_BLOCK_ROWS):
+        block = w[start : start + _GRAM_BLOCK_ROWS] @ w.T
+        rows = np.arange(len(block))
+        block[rows, start + rows] = -np.inf
+        best = max(best, float(block.max()))
+    return best
+
+
+def _pairs_above(w: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs i < j with ``<w_i, w_j> >= threshold``: (i, j, cosine), a block of rows at a time."""
+    found = []
+    for start in range(0, len(w), _GRAM_BLOCK_ROWS):
+        block = w[start : start + _GRAM_BLOCK_ROWS] @ w.T
+        rows, cols = np.nonzero(block >= threshold)
+        upper = cols > start + rows
+        found.append((start + rows[upper], cols[upper], block[rows[upper], cols[upper]]))
+    return tuple(np.concatenate(parts) for parts in zip(*found))
+
+
+def _start(seed: int, restart: int, k: int, d: int) -> np.ndarray:
+    """The random start of one restart: K independent uniform unit vectors.
+
+    Each restart draws from its own stream ``(seed, restart)``, so a start does
+    not depend on how restarts are batched or on how many are run.
+    """
+    return _normalise_rows(np.random.default_rng([seed, restart]).standard_normal((k, d)))
+
+
+def _closed_form_optimum(d: int, k: int) -> np.ndarray | None:
+    """A provably optimal code when one is known in closed form, else None.
+
+    K <= d + 1: the simplex (meets the bound -1/(K-1)); d + 2 <= K <= 2d: part
+    of the cross-polytope (meets Rankin's bound 0); d = 2: the regular polygon;
+    d = 1: alternating signs (max-cos 1 is forced once K >= 3).
+    """
+    if k <= d + 1:
+        # Centre the K standard basis vectors of R^K and express them in an
+        # orthonormal basis of the sum-zero subspace, which has dimension K - 1 <= d.
+        centred = np.eye(k) - 1.0 / k
+        basis, _ = np.linalg.qr(centred[:, : k - 1])
+        w = np.zeros((k, d))
+        w[:, : k - 1] = centred @ basis
+        return _normalise_rows(w)
+    if k <= 2 * d:
+        w = np.zeros((k, d))
+        w[np.arange(k), np.arange(k) // 2] = np.where(np.arange(k) % 2 == 0, 1.0, -1.0)
+        return w
+    if d == 2:
+        angles = 2 * np.pi * np.arange(k) / k
+        return np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    if d == 1:
+        return np.where(np.arange(k) % 2 == 0, 1.0, -1.0)[:, None]
+    return None
+
+
+def _estimated_angle(d: int, k: int) -> float:
+    """A rough size of the optimal minimum angle, used to scale steps and sharpness.
+
+    The angle 2*rho at which K caps of angular radius rho would cover the
+    sphere's area exactly (packing density 1), capped at pi/2.  It is accurate
+    to ~10% in low dimension (icosahedron: 1.17 vs 1.107; 600-cell: 0.64 vs
+    0.628) and saturates in high dimension, where the cap is the right answer's
+    order of magnitude anyway.
+    """
+    def cap_fraction(rho: float) -> float:
+        # Normalised area of a cap of angular radius rho <= pi/2 on S^{d-1}.
+        if d == 2:
+            return rho / np.pi
+        return 0.5 * betainc((d - 1) / 2, 0.5, np.sin(rho) ** 2)
+
+    lo, hi = 0.0, np.pi / 4
+    # S^0 is two points: there is no angle to estimate (and nothing to move).
+    if d == 1 or k * cap_fraction(hi) <= 1:
+        return np.pi / 2
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if k * cap_fraction(mid) < 1 else (lo, mid)
+    return 2 * hi
+
+
+# --------------------------------------------------------------------------- tammes: annealing
+
+
+@dataclass
+class _Batch:
+    """The outcome of annealing one batch of starts."""
+
+    codes: np.ndarray  # (B, K, d) float64, the best iterate of each start
+    steps: int  # steps done per start
+    timed_out: bool
+
+
+def _anneal_batch(
+    starts: np.ndarray,
+    t_start: np.ndarray,
+    cfg: dict,
+    device: torch.device,
+    first_restart: int,
+    clock: "_Clock",
+    history: list,
+    step_offset: int,
+) -> _Batch:
+    """Minimise the smoothed maximum ``(1/t) log sum_{i<j} exp(t <p_i, p_j>)``.
+
+    The sharpness t grows geometrically from ``t_start`` (one per start, so that
+    the starts also differ in how long they behave like a smooth energy) to
+    ``t_end`` while the Adam step size decays geometrically.  Small t makes the
+    surrogate a Gaussian energy, whose minimisers are spread out globally; large
+    t makes it the maximum itself.  Adam's moments live in the tangent space:
+    the gradient is projected onto it and the iterate is retracted to the sphere
+    by re-normalising each row.
+    """
+    dtype = _DTYPES[cfg["dtype"]]
+    steps = cfg["steps"]
+    batch, k, _ = starts.shape
+    x = torch.as_tensor(starts, dtype=dtype, device=device)
+    t0 = torch.as_tensor(t_start, dtype=dtype, device=device).view(batch, 1, 1)
+    growth = torch.log(cfg["t_end"] / t0)
+    lr_ratio = cfg["lr_end"] / cfg["lr_start"]
+    beta1, beta2 = cfg["beta1"], cfg["beta2"]
+    moment1 = torch.zeros_like(x)
+    moment2 = torch.zeros_like(x)
+    best_x = x.clone()
+    best_val = torch.full((batch,), math.inf, dtype=dtype, device=device)
+    diagonal = torch.arange(k, device=device)
+    done = 0
+    timed_out = False
+    for step in range(steps):
+        if clock.expired():
+            timed_out = True
+            break
+        frac = step / max(steps - 1, 1)
+        t = t0 * torch.exp(growth * frac)
+        lr = cfg["lr_start"] * lr_ratio**frac
+
+        gram = torch.bmm(x, x.transpose(1, 2))
+        gram[:, diagonal, diagonal] = -math.inf
+        current = gram.amax(dim=(1, 2))
+        # Keep each start's best iterate without a host sync (GPU-friendly).
+        improved = current < best_val
+        best_val = torch.where(improved, current, best_val)
+        best_x = torch.where(improved.view(batch, 1, 1), x, best_x)
+
+        # Softmax weights over pairs, shifted by the maximum so exp cannot overflow.
+        weights = gram.sub_(current.view(batch, 1, 1)).mul_(t).clamp_(min=_EXP_FLOOR).exp_()
+        total = weights.sum(dim=(1, 2), keepdim=True)
+        grad = torch.bmm(weights, x).div_(total)
+        grad -= (grad * x).sum(-1, keepdim=True) * x
+
+        moment1.mul_(beta1).add_(grad, alpha=1 - beta1)
+        moment2.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        bias1 = 1 - beta1 ** (step + 1)
+        bias2 = 1 - beta2 ** (step + 1)
+        x = x - (lr / bias1) * moment1 / (moment2 / bias2).sqrt_().add_(cfg["eps"])
+        x = x / x.norm(dim=-1, keepdim=True)
+        moment1 -= (moment1 * x).sum(-1, keepdim=True) * x
+        done = step + 1
+
+        if done % cfg["log_every"] == 0 or done == steps:
+            # log(total / 2) because the weight matrix counts every pair twice.
+            smooth = current + torch.log(total.view(batch) / 2) / t.view(batch)
+            i = int(torch.argmin(best_val))
+            history.append((step_offset + done * batch, float(smooth[i]), float(best_val[i])))
+            clock.report(first_restart, done, steps, float(best_val[i]))
+
+    # The last update has not been measured yet; measure it in the working precision.
+    gram = torch.bmm(x, x.transpose(1, 2))
+    gram[:, diagonal, diagonal] = -math.inf
+    improved = gram.amax(dim=(1, 2)) < best_val
+    best_x = torch.where(improved.view(batch, 1, 1), x, best_x)
+    return _Batch(best_x.double().cpu().numpy(), done, timed_out)
+
+
+# --------------------------------------------------------------------------- tammes: polish
+
+
+def _polish(
+    w: np.ndarray, cfg: dict, clock: "_Clock", deadline: float, history: list, step_offset: int
+) -> tuple[np.ndarray, int, bool]:
+    """Sequential linear programming on the near-active pairs, in float64.
+
+    Each round solves, for tangent moves ``delta_i = r u_i`` (``<w_i, u_i> = 0``,
+    ``|u_i|_inf <= 1``, trust radius r), the linear programme
+
+        minimise s  subject to  <w_i, w_j> + <w_j, delta_i> + <w_i, delta_j> <= s
+
+    over the pairs whose cosine is within reach of the maximum (a move changes
+    a cosine by at most ~2 r sqrt(d)), then re-normalises the rows.  A round
+    that lowers the true max-cos is kept and r grows; otherwise r shrinks.  The
+    LP is the exact first-order model of the max, so near a jammed optimum the
+    rounds converge to round-off.  It is posed in units of r, relative to the
+    current maximum, so that HiGHS's tolerances act on O(1) numbers and do not
+    limit the precision.
+
+    The LPs of very symmetric codes are highly degenerate and slow (E8's has
+    6720 pairs at the maximum: minutes per LP), so a round whose LP would have
+    more than ``polish_max_nonzeros`` non-zeros ends the polish, and so does
+    the polish's own time budget (``deadline``, a ``time.perf_counter`` value).
+
+    Returns the polished code, the number of rounds, and whether it converged
+    (the LP predicts no improvement above ``polish_tol``, or r fell below
+    ``polish_min_radius``).
+    """
+    k, d = w.shape
+    w = _normalise_rows(w)
+    current = _max_cos(w)
+    radius = cfg["polish_radius"]
+    max_radius = 100 * cfg["polish_radius"]
+    coords = np.arange(d)
+    for rounds in range(1, cfg["polish_rounds"] + 1):
+        if clock.expired() or time.perf_counter() >= deadline:
+            return w, rounds - 1, False
+        reach = 4 * radius * math.sqrt(d) + 2 * radius**2 * d
+        rows, cols, cosines = _pairs_above(w, current - reach)
+        if len(rows) * (2 * d + 1) > cfg["polish_max_nonzeros"]:
+            return w, rounds - 1, False
+        moving = np.unique(np.concatenate([rows, cols]))
+        slot = np.full(k, -1)
+        slot[moving] = np.arange(len(moving))
+        n_var = len(moving) * d + 1
+        n_pair = len(rows)
+
+        # Pair row: <w_j, u_i> + <w_i, u_j> - sigma <= (current - <w_i, w_j>) / r,
+        # where sigma = (s - current) / r is the last variable.
+        a_ub = scipy.sparse.csr_matrix(
+            (
+                np.concatenate([w[cols], w[rows], -np.ones((n_pair, 1))], axis=1).ravel(),
+                (
+                    np.repeat(np.arange(n_pair), 2 * d + 1),
+                    np.concatenate(
+                        [slot[rows, None] * d + coords, slot[cols, None] * d + coords, np.full((n_pair, 1), n_var - 1)],
+                        axis=1,
+                    ).ravel(),
+                ),
+            ),
+            shape=(n_pair, n_var),
+        )
+        a_eq = scipy.sparse.csr_matrix(
+            (w[moving].ravel(), (np.repeat(np.arange(len(moving)), d), np.arange(len(moving) * d))),
+            shape=(len(moving), n_var),
+        )
+        bounds = np.empty((n_var, 2))
+        bounds[:-1] = (-1.0, 1.0)
+        bounds[-1] = (-np.inf, np.inf)
+        objective = np.zeros(n_var)
+        objective[-1] = 1.0
+        lp_options = {
+            "primal_feasibility_tolerance": 1e-10,
+            "dual_feasibility_tolerance": 1e-10,
+            "time_limit": max(min(clock.remaining(), deadline - time.perf_counter()), 1e-3),
+        }
+        lp = linprog(
+            objective, A_ub=a_ub, b_ub=(current - cosines) / radius, A_eq=a_eq,
+            b_eq=np.zeros(len(moving)), bounds=bounds, method="highs", options=lp_options,
+        )
+        if lp.status != 0:
+            if clock.expired() or time.perf_counter() >= deadline:
+                return w, rounds - 1, False  # the LP was cut short: the round did not happen
+            radius /= 4
+        else:
+            predicted_gain = -radius * lp.x[-1]
+            if predicted_gain <= cfg["polish_tol"]:
+                history.append((step_offset + rounds, current, current))
+                return w, rounds, True
+            trial = w.copy()
+            trial[moving] += radius * lp.x[:-1].reshape(-1, d)
+            trial = _normalise_rows(trial)
+            value = _max_cos(trial)
+            if value < current:
+                gain = current - value
+                w, current = trial, value
+            else:
+                gain = 0.0
+            # Grow r while the linear model predicts the gain well; shrink it
+            # when the curvature it ignores eats the gain.
+            radius = min(2 * radius, max_radius) if gain > 0.5 * predicted_gain else radius / 4
+        history.append((step_offset + rounds, current, current))
+        clock.report(clock.restarts, rounds, cfg["polish_rounds"], current)
+        if radius < cfg["polish_min_radius"]:
+            return w, rounds, True
+    return w, rounds, False
+
+
+@contextlib.contextmanager
+def _torch_threads(threads: int | None):
+    """Run the enclosed code with ``threads`` torch CPU threads (None: unchanged).
+
+    torch's thread count is process-wide; it is restored on the way out.
+    """
+    if threads is None or threads == torch.get_num_threads():
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _default_threads(work_per_step: float, device: torch.device) -> int | None:
+    return 1 if device.type == "cpu" and work_per_step <= _SMALL_WORK else None
+
+
+class _Clock:
+    """Wall-clock budget and progress reporting shared by the stages of a solver."""
+
+    def __init__(self, time_limit: float | None, progress: Callable | None, restarts: int, begin: float):
+        self.begin = begin
+        self.limit = time_limit
+        self.progress = progress
+        self.restarts = restarts
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.begin
+
+    def remaining(self) -> float:
+        return math.inf if self.limit is None else self.limit - self.elapsed()
+
+    def expired(self) -> bool:
+        return self.limit is not None and self.elapsed() >= self.limit
+
+    def report(self, restart: int, step: int, steps: int, max_cos: float) -> None:
+        if self.progress is not None:
+            self.progress(Progress(restart, self.restarts, step, steps, float(max_cos), self.elapsed()))
+
+
+# --------------------------------------------------------------------------- tammes
+
+
+#: Work per step (K^2 d multiply-adds) at which the default budget stops
+#: growing: a start gets ``_WORK_BUDGET / (K^2 d)`` steps, within the bounds below.
+_WORK_BUDGET = 6.4e10
+_MIN_STEPS, _MAX_STEPS = 100, 2000
+
+_TAMMES_OPTIONS = {
+    "dtype": "auto",
+    "t_start": None,
+    "t_end": None,
+    "t_spread": 100.0,
+    "lr_start": None,
+    "lr_end": None,
+    "beta1": 0.9,
+    "beta2": 0.99,
+    "eps": 1e-12,
+    "batch_size": None,
+    "threads": None,
+    "log_every": 50,
+    "closed_form": True,
+    "polish": None,
+    "polish_top": 3,
+    "polish_rounds": 200,
+    "polish_radius": 1e-3,
+    "polish_min_radius": 1e-11,
+    "polish_tol": 1e-14,
+    "polish_time": None,
+    "polish_max_nonzeros": 50_000,
+}
+
+
+def tammes_defaults(d: int, k: int, device: str | torch.device = "cpu") -> dict:
+    """The settings :func:`tammes` uses for (d, K) when none are given.
+
+    Parameters
+    ----------
+    d, k : int
+        Dimension and number of prototypes.
+    device : str or torch.device
+        Where the solver will run (it changes the default precision).
+
+    Returns
+    -------
+    dict
+        ``steps``, ``restarts`` and every option of :func:`tammes`.
+
+    Examples
+    --------
+    >>> cfg = tammes_defaults(3, 12)
+    >>> cfg["restarts"], cfg["steps"], cfg["dtype"], cfg["polish"]
+    (64, 2000, 'float64', True)
+    >>> cfg = tammes_defaults(64, 1000)
+    >>> cfg["restarts"], cfg["steps"], cfg["dtype"], cfg["polish"]
+    (1, 1000, 'float32', False)
+    """
+    d, k = _check_int("d", d, 1), _check_int("K", k, 2)
+    device = torch.device(device)
+    work = float(k) ** 2 * d
+    angle = _estimated_angle(d, k)
+    # Sharpness is measured against the gap between neighbouring cosines, which
+    # is ~ (1 - cos angle); the starting value also scales with the spread
+    # 1/sqrt(d) of random cosines, so that the first steps see the whole code.
+    gap = 1 - math.cos(angle)
+    lr_start = min(0.15 / math.sqrt(d), angle / 10)
+    if work <= 2e4:
+        restarts = 64
+    elif work <= 2e5:
+        restarts = 16
+    elif work <= 2e6:
+        restarts = 4
+    else:
+        restarts = 1
+    cfg = dict(_TAMMES_OPTIONS)
+    cfg.update(
+        steps=int(min(max(_WORK_BUDGET / work, _MIN_STEPS), _MAX_STEPS)),
+        restarts=restarts,
+        dtype="float32" if device.type == "cuda" or work > 2e6 else "float64",
+        t_start=1.25 * math.sqrt(d) / gap,
+        t_end=2500.0 / gap,
+        lr_start=lr_start,
+        lr_end=lr_start / 100,
+        batch_size=max(1, min(restarts, int(2**20 // k**2))),
+        # The polish solves LPs with up to K*d variables: worth it, and
+        # affordable, for small codes only.
+        polish=k * d <= 20_000,
+    )
+    return cfg
+
+
+def tammes(
+    d: int,
+    k: int,
+    *,
+    seed: int = 0,
+    steps: int | None = None,
+    restarts: int | None = None,
+    time_limit: float | None = None,
+    device: str | torch.device = "auto",
+    progress: Callable[[Progress], None] | None = None,
+    **options,
+) -> SolverResult:
+    """Minimise the largest cosine between K unit vectors in R^d (Tammes problem).
+
+    Anneals a log-sum-exp smoothing of max-cos over all pairs with Riemannian
+    Adam from several random starts (batched on small problems), then polishes
+    the best few by sequential linear programming on the near-active pairs
+    until max-cos stops improving.  Where a provably optimal closed form exists
+    (K <= 2d, d <= 2) it is returned directly unless ``closed_form=False``.
+
+    Parameters
+    ----------
+    d : int
+        Dimension, >= 1.
+    k : int
+        Number of prototypes, >= 2.
+    seed : int
+        Seed of the random starts; the same seed and settings give bit-identical
+        prototypes on the same device and software.
+    steps : int, optional
+        Annealing steps per start (default: 2000, fewer for large K^2 d so that
+        a start costs about 6.4e10 multiply-adds, at least 100).
+    restarts : int, optional
+        Random starts (default: 64, 16, 4 or 1 as K^2 d grows past 2e4, 2e5, 2e6).
+    time_limit : float, optional
+        Seconds; the solver stops cleanly and returns the best code so far.
+    device : {"auto", "cpu", "cuda", "cuda:N"}
+        Where the annealing runs (the polish always runs on the CPU).
+    progress : callable, optional
+        Called with a :class:`Progress` every ``log_every`` steps and polish rounds.
+    **options
+        Advanced settings, defaults from :func:`tammes_defaults`:
+        ``dtype`` ("auto", "float32", "float64"); ``t_start``, ``t_end``
+        (sharpness of the smoothed max at the first and last step);
+        ``t_spread`` (start i > 0 begins at ``t_start * t_spread**u_i``, u_i
+        uniform in [0, 1), for diverse basins); ``lr_start``, ``lr_end``
+        (Adam step size, geometric decay); ``beta1``, ``beta2``, ``eps``
+        (Adam's constants; eps is large enough that a second moment which
+        underflows in float32 cannot turn a negligible gradient into a full step);
+        ``batch_size`` (starts optimised together); ``threads`` (torch CPU
+        threads during the run, restored afterwards; default 1 for small
+        problems, else unchanged); ``log_every``;
+        ``closed_form`` (return a provably optimal closed form when one
+        exists); ``polish`` (run the LP polish; default when K*d <= 20,000);
+        ``polish_top`` (how many of the best starts to polish);
+        ``polish_time`` (seconds for the whole polish; default: as long as the
+        annealing took, at least 2 s); ``polish_max_nonzeros`` (skip LPs
+        larger than this); ``polish_rounds``, ``polish_radius``,
+        ``polish_min_radius``, ``polish_tol``.
+
+    Returns
+    -------
+    SolverResult
+
+    Raises
+    ------
+    SpherecodesError
+        For invalid input, or working matrices that do not fit in memory.
+
+    Examples
+    --------
+    >>> res = tammes(3, 12, seed=0, device="cpu")
+    >>> round(res.max_cos, 10), round(1 / 5 ** 0.5, 10)  # the icosahedron
+    (0.4472135955, 0.4472135955)
+    >>> res.stop_reason
+    'converged'
+    """
+    begin = time.perf_counter()
+    d, k, seed, time_limit = _check_common(d, k, seed, time_limit, progress)
+    _check_options("tammes", options, _TAMMES_OPTIONS)
+    dev = resolve_device(device)
+    cfg = tammes_defaults(d, k, dev)
+    # None, and dtype "auto", mean "the default for (d, K)".
+    explicit = {key: value for key, value in options.items() if value is not None and (key, value) != ("dtype", "auto")}
+    cfg.update(explicit)
+    if steps is not None:
+        cfg["steps"] = _check_int("steps", steps, 1)
+    if restarts is not None:
+        cfg["restarts"] = _check_int("restarts", restarts, 1)
+        if "batch_size" not in explicit:
+            cfg["batch_size"] = max(1, min(cfg["restarts"], int(2**20 // k**2)))
+    cfg["dtype"] = _check_dtype(cfg["dtype"], "float64")
+    for name in ("t_start", "t_end", "t_spread", "lr_start", "lr_end", "eps", "polish_radius", "polish_min_radius"):
+        cfg[name] = _check_positive(name, cfg[name])
+    if cfg["t_spread"] < 1:
+        raise SpherecodesError(f"t_spread must be >= 1, got {cfg['t_spread']}")
+    for name in ("beta1", "beta2"):
+        cfg[name] = _check_fraction(name, cfg[name])
+    for name, minimum in (("batch_size", 1), ("log_every", 1), ("polish_top", 1), ("polish_rounds", 1),
+                          ("polish_max_nonzeros", 1)):
+        cfg[name] = _check_int(name, cfg[name], minimum)
+    if cfg["polish_time"] is not None:
+        cfg["polish_time"] = _check_positive("polish_time", cfg["polish_time"])
+    cfg["polish_tol"] = float(cfg["polish_tol"])
+    cfg["closed_form"] = bool(cfg["closed_form"])
+    cfg["polish"] = bool(cfg["polish"])
+    if cfg["threads"] is None:
+        cfg["threads"] = _default_threads(cfg["batch_size"] * k * k * d, dev)
+    else:
+        cfg["threads"] = _check_int("threads", cfg["threads"], 1)
+    settings = {"method": "tammes", "d": d, "k": k, "seed": seed, "time_limit": time_limit,
+                "device": str(dev), **cfg}
+
+    closed = _closed_form_optimum(d, k) if cfg["closed_form"] else None
+    if closed is not None:
+        value = _max_cos(closed)
+        return SolverResult(closed, "tammes", value, np.array([(0, value, value)], dtype=float), 1, 0, 0,
+                            time.perf_counter() - begin, str(dev), "converged", settings)
+
+    itemsize = 4 if cfg["dtype"] == "float32" else 8
+    require_memory(
+        itemsize * cfg["batch_size"] * (2 * k * k + 8 * k * d),
+        f"the annealing working set ({cfg['batch_size']} x {k} x {k} pairwise matrices, {cfg['dtype']})",
+        device=str(dev),
+    )
+    clock = _Clock(time_limit, progress, cfg["restarts"], begin)
+    with _torch_threads(cfg["threads"]):
+        settings["threads"] = torch.get_num_threads()
+        result = _run_tammes(d, k, seed, cfg, dev, clock)
+    result.settings = settings
+    return result
+
+
+def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: _Clock) -> SolverResult:
+    """Anneal every start, polish the best few, return the best code."""
+    history: list[tuple[float, float, float]] = []
+    spread = np.array([cfg["t_spread"] ** np.random.default_rng([seed, r, 1]).random() if r else 1.0
+                       for r in range(cfg["restarts"])])
+    codes = []
+    total_steps = 0
+    stop_reason = "steps"
+    for first in range(0, cfg["restarts"], cfg["batch_size"]):
+        # The first batch always runs, so that a result exists however short the limit.
+        if first and clock.expired():
+            stop_reason = "time_limit"
+            break
+        members = list(range(first, min(first + cfg["batch_size"], cfg["restarts"])))
+        starts = np.stack([_start(seed, r, k, d) for r in members])
+        t_start = np.minimum(cfg["t_start"] * spread[members], cfg["t_end"])
+        batch = _anneal_batch(starts, t_start, cfg, dev, first, clock, history, total_steps)
+        total_steps += batch.steps * len(members)
+        codes.extend(_normalise_rows(code) for code in batch.codes)
+        if batch.timed_out:
+            stop_reason = "time_limit"
+            break
+
+    # Re-measure in float64: the annealing may have run in float32.
+    values = np.array([_max_cos(code) for code in codes])
+    order = np.argsort(values, kind="stable")
+    best = int(order[0])
+    best_code, best_value = codes[best], float(values[best])
+    # S^0 has no tangent directions to move along, so there is nothing to polish.
+    if cfg["polish"] and d > 1 and stop_reason != "time_limit":
+        # Starts whose annealed values agree closely are usually the same
+        # configuration; polishing one of each spends the polish on distinct ones.
+        chosen: list[int] = []
+        for r in order:
+            if len(chosen) == cfg["polish_top"]:
+                break
+            if all(abs(values[r] - values[c]) > 1e-7 for c in chosen):
+                chosen.append(int(r))
+        all_converged = True
+        largest_gain = 0.0
+        budget = cfg["polish_time"] if cfg["polish_time"] is not None else max(2.0, clock.elapsed())
+        deadline = time.perf_counter() + budget
+        for r in chosen:
+            # A start cannot win if it trails the best by more than twice what
+            # polishing has gained so far (about the smoothing's bias).
+            if values[r] - best_value > 2 * largest_gain + 1e-9:
+                break
+            polished, rounds, converged = _polish(codes[r], cfg, clock, deadline, history, total_steps)
+            total_steps += rounds
+            all_converged &= converged
+            value = _max_cos(polished)
+            largest_gain = max(largest_gain, values[r] - value)
+            if value < best_value:
+                best, best_code, best_value = r, polished, value
+            if clock.expired():
+                break
+        if clock.expired():
+            stop_reason = "time_limit"
+        else:
+            stop_reason = "converged" if all_converged else "steps"
+
+    return SolverResult(
+        prototypes=best_code,
+        method="tammes",
+        max_cos=best_value,
+        history=np.array(history, dtype=np.float64).reshape(-1, 3),
+        restarts=len(codes),
+        best_restart=best,
+        steps=total_steps,
+        wall_time=clock.elapsed(),
+        device=str(dev),
+        stop_reason=stop_reason,
+    )
+
+
+# --------------------------------------------------------------------------- maxsep
+
+
+_MAXSEP_OPTIONS = {"momentum": 0.0, "dtype": "auto", "batch_size": None, "threads": None, "log_every": 50}
+
+
+def maxsep(
+    d: int,
+    k: int,
+    *,
+    seed: int = 0,
+    steps: int | None = 1000,
+    lr: float = 0.1,
+    restarts: int | None = 1,
+    time_limit: float | None = None,
+    device: str | torch.device = "auto",
+    progress: Callable[[Progress], None] | None = None,
+    **options,
+) -> SolverResult:
+    """The hyperspherical-prototype objective of seed 002 (Eq. 5), as published.
+
+    Minimises ``L_HP = (1/K) sum_i max_{j} M_ij`` with ``M = P P^T - 2I`` by
+    plain gradient steps from a random start, re-normalising every row after
+    each step.  The (sub)gradient of row i is ``(p_{j(i)} + sum_{l: j(l) = i} p_l) / K``
+    where j(i) is the nearest neighbour of i (first index on ties).  The
+    authors' code (github.com/psmmettes/hpn, ``prototypes.py``) uses
+    ``torch.optim.SGD(lr=0.1, momentum=0.9)`` but builds a new optimiser after
+    every step, so its momentum buffer never carries over and every update is
+    a plain gradient step; that is what ``momentum=0`` (the default)
+    reproduces.  The paper's text quotes 1000 epochs, the default here.
+
+    Parameters
+    ----------
+    d : int
+        Dimension, >= 1.
+    k : int
+        Number of prototypes, >= 2.
+    seed : int
+        Seed of the random starts.
+    steps : int, optional
+        Gradient steps per start (``None``: 1000).
+    lr : float
+        Step size.
+    restarts : int, optional
+        Independent starts; the one with the lowest final max-cos is returned (``None``: 1).
+    time_limit : float, optional
+        Seconds; stops cleanly and returns the best code so far.
+    device : {"auto", "cpu", "cuda", "cuda:N"}
+        Where the steps run.
+    progress : callable, optional
+        Called with a :class:`Progress` every ``log_every`` steps.
+    **options
+        ``momentum`` (heavy-ball coefficient whose buffer *is* kept across
+        steps; 0 reproduces the published procedure), ``dtype`` ("auto" =
+        float32, as published; or "float64"), ``batch_size``, ``threads`` (as
+        in :func:`tammes`), ``log_every``.
+
+    Returns
+    -------
+    SolverResult
+        ``history`` holds ``L_HP`` as the objective; ``stop_reason`` is
+        ``"steps"`` or ``"time_limit"``.
+
+    Examples
+    --------
+    >>> res = maxsep(16, 40, seed=1, steps=200, device="cpu")
+    >>> bool(res.history[-1, 1] < res.history[0, 1])  # L_HP went down
+    True
+    """
+    begin = time.perf_counter()
+    d, k, seed, time_limit = _check_common(d, k, seed, time_limit, progress)
+    _check_options("maxsep", options, _MAXSEP_OPTIONS)
+    steps = 1000 if steps is None else _check_int("steps", steps, 1)
+    restarts = 1 if restarts is None else _check_int("restarts", restarts, 1)
+    lr = _check_positive("lr", lr)
+    dev = resolve_device(device)
+    cfg = dict(_MAXSEP_OPTIONS)
+    cfg.update({key: value for key, value in options.items() if value is not None})
+    cfg["momentum"] = _check_fraction("momentum", cfg["momentum"])
+    # float32 is torch's default and what the published code ran in.
+    cfg["dtype"] = _check_dtype(cfg["dtype"], "float32")
+    if cfg["batch_size"] is None:
+        cfg["batch_size"] = max(1, min(restarts, int(2**20 // k**2)))
+    cfg["batch_size"] = _check_int("batch_size", cfg["batch_size"], 1)
+    cfg["log_every"] = _check_int("log_every", cfg["log_every"], 1)
+    if cfg["threads"] is None:
+        cfg["threads"] = _default_threads(cfg["batch_size"] * k * k * d, dev)
+    else:
+        cfg["threads"] = _check_int("threads", cfg["threads"], 1)
+    settings = {"method": "maxsep", "d": d, "k": k, "seed": seed, "steps": steps, "lr": lr,
+                "restarts": restarts, "time_limit": time_limit, "device": str(dev), **cfg}
+
+    itemsize = 4 if cfg["dtype"] == "float32" else 8
+    require_memory(
+        itemsize * cfg["batch_size"] * (3 * k * k + 6 * k * d),
+        f"the maxsep working set ({cfg['batch_size']} x {k} x {k} pairwise matrices, {cfg['dtype']})",
+        device=str(dev),
+    )
+    clock = _Clock(time_limit, progress, restarts, begin)
+    with _torch_threads(cfg["threads"]):
+        settings["threads"] = torch.get_num_threads()
+        result = _run_maxsep(d, k, seed, steps, lr, restarts, cfg, dev, clock)
+    result.settings = settings
+    return result
+
+
+def _lhp_gradient(x: torch.Tensor, nearest: torch.Tensor) -> torch.Tensor:
+    """Gradient of L_HP: row i gets ``(p_{j(i)} + sum_{l: j(l) = i} p_l) / K``.
+
+    On the CPU the second sum is a scatter-add, which runs sequentially there
+    and is deterministic.  CUDA's scatter-add uses atomics whose order varies,
+    so there the sum is a product with the one-hot matrix of the choices.
+    """
+    batch, k, _ = x.shape
+    chosen = torch.gather(x, 1, nearest.unsqueeze(2).expand_as(x))
+    if x.device.type == "cpu":
+        chosen_by = torch.zeros_like(x).scatter_add_(1, nearest.unsqueeze(2).expand_as(x), x)
+    else:
+        one_hot = torch.zeros(batch, k, k, dtype=x.dtype, device=x.device).scatter_(2, nearest.unsqueeze(2), 1.0)
+        chosen_by = torch.bmm(one_hot.transpose(1, 2), x)
+    return (chosen + chosen_by) / k
+
+
+def _run_maxsep(d, k, seed, steps, lr, restarts, cfg, dev, clock) -> SolverResult:
+    """Plain (or heavy-ball) gradient steps on L_HP for every start; return the best final code."""
+    dtype = _DTYPES[cfg["dtype"]]
+    history: list[tuple[float, float, float]] = []
+    codes = []
+    total_steps = 0
+    stop_reason = "steps"
+    eye2 = 2 * torch.eye(k, dtype=dtype, device=dev)
+    for first in range(0, restarts, cfg["batch_size"]):
+        if first and clock.expired():
+            stop_reason = "time_limit"
+            break
+        members = range(first, min(first + cfg["batch_size"], restarts))
+        batch = len(members)
+        x = torch.as_tensor(np.stack([_start(seed, r, k, d) for r in members]), dtype=dtype, device=dev)
+        velocity = torch.zeros_like(x)
+        done = 0
+        for step in range(steps):
+            if clock.expired():
+                stop_reason = "time_limit"
+                break
+            m = torch.bmm(x, x.transpose(1, 2)) - eye2
+            nearest_cos, nearest = m.max(dim=2)
+            grad = _lhp_gradient(x, nearest)
+            velocity = velocity.mul_(cfg["momentum"]).add_(grad)
+            x = x - lr * velocity
+            x = x / x.norm(dim=-1, keepdim=True)
+            done = step + 1
+            if step == 0 or done % cfg["log_every"] == 0 or done == steps:
+                # L_HP and max-cos of the iterate this step started from.
+                loss = nearest_cos.mean(dim=1)
+                top = nearest_cos.amax(dim=1)
+                i = int(torch.argmin(top))
+                history.append((total_steps + done * batch, float(loss[i]), float(top[i])))
+                clock.report(first, done, steps, float(top[i]))
+        total_steps += done * batch
+        codes.extend(_normalise_rows(code) for code in x.double().cpu().numpy())
+        if stop_reason == "time_limit":
+            break
+
+    values = [_max_cos(code) for code in codes]
+    best = int(np.argmin(values))
+    return SolverResult(
+        prototypes=codes[best],
+        method="maxsep",
+        max_cos=float(values[best]),
+        history=np.array(history, dtype=np.float64).reshape(-1, 3),
+        restarts=len(codes),
+        best_restart=best,
+        steps=total_steps,
+        wall_time=clock.elapsed(),
+        device=str(dev),
+        stop_reason=stop_reason,
+    )
