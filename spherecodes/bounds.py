@@ -228,14 +228,14 @@ def known_optimal(d: int, k: int, max_cos: float, tol: float = OPTIMALITY_TOL) -
     >>> known_optimal(11, 12, -1 / 11).value
     True
     >>> known_optimal(6, 9, 0.145).reason
-    'no proof of optimality: max-cos is 0.145 above the Rankin bound (K >= d+2)'
+    'max-cos is 0.145 above the Rankin bound (K >= d+2)'
     """
     bound = max_cos_lower_bound(d, k)
     gap = float(max_cos - bound.value)
     if gap <= tol:
         return KnownOptimal(True, f"attains the {bound.method}", gap)
     return KnownOptimal(
-        False, f"no proof of optimality: max-cos is {gap:.3g} above the {bound.method}", gap
+        False, f"max-cos is {gap:.3g} above the {bound.method}", gap
     )
 
 
