@@ -1560,10 +1560,10 @@ def privileged_code(
     )
 
 
-# MERGE INTO solvers.py: the optimisation loop of any differentiable objective on the sphere.
+# The Riemannian Adam loop for any differentiable objective on the sphere.
 # solvers.tammes hand-codes the gradient of its smoothed maximum inside
 # _anneal_batch and offers no objective hook; once solvers.py exposes one with
-# this signature, privileged() should call it and this copy should go.
+# this signature, privileged() should call it and this loop should move there.
 def _riemannian_adam(x0, objective, *, steps, lr_start, lr_end, beta1, beta2, dtype, device, clock, history, log_every):
     """Minimise ``objective(x, step)`` over unit rows x with Riemannian Adam.
 
