@@ -46,6 +46,7 @@ import torch
 
 from .errors import SpherecodesError
 from .memory import available_memory_bytes, require_memory
+from .solvers import resolve_device
 from .stats import RATTLER_TOL, validate_prototypes
 
 #: Default bound on every class's interval width ``hi_k − lo_k``.
@@ -315,7 +316,7 @@ def one_vs_rest_distances(
         raise SpherecodesError(f"candidates must be a positive integer, got {candidates!r}")
     else:
         m = min(k - 1, candidates)
-    dev = _resolve_device(device)
+    dev = resolve_device(device)
 
     require_memory(
         8.0 * k * d * 3 + 8.0 * k * (2 * (d + 2) + 4),
@@ -360,23 +361,6 @@ def one_vs_rest_distances(
 
 # --------------------------------------------------------------------------
 # setup
-
-
-def _resolve_device(device) -> torch.device:
-    """Turn ``"auto"``/``"cpu"``/``"cuda[:N]"`` into a usable torch device."""
-    if isinstance(device, str) and device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as err:
-        raise SpherecodesError(
-            f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}"
-        ) from err
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise SpherecodesError(f"device {device!r} was asked for but torch sees no CUDA GPU; use 'cpu' or 'auto'")
-    if dev.type not in ("cpu", "cuda"):
-        raise SpherecodesError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
-    return dev
 
 
 def _exact_duplicates(w: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
