@@ -30,6 +30,7 @@ import torch
 from scipy.optimize import linprog
 from scipy.special import betainc
 
+from .constructions import applicable_closed_forms, construct
 from .errors import SpherecodesError
 from .memory import require_memory
 
@@ -288,24 +289,10 @@ def _closed_form_optimum(d: int, k: int) -> np.ndarray | None:
     of the cross-polytope (meets Rankin's bound 0); d = 2: the regular polygon;
     d = 1: alternating signs (max-cos 1 is forced once K >= 3).
     """
-    if k <= d + 1:
-        # Centre the K standard basis vectors of R^K and express them in an
-        # orthonormal basis of the sum-zero subspace, which has dimension K - 1 <= d.
-        centred = np.eye(k) - 1.0 / k
-        basis, _ = np.linalg.qr(centred[:, : k - 1])
-        w = np.zeros((k, d))
-        w[:, : k - 1] = centred @ basis
-        return _normalise_rows(w)
-    if k <= 2 * d:
-        w = np.zeros((k, d))
-        w[np.arange(k), np.arange(k) // 2] = np.where(np.arange(k) % 2 == 0, 1.0, -1.0)
-        return w
-    if d == 2:
-        angles = 2 * np.pi * np.arange(k) / k
-        return np.stack([np.cos(angles), np.sin(angles)], axis=1)
-    if d == 1:
+    if d == 1 and k > 2:
         return np.where(np.arange(k) % 2 == 0, 1.0, -1.0)[:, None]
-    return None
+    optimal = [m for m in applicable_closed_forms(d, k) if m in ("etf", "cross-polytope", "polygon")]
+    return construct(optimal[0], d, k) if optimal else None
 
 
 def _estimated_angle(d: int, k: int) -> float:
