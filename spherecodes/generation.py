@@ -56,6 +56,26 @@ def planned_code_name(d: int, k: int, method: str = "auto", *, seed: int = 0, ro
     return default_code_name(method, d, k, seed if uses_seed(method, rotation) else None)
 
 
+def code_from_result(result, *, name: str, labels=None, seed: int | None = None) -> Code:
+    """Package a :class:`spherecodes.solvers.SolverResult` as a :class:`Code`.
+
+    The solver's settings are kept, with what the run actually did (steps,
+    starts, the start returned, why it stopped) added, so the bank says how
+    the code was made.
+    """
+    settings = {
+        **result.settings,
+        "steps_taken": int(result.steps),
+        "restarts_run": int(result.restarts),
+        "best_restart": int(result.best_restart),
+        "stop_reason": result.stop_reason,
+    }
+    return make_code(
+        result.prototypes, method=result.method, name=name, labels=labels, settings=settings,
+        seed=seed, device=result.device, wall_time=result.wall_time,
+    )
+
+
 def generate(
     d: int,
     k: int,
@@ -120,17 +140,7 @@ def generate(
             d, k, seed=seed, steps=steps, restarts=restarts, time_limit=time_limit,
             device=device, progress=progress,
         )
-        settings = {
-            **result.settings,
-            "steps_taken": int(result.steps),
-            "restarts_run": int(result.restarts),
-            "best_restart": int(result.best_restart),
-            "stop_reason": result.stop_reason,
-        }
-        return make_code(
-            result.prototypes, method=method, name=name, labels=labels, settings=settings,
-            seed=used_seed, device=result.device, wall_time=result.wall_time,
-        )
+        return code_from_result(result, name=name, labels=labels, seed=used_seed)
     start = time.perf_counter()
     prototypes = construct(method, d, k, rotation=rotation, seed=seed)
     return make_code(

@@ -35,7 +35,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.stats import spearmanr
 
-from .bank import Code, make_code
+from .bank import Code
 from .errors import SpherecodesError
 from .memory import require_memory
 from .stats import validate_prototypes
@@ -1547,16 +1547,15 @@ def privileged_code(
     ('privileged-d3-k6-s1', ['c0', 'c1'], 'toy')
     """
     from .bank import default_code_name
+    from .generation import code_from_result
 
     k = len(embeddings.names)
     result = privileged(
         d, k, embeddings, semantic_weight=semantic_weight, seed=seed, steps=steps, device=device,
         time_limit=time_limit, progress=progress, triplets=triplets,
     )
-    settings = {**result.settings, "steps_taken": int(result.steps), "stop_reason": result.stop_reason}
-    return make_code(
-        result.prototypes, method="privileged", name=name or default_code_name("privileged", d, k, seed),
-        labels=embeddings.names, settings=settings, seed=seed, device=result.device, wall_time=result.wall_time,
+    return code_from_result(
+        result, name=name or default_code_name("privileged", d, k, seed), labels=embeddings.names, seed=seed
     )
 
 
