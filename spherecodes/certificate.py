@@ -46,7 +46,7 @@ import torch
 
 from .errors import SpherecodesError
 from .memory import available_memory_bytes, require_memory
-from .solvers import resolve_device
+from .devices import resolve_device
 from .stats import RATTLER_TOL, validate_prototypes
 
 #: Default bound on every class's interval width ``hi_k − lo_k``.

@@ -1450,6 +1450,7 @@ def privileged(
     import torch
 
     from . import solvers
+    from .devices import resolve_device
 
     begin = time.perf_counter()
     d, k, seed, time_limit = solvers._check_common(d, k, seed, time_limit, progress)
@@ -1459,7 +1460,7 @@ def privileged(
     if isinstance(semantic_weight, bool) or not isinstance(semantic_weight, (int, float, np.integer, np.floating)) \
             or not (np.isfinite(semantic_weight) and semantic_weight >= 0):
         raise SpherecodesError(f"semantic weight must be a finite number >= 0, got {semantic_weight!r}")
-    dev = solvers.resolve_device(device)
+    dev = resolve_device(device)
     defaults = solvers.tammes_defaults(d, k, dev)
     steps = defaults["steps"] if steps is None else solvers._check_int("steps", steps, 1)
     ranking = RankingTriplets(

@@ -10,7 +10,7 @@ Two solvers share one result type, modelled on :class:`scipy.optimize.OptimizeRe
   published: plain gradient steps on ``L_HP = (1/K) sum_i max_j M_ij`` with
   ``M = P P^T - 2I``, re-normalising the rows after every step.
 
-The heavy work runs in torch on the CPU or a CUDA GPU (:func:`resolve_device`);
+The heavy work runs in torch on the CPU or a CUDA GPU (:func:`spherecodes.devices.resolve_device`);
 the polish runs in float64 on the CPU with SciPy's HiGHS.  Every number in a
 :class:`SolverResult` is recomputed in float64 from the returned prototypes.
 ``docs/optimisers.md`` describes the algorithm, its defaults and measurements.
@@ -31,10 +31,11 @@ from scipy.optimize import linprog
 from scipy.special import betainc
 
 from .constructions import applicable_closed_forms, construct
+from .devices import resolve_device
 from .errors import SpherecodesError
 from .memory import require_memory
 
-__all__ = ["HISTORY_COLUMNS", "Progress", "SolverResult", "maxsep", "resolve_device", "tammes", "tammes_defaults"]
+__all__ = ["HISTORY_COLUMNS", "Progress", "SolverResult", "maxsep", "tammes", "tammes_defaults"]
 
 #: Columns of :attr:`SolverResult.history`.
 HISTORY_COLUMNS = ("global_step", "objective", "max_cos")
@@ -145,48 +146,6 @@ class SolverResult:
 
 
 # --------------------------------------------------------------------------- input
-
-
-def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """The torch device a solver runs on.
-
-    Parameters
-    ----------
-    device : str or torch.device
-        ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
-
-    Returns
-    -------
-    torch.device
-
-    Raises
-    ------
-    SpherecodesError
-        For any other string, or a CUDA device that this machine does not have.
-
-    Examples
-    --------
-    >>> resolve_device("cpu")
-    device(type='cpu')
-    >>> resolve_device("auto").type in ("cpu", "cuda")
-    True
-    """
-    text = str(device).strip().lower()
-    if text == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if text == "cpu":
-        return torch.device("cpu")
-    if text == "cuda" or text.startswith("cuda:"):
-        index = text[5:]
-        if index and not index.isdigit():
-            raise SpherecodesError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
-        if not torch.cuda.is_available():
-            raise SpherecodesError(f"device {device!r} was requested but no CUDA GPU is available; use 'cpu' or 'auto'")
-        count = torch.cuda.device_count()
-        if index and int(index) >= count:
-            raise SpherecodesError(f"device {device!r} does not exist; this machine has cuda:0 to cuda:{count - 1}")
-        return torch.device(text if index else "cuda:0")
-    raise SpherecodesError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
 
 
 def _check_int(name: str, value, minimum: int) -> int:

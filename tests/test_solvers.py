@@ -15,7 +15,8 @@ import torch
 
 from spherecodes import solvers
 from spherecodes.errors import SpherecodesError
-from spherecodes.solvers import Progress, SolverResult, maxsep, resolve_device, tammes
+from spherecodes.devices import resolve_device
+from spherecodes.solvers import Progress, SolverResult, maxsep, tammes
 
 
 #: The slow tests repeat the benchmark targets (tens of seconds on a busy
