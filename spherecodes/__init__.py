@@ -14,13 +14,16 @@ from .bank import Code, delete_code, list_codes, make_code, read_code, write_cod
 from .bounds import max_cos_lower_bound, theorem_3_9  # noqa: E402
 from .errors import SpherecodesError  # noqa: E402
 from .generation import generate  # noqa: E402
+from .registry import catalog, fetch  # noqa: E402
 from .stats import separation_statistics  # noqa: E402
 
 __all__ = [
     "Code",
     "SpherecodesError",
     "__version__",
+    "catalog",
     "delete_code",
+    "fetch",
     "generate",
     "list_codes",
     "make_code",

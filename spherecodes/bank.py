@@ -137,6 +137,8 @@ def make_code(
     seed: int | None = None,
     device: str = "cpu",
     wall_time: float = 0.0,
+    stats_device=None,
+    max_memory: float | None = None,
 ) -> Code:
     """Package prototypes as a :class:`Code`, computing statistics and checksum.
 
@@ -157,6 +159,11 @@ def make_code(
         Where the code was computed.
     wall_time : float
         Seconds spent computing it.
+    stats_device : str, optional
+        Where the float64 statistics are computed (see
+        :func:`spherecodes.stats.separation_statistics`); default the CPU.
+    max_memory : float, optional
+        Bytes the statistics may use (``--max-memory``).
 
     Examples
     --------
@@ -179,7 +186,7 @@ def make_code(
         name=name,
         prototypes=w,
         method=str(method),
-        stats=separation_statistics(w),
+        stats=separation_statistics(w, device=stats_device, max_memory=max_memory),
         sha256=prototype_checksum(w),
         labels=labels,
         settings=settings,
@@ -406,6 +413,33 @@ def _read_group(group: h5py.Group, name: str, path) -> Code:
     )
 
 
+def support_residuals(prototypes: np.ndarray, indices: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``r_k = w_k − Σ_j v_j w_j`` for the primal points stored in a certificate.
+
+    Padded entries (index −1) carry weight 0.  Rows are gathered in blocks, so
+    memory stays near 32 MiB whatever K and the support width.
+
+    Examples
+    --------
+    >>> w = np.eye(3)
+    >>> support_residuals(w, np.array([[1, 2], [0, -1], [0, 1]]), np.array([[0.5, 0.5], [1.0, 0], [0.5, 0.5]]))
+    array([[ 1. , -0.5, -0.5],
+           [-1. ,  1. ,  0. ],
+           [-0.5, -0.5,  1. ]])
+    """
+    k, d = prototypes.shape
+    width = indices.shape[1] if indices.ndim == 2 else 0
+    residuals = np.array(prototypes, dtype=np.float64, copy=True)
+    if width == 0:
+        return residuals
+    rows = max(1, 2**22 // (width * d))
+    for start in range(0, k, rows):
+        part = slice(start, start + rows)
+        gathered = prototypes[np.maximum(indices[part], 0)]  # (rows, s, d)
+        residuals[part] -= np.matmul(weights[part, None, :], gathered)[:, 0, :]
+    return residuals
+
+
 def _read_certificate(group: h5py.Group, prototypes: np.ndarray, sha256: str, where: str):
     """Rebuild a stored certificate; the optimal features follow from the stored supports."""
     from .certificate import OneVsRestCertificate
@@ -415,8 +449,7 @@ def _read_certificate(group: h5py.Group, prototypes: np.ndarray, sha256: str, wh
         raise SpherecodesError(f"{where}: the stored certificate belongs to other prototypes; the bank is damaged")
     indices = group["support_indices"][()]
     weights = group["support_weights"][()]
-    # r_k = w_k - sum_j v_j w_j; padded entries (index -1) carry weight 0.
-    residuals = prototypes - np.einsum("ks,ksd->kd", weights, prototypes[np.maximum(indices, 0)])
+    residuals = support_residuals(prototypes, indices, weights)
     norms = np.linalg.norm(residuals, axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         features = np.where(norms > 0, residuals / norms, np.nan)
@@ -630,8 +663,10 @@ def _write_certificate(group: h5py.Group, code: Code) -> None:
     group.create_dataset("lo", data=cert.lo)
     group.create_dataset("hi", data=cert.hi)
     group.create_dataset("softmax_rattlers", data=np.asarray(cert.softmax_rattlers, dtype=np.int64))
-    group.create_dataset("support_indices", data=cert.support_indices, compression="gzip")
-    group.create_dataset("support_weights", data=cert.support_weights, compression="gzip")
+    # Byte shuffling before gzip: the indices are small integers and the weights
+    # are padded with zeros, so grouping the bytes saves a tenth to a third.
+    group.create_dataset("support_indices", data=cert.support_indices, compression="gzip", shuffle=True)
+    group.create_dataset("support_weights", data=cert.support_weights, compression="gzip", shuffle=True)
 
 
 def _write_stats(group: h5py.Group, code: Code) -> None:

@@ -19,7 +19,9 @@ so a certificate never contains a number that was not checked.
 
 The solver (all classes as a batch, on CPU or CUDA through torch):
 
-1. each class gets a candidate set, its ``m`` nearest prototypes;
+1. each class gets a candidate set, its ``m`` nearest prototypes (a product
+   of a block of classes with all K prototypes, streamed over tiles of
+   prototypes so that no block × K matrix is needed);
 2. Wolfe's minimum-norm-point algorithm runs on the candidate sets of a block of
    classes at once: the support ("corral") of each class is kept, the affine
    minimiser of the corral is one batched Cholesky solve, a ratio test drops
@@ -28,10 +30,13 @@ The solver (all classes as a batch, on CPU or CUDA through torch):
    degenerate (optimised codes, where about d neighbours sit at nearly the
    same cosine) start Wolfe from the support suggested by a few
    interior-point iterations instead;
-3. one matrix product per block checks the optimality condition
-   ``max_j <w_j, r_k> = <Σ v_j w_j, r_k>`` against all K prototypes; violators
-   join the candidate sets and step 2 resumes for the classes that had them.
-   The same product gives ``lo_k``.
+3. one matrix product per block (streamed the same way) checks the
+   optimality condition ``max_j <w_j, r_k> = <Σ v_j w_j, r_k>`` against all K
+   prototypes; violators join the candidate sets and step 2 resumes for the
+   classes that had them.  The same product gives ``lo_k``.
+
+The blocks are sized to the memory allowed (``max_memory``, by default a safe
+fraction of the device's), so memory is O(K·d) plus the blocks, whatever K.
 """
 
 from __future__ import annotations
@@ -40,22 +45,30 @@ import contextlib
 import math
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
 
 from .errors import SpherecodesError
-from .memory import available_memory_bytes, require_memory
+from .memory import Estimate, available_memory_bytes, memory_limit, require_memory
 from .devices import resolve_device
+from .neighbours import top_matches
 from .stats import RATTLER_TOL, validate_prototypes
 
 #: Default bound on every class's interval width ``hi_k − lo_k``.
 DEFAULT_TOL = 1e-9
 
-#: Bytes that the working arrays of one block of classes may take; the block
-#: size is chosen so that this holds (and never more than a quarter of what is
-#: free on the device).
-BLOCK_BUDGET_BYTES = 256 * 2**20
+#: Bytes that the working arrays of one block of classes may take, by device
+#: type; the block size is chosen so that this holds, and never more than a
+#: quarter of what is free on the device (or half of ``max_memory`` beyond
+#: the inputs and results).  A GPU needs large blocks to be busy; on a CPU
+#: larger blocks gain nothing.
+BLOCK_BUDGET_BYTES = {"cpu": 256 * 2**20, "cuda": 4 * 2**30}
+
+#: Prototypes per tile of the products of a block with all K prototypes, so
+#: that a block holds ``block × COLUMN_TILE`` similarities, not ``block × K``.
+COLUMN_TILE = 32768
 
 #: Global optimality checks (rounds of step 3) before giving up on a class.
 MAX_ROUNDS = 50
@@ -99,6 +112,25 @@ IPM_KEEP = 1e-3
 #: Ridges tried in turn (relative to the largest diagonal entry) to keep the
 #: corral's Gram matrix positive definite.
 RIDGES = (1e-14, 1e-11, 1e-8)
+
+
+@dataclass(frozen=True)
+class CertificateProgress:
+    """A progress report passed to the ``progress`` callable of :func:`one_vs_rest_distances`.
+
+    Attributes
+    ----------
+    step : int
+        Classes certified so far.
+    steps : int
+        Classes in all (K).
+    elapsed : float
+        Seconds since the call.
+    """
+
+    step: int
+    steps: int
+    elapsed: float
 
 
 @dataclass(frozen=True)
@@ -257,6 +289,8 @@ def one_vs_rest_distances(
     device: str | torch.device = "auto",
     candidates: int | None = None,
     rattler_tol: float = RATTLER_TOL,
+    max_memory: float | None = None,
+    progress: Callable[[CertificateProgress], None] | None = None,
 ) -> OneVsRestCertificate:
     """Certified one-vs-rest distances ``dist_k`` and ρ of a code.
 
@@ -277,6 +311,12 @@ def one_vs_rest_distances(
         only costs extra global checks, never correctness.
     rattler_tol : float
         Margin for :attr:`OneVsRestCertificate.softmax_rattlers`.
+    max_memory : float, optional
+        Bytes the certificate may use on the device (and on the host for
+        its inputs and results); the blocks of classes are sized to fit.
+        Default: a safe fraction of what is free.
+    progress : callable, optional
+        Called with a :class:`CertificateProgress` after every block of classes.
 
     Returns
     -------
@@ -319,16 +359,17 @@ def one_vs_rest_distances(
     dev = resolve_device(device)
 
     require_memory(
-        8.0 * k * d * 3 + 8.0 * k * (2 * (d + 2) + 4),
+        host_memory(k, d),
         f"the certificate's inputs and results (K={k}, d={d})",
         "cpu",
+        limit=max_memory,
     )
     if dev.type == "cuda":
-        require_memory(8.0 * k * d, f"the prototypes on the GPU (K={k}, d={d})", str(dev))
+        require_memory(8.0 * k * d, f"the prototypes on the GPU (K={k}, d={d})", str(dev), limit=max_memory)
     w = torch.from_numpy(w_np).to(dev)
     duplicates, duplicate_of = _exact_duplicates(w_np)
 
-    block = _block_size(k, d, m, dev)
+    block, tile = _block_size(k, d, m, dev, max_memory)
     lo = np.empty(k)
     hi = np.empty(k)
     features = np.empty((k, d))
@@ -337,12 +378,16 @@ def one_vs_rest_distances(
     with _small_linalg_threads(dev):
         for start in range(0, k, block):
             rows = torch.arange(start, min(start + block, k), device=dev)
-            result = _certify_block(w, rows, m, tol, torch.from_numpy(duplicate_of[start : start + block]).to(dev))
+            result = _certify_block(
+                w, rows, m, tol, torch.from_numpy(duplicate_of[start : start + block]).to(dev), tile
+            )
             lo[start : start + len(rows)] = result.lo
             hi[start : start + len(rows)] = result.hi
             features[start : start + len(rows)] = result.features
             supports.append((result.support_indices, result.support_weights))
             rounds = max(rounds, result.rounds)
+            if progress is not None:
+                progress(CertificateProgress(start + len(rows), k, time.perf_counter() - started))
     support_indices, support_weights = _pad_supports(supports)
     return OneVsRestCertificate(
         lo=lo,
@@ -364,39 +409,127 @@ def one_vs_rest_distances(
 
 
 def _exact_duplicates(w: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
-    """Groups of identical rows, and for each row another member of its group (or −1)."""
-    _, inverse, counts = np.unique(w, axis=0, return_inverse=True, return_counts=True)
-    inverse = inverse.reshape(-1)
-    duplicate_of = np.full(w.shape[0], -1, dtype=np.int64)
-    groups = []
-    for label in np.flatnonzero(counts > 1):
-        members = np.flatnonzero(inverse == label)
-        groups.append(tuple(int(i) for i in members))
-        # Each member's nearest point in the hull of the others is its twin.
-        duplicate_of[members] = np.roll(members, 1)
-    return groups, duplicate_of
+    """Groups of identical rows, and for each row another member of its group (or −1).
 
-
-def _block_size(k: int, d: int, m: int, dev: torch.device) -> int:
-    """Classes per block, so that a block's working arrays fit the budget.
-
-    Per class a block holds one row of global scores (K), the candidate
-    vectors (m·d, up to twice after global additions), the corral vectors and
-    their Gram matrix and Cholesky factor (s·d + 3·s² with s <= d + 1 + the
-    corral growth of one step), all float64.  The interior-point restart
-    runs after Wolfe's arrays are freed and needs less (float32 points
-    w_k − w_j and a scaled copy, 8·m·d bytes, and two d×d matrices).
+    Rows are hashed (a multiply-add of their bit patterns, a block of rows at
+    a time, so memory stays O(K)); rows with equal hashes are then compared
+    exactly.  ``−0.0`` counts as ``0.0``.  Groups are listed by first member.
     """
+    k, d = w.shape
+    multipliers = np.random.default_rng(0).integers(1, 2**63, size=d, dtype=np.uint64) | np.uint64(1)
+    keys = np.empty(k, dtype=np.uint64)
+    for start in range(0, k, _HASH_ROWS):
+        # Adding 0.0 turns -0.0 into 0.0; uint64 arithmetic wraps around.
+        bits = np.ascontiguousarray(w[start : start + _HASH_ROWS] + 0.0).view(np.uint64)
+        keys[start : start + _HASH_ROWS] = (bits * multipliers).sum(axis=1, dtype=np.uint64)
+    order = np.argsort(keys, kind="stable")
+    same = np.flatnonzero(keys[order][1:] == keys[order][:-1])
+    duplicate_of = np.full(k, -1, dtype=np.int64)
+    groups = []
+    if same.size:
+        # Runs of equal keys: each candidate set is split by exact equality.
+        starts = np.flatnonzero(np.diff(np.concatenate([[-2], same])) > 1)
+        for first, last in zip(same[starts], np.append(same[starts[1:] - 1], same[-1])):
+            candidates = np.sort(order[first : last + 2])
+            _, label = np.unique(w[candidates] + 0.0, axis=0, return_inverse=True)
+            for value in np.unique(label.reshape(-1)):
+                members = candidates[label.reshape(-1) == value]
+                if len(members) > 1:
+                    groups.append(tuple(int(i) for i in members))
+                    # Each member's nearest point in the hull of the others is its twin.
+                    duplicate_of[members] = np.roll(members, 1)
+    return sorted(groups), duplicate_of
+
+
+#: Rows hashed at a time by :func:`_exact_duplicates`.
+_HASH_ROWS = 8192
+
+
+def host_memory(k: int, d: int) -> float:
+    """Bytes of the certificate's inputs and results on the host: prototypes, features, supports, bounds."""
+    return 8.0 * k * d * 3 + 8.0 * k * (2 * (d + 2) + 4)
+
+
+def _per_class_bytes(k: int, d: int, m: int) -> float:
+    """Working memory of one class in a block (see :func:`_block_size`)."""
     s = d + 2 + 16
-    per_class = 8.0 * (2 * k + 2 * (m + GLOBAL_ADDITIONS) * d + 2 * s * d + 4 * s * s + 8 * m)
-    budget = min(BLOCK_BUDGET_BYTES, 0.25 * available_memory_bytes(str(dev)))
+    return 8.0 * (2 * min(k, COLUMN_TILE) + 2 * (m + GLOBAL_ADDITIONS) * d + 2 * s * d + 4 * s * s + 8 * m)
+
+
+def _block_size(k: int, d: int, m: int, dev: torch.device, max_memory: float | None = None) -> tuple[int, int]:
+    """Classes per block and prototypes per column tile, so that a block's working arrays fit.
+
+    Per class a block holds one row of a column tile of similarities, the
+    candidate vectors (m·d, up to twice after global additions), the corral
+    vectors and their Gram matrix and Cholesky factor (s·d + 3·s² with
+    s <= d + 1 + the corral growth of one step), all float64.  The
+    interior-point restart runs after Wolfe's arrays are freed and needs less
+    (float32 points w_k − w_j and a scaled copy, 8·m·d bytes, and two d×d
+    matrices).
+    """
+    tile = min(k, COLUMN_TILE)
+    per_class = _per_class_bytes(k, d, m)
+    budget = min(BLOCK_BUDGET_BYTES["cuda" if dev.type == "cuda" else "cpu"], 0.25 * available_memory_bytes(str(dev)))
+    if max_memory is not None:
+        # The prototypes stay on the device; on the CPU the inputs and results share the limit.
+        fixed = 8.0 * k * d + (host_memory(k, d) if dev.type == "cpu" else 0.0)
+        budget = min(budget, 0.5 * (max_memory - fixed))
     block = int(max(1, min(k, budget // per_class)))
     require_memory(
         per_class * block,
         f"the working arrays of a block of {block} classes (K={k}, d={d}, {m} candidates each)",
         str(dev),
+        limit=None if max_memory is None else max(max_memory - 8.0 * k * d, 0.0),
     )
-    return block
+    return block, tile
+
+
+def certificate_estimate(
+    prototypes=None, *, k: int | None = None, d: int | None = None, device: str | torch.device = "auto",
+    max_memory: float | None = None,
+) -> Estimate:
+    """Memory (and time, given the code) that :func:`one_vs_rest_distances` is expected to take.
+
+    The memory is the estimate the certificate itself checks, so an
+    impossible size is refused here with the same message, before any work.
+    Given ``prototypes``, the time is measured on a sample: the first 32
+    classes are certified against all K prototypes on ``device`` and the time
+    is scaled to K (the sample is too small to keep a GPU busy, so on a GPU
+    this errs on the long side).  Given only ``k`` and ``d``, the time is 0
+    (unknown).
+
+    Examples
+    --------
+    >>> est = certificate_estimate(k=100_000, d=64, device="cpu")
+    >>> est.what  # doctest: +ELLIPSIS
+    'certificate of K = 100000 classes in d = 64 (blocks of ...)'
+    >>> est.nbytes < 2**30, est.seconds
+    (True, 0.0)
+    """
+    if prototypes is not None:
+        if isinstance(prototypes, torch.Tensor):
+            prototypes = prototypes.detach().cpu().numpy()
+        prototypes = validate_prototypes(prototypes)
+        k, d = prototypes.shape
+    dev = resolve_device(device)
+    m = min(k - 1, max(32, 2 * d + 2))
+    require_memory(host_memory(k, d), f"the certificate's inputs and results (K={k}, d={d})", "cpu",
+                   limit=max_memory)
+    block, tile = _block_size(k, d, m, dev, max_memory)
+    device_bytes = 8.0 * k * d + block * _per_class_bytes(k, d, m)
+    if dev.type == "cpu":
+        device_bytes += host_memory(k, d)
+    seconds = 0.0
+    if prototypes is not None:
+        w = torch.from_numpy(prototypes).to(dev)
+        rows = torch.arange(min(k, 32), device=dev)
+        no_twins = torch.full((len(rows),), -1, dtype=torch.long, device=dev)
+        with _small_linalg_threads(dev):
+            started = time.perf_counter()
+            _certify_block(w, rows, m, DEFAULT_TOL, no_twins, tile)
+            seconds = (time.perf_counter() - started) * k / len(rows)
+    return Estimate(f"certificate of K = {k} classes in d = {d} (blocks of {block})", str(dev), device_bytes,
+                    memory_limit(str(dev), max_memory), seconds)
 
 
 @contextlib.contextmanager
@@ -442,24 +575,20 @@ class _BlockResult:
 
 
 def _certify_block(
-    w: torch.Tensor, rows: torch.Tensor, m: int, tol: float, duplicate_of: torch.Tensor
+    w: torch.Tensor, rows: torch.Tensor, m: int, tol: float, duplicate_of: torch.Tensor, tile: int
 ) -> _BlockResult:
     """Solve and certify the QPs of the classes ``rows`` (a contiguous block)."""
     n = rows.shape[0]
     dev = w.device
     wk = w[rows]
-    scores = wk @ w.T
-    local = torch.arange(n, device=dev)
-    scores[local, rows] = -math.inf
-    nearest = torch.topk(scores, m, dim=1)
-    cand = nearest.indices  # nearest first
-    del scores
+    itself = rows[:, None]
+    nearest_values, cand = top_matches(wk, w, m, exclude=itself, tile=tile)  # nearest first
     # "Jammed" classes: their d nearest prototypes lie in a thin cosine band,
     # so their points w_k − w_j nearly share a hyperplane and the QP is close
     # to degenerate (typical of optimised codes).  They skip the quick Wolfe
     # phase and start from an interior point (see _solve_candidates).
-    closest = nearest.values[:, 0]
-    band = closest - nearest.values[:, min(w.shape[1], m) - 1]
+    closest = nearest_values[:, 0]
+    band = closest - nearest_values[:, min(w.shape[1], m) - 1]
     jammed = band <= JAMMED_BAND * (1 - closest)
 
     # Corral of each class: positions into its candidate list, and weights.
@@ -490,9 +619,7 @@ def _certify_block(
         support = cand.gather(1, pos.clamp(min=0))
         mixed = torch.einsum("ns,nsd->nd", weights, w[support])
         resid = wk - mixed
-        scores = resid @ w.T
-        scores[local, rows] = -math.inf
-        best = scores.max(dim=1).values
+        best = top_matches(resid, w, 1, exclude=itself, tile=tile)[0][:, 0]
         norm = resid.norm(dim=1)
         own = (wk * resid).sum(1)
         hi = norm
@@ -508,14 +635,17 @@ def _certify_block(
         if not todo.any() or rounds >= MAX_ROUNDS:
             break
         # The worst violators that are not candidates yet join the candidate
-        # sets of the classes that have them.
-        # (Only genuine violators: never the class itself, masked with −inf.)
-        scores.scatter_(1, cand, -math.inf)
-        top = torch.topk(scores, min(GLOBAL_ADDITIONS, scores.shape[1] - 1), dim=1)
-        genuine = todo[:, None] & (top.values > ((mixed * resid).sum(1) + add_threshold * norm)[:, None])
-        extra = torch.where(genuine, top.indices, cand[:, :1].expand_as(top.indices))
+        # sets of the classes that have them (a second streamed product, for
+        # those classes only; never the class itself).
+        late = todo.nonzero().squeeze(1)
+        values, indices = top_matches(
+            resid[late], w, min(GLOBAL_ADDITIONS, w.shape[0] - 1), exclude=torch.cat([itself[late], cand[late]], 1),
+            tile=tile,
+        )
+        genuine = values > ((mixed * resid).sum(1) + add_threshold * norm)[late, None]
+        extra = cand[:, :1].repeat(1, values.shape[1])
+        extra[late] = torch.where(genuine, indices, cand[late, :1])
         cand = torch.cat([cand, extra], dim=1)
-        del scores
 
     features = torch.where(norm[:, None] > 0, resid / safe[:, None], torch.full_like(resid, math.nan))
     support = cand.gather(1, pos.clamp(min=0))

@@ -9,8 +9,12 @@ from .bounds import check_sizes
 from .constructions import CLOSED_FORMS, ROTATIONS, applicable_closed_forms, construct
 from .errors import SpherecodesError
 
-#: Optimisers, for any (d, K).  ``auto`` uses ``tammes`` where no closed form applies.
-OPTIMISERS = ("tammes", "maxsep")
+#: Optimisers, for any (d, K).  ``auto`` uses ``tammes`` where no closed form
+#: applies; ``privileged`` also needs word embeddings of the class names.
+OPTIMISERS = ("tammes", "softmax", "maxsep", "privileged")
+
+#: The solver function of each optimiser, by its name in :mod:`spherecodes.solvers`.
+_SOLVERS = {"tammes": "tammes", "softmax": "softmax_code", "maxsep": "maxsep"}
 
 #: Every method ``generate`` accepts besides ``auto``.
 METHODS = CLOSED_FORMS + OPTIMISERS
@@ -21,7 +25,8 @@ def resolve_method(d: int, k: int, method: str = "auto") -> str:
 
     ``auto`` takes the first closed form that applies (simplex ETF, then the
     cross-polytope, the polygon, and the exceptional 24-cell, 600-cell and E8),
-    and the ``tammes`` optimiser everywhere else.
+    and the ``tammes`` optimiser everywhere else.  ``softmax`` maximises ρ
+    instead of minimising max-cos; ``privileged`` also follows word embeddings.
 
     Examples
     --------
@@ -56,12 +61,15 @@ def planned_code_name(d: int, k: int, method: str = "auto", *, seed: int = 0, ro
     return default_code_name(method, d, k, seed if uses_seed(method, rotation) else None)
 
 
-def code_from_result(result, *, name: str, labels=None, seed: int | None = None) -> Code:
+def code_from_result(
+    result, *, name: str, labels=None, seed: int | None = None, max_memory: float | None = None
+) -> Code:
     """Package a :class:`spherecodes.solvers.SolverResult` as a :class:`Code`.
 
     The solver's settings are kept, with what the run actually did (steps,
     starts, the start returned, why it stopped) added, so the bank says how
-    the code was made.
+    the code was made.  The statistics are computed on the device the solver
+    ran on (a GPU makes them fast for large K), within ``max_memory`` bytes.
     """
     settings = {
         **result.settings,
@@ -70,9 +78,12 @@ def code_from_result(result, *, name: str, labels=None, seed: int | None = None)
         "best_restart": int(result.best_restart),
         "stop_reason": result.stop_reason,
     }
+    if result.refreshes:
+        settings["refreshes_run"] = int(result.refreshes)
     return make_code(
         result.prototypes, method=result.method, name=name, labels=labels, settings=settings,
-        seed=seed, device=result.device, wall_time=result.wall_time,
+        seed=seed, device=result.device, wall_time=result.wall_time, stats_device=result.device,
+        max_memory=max_memory,
     )
 
 
@@ -90,6 +101,12 @@ def generate(
     restarts: int | None = None,
     time_limit: float | None = None,
     progress=None,
+    embeddings=None,
+    semantic_weight: float | None = None,
+    triplets: str = "auto",
+    max_memory: float | None = None,
+    neighbours: int | None = None,
+    refresh: int | None = None,
 ) -> Code:
     """Compute a K-prototype code in R^d and its float64 statistics.
 
@@ -106,7 +123,7 @@ def generate(
     name : str, optional
         Code name; defaults to :func:`planned_code_name`.
     labels : sequence of str, optional
-        Class names, one per prototype.
+        Class names, one per prototype (``privileged``: the embeddings' names).
     device : {"auto", "cpu", "cuda", "cuda:N"}
         Where an optimiser runs; ``auto`` takes CUDA when present.
     steps, restarts, time_limit : optional
@@ -114,6 +131,22 @@ def generate(
         keeps the solver's defaults for (d, K).
     progress : callable, optional
         Receives :class:`spherecodes.solvers.Progress` updates from an optimiser.
+    embeddings : spherecodes.semantic.ClassEmbeddings, optional
+        ``privileged`` only (and required there): one vector per class, see
+        :func:`spherecodes.semantic.class_embeddings`.
+    semantic_weight : float, optional
+        ``privileged`` only: weight of the ranking loss (default
+        :data:`spherecodes.semantic.DEFAULT_SEMANTIC_WEIGHT`).
+    triplets : {"auto", "all", "sampled", "neighbours"}
+        ``privileged`` only: the triplets of the ranking loss.
+    max_memory : float, optional
+        Bytes that the statistics, and the ``tammes`` optimiser, may use on
+        the device (default: a safe fraction of what is available).
+    neighbours, refresh : int, optional
+        ``tammes`` only: neighbour lists of this many prototypes (0: all
+        pairs, the dense path), refreshed every ``refresh`` steps; default
+        chosen from (d, K) and the memory (see
+        :func:`spherecodes.solvers.tammes_defaults`).
 
     Returns
     -------
@@ -132,18 +165,51 @@ def generate(
         raise SpherecodesError(f"rotation must be one of {', '.join(ROTATIONS)}, got {rotation!r}")
     used_seed = seed if uses_seed(method, rotation) else None
     name = name or default_code_name(method, d, k, used_seed)
+    if method == "privileged":
+        return _privileged(d, k, embeddings, name=name, labels=labels, seed=seed, device=device, steps=steps,
+                           restarts=restarts, time_limit=time_limit, progress=progress,
+                           semantic_weight=semantic_weight, triplets=triplets)
+    if embeddings is not None or semantic_weight is not None or triplets != "auto":
+        raise SpherecodesError(
+            f"embeddings, semantic_weight and triplets apply to the privileged method, not {method!r}"
+        )
+    if method != "tammes" and (neighbours is not None or refresh is not None):
+        raise SpherecodesError(f"neighbours and refresh apply to the tammes method, not {method!r}")
+    large = {"max_memory": max_memory, "neighbours": neighbours, "refresh": refresh} if method == "tammes" else {}
     if method in OPTIMISERS:
         from . import solvers  # torch is imported only when an optimiser runs
 
-        solve = getattr(solvers, method)
+        solve = getattr(solvers, _SOLVERS[method])
         result = solve(
             d, k, seed=seed, steps=steps, restarts=restarts, time_limit=time_limit,
-            device=device, progress=progress,
+            device=device, progress=progress, **large,
         )
-        return code_from_result(result, name=name, labels=labels, seed=used_seed)
+        return code_from_result(result, name=name, labels=labels, seed=used_seed, max_memory=max_memory)
     start = time.perf_counter()
     prototypes = construct(method, d, k, rotation=rotation, seed=seed)
     return make_code(
         prototypes, method=method, name=name, labels=labels, settings={"rotation": rotation},
-        seed=used_seed, device="cpu", wall_time=time.perf_counter() - start,
+        seed=used_seed, device="cpu", wall_time=time.perf_counter() - start, max_memory=max_memory,
     )
+
+
+def _privileged(d, k, embeddings, *, name, labels, seed, device, steps, restarts, time_limit, progress,
+                semantic_weight, triplets) -> Code:
+    """The ``privileged`` branch of :func:`generate`: checks, then :func:`spherecodes.semantic.privileged`."""
+    from .semantic import DEFAULT_SEMANTIC_WEIGHT, ClassEmbeddings, privileged
+
+    if not isinstance(embeddings, ClassEmbeddings):
+        raise SpherecodesError("the privileged method needs embeddings: the class names' word vectors "
+                               "(spherecodes.semantic.class_embeddings)")
+    if len(embeddings.names) != k:
+        raise SpherecodesError(f"got embeddings for {len(embeddings.names)} classes but K={k}; give one per class")
+    if restarts is not None:
+        raise SpherecodesError("the privileged method runs a single start; leave restarts unset")
+    if labels is not None and list(labels) != list(embeddings.names):
+        raise SpherecodesError("the labels of a privileged code are the embeddings' class names; leave labels unset")
+    result = privileged(
+        d, k, embeddings, seed=seed, steps=steps, device=device, time_limit=time_limit, progress=progress,
+        semantic_weight=DEFAULT_SEMANTIC_WEIGHT if semantic_weight is None else semantic_weight,
+        triplets=triplets,
+    )
+    return code_from_result(result, name=name, labels=embeddings.names, seed=seed)

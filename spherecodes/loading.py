@@ -26,7 +26,9 @@ MATRIX_SUFFIXES = {
 }
 
 
-def load_code(path, name: str | None = None, *, normalize: bool = False) -> Code:
+def load_code(
+    path, name: str | None = None, *, normalize: bool = False, stats_device=None, max_memory: float | None = None
+) -> Code:
     """A code from a bank, or from a (K, d) matrix in a ``.npy``, ``.pt``/``.pth``, ``.txt`` or ``.csv`` file.
 
     Parameters
@@ -37,6 +39,10 @@ def load_code(path, name: str | None = None, *, normalize: bool = False) -> Code
         Code name inside a bank (banks only).
     normalize : bool
         Rescale rows to unit length instead of refusing rows that are not.
+    stats_device, max_memory : optional
+        Where the statistics of a matrix file are computed, and the memory
+        they may use (see :func:`spherecodes.stats.separation_statistics`);
+        a bank's are read, not computed.
 
     Returns
     -------
@@ -69,7 +75,8 @@ def load_code(path, name: str | None = None, *, normalize: bool = False) -> Code
     prototypes = validate_prototypes(matrix, normalize=normalize)
     settings = {"source": str(path), "normalized": bool(normalize)}
     stem = "".join(c if c.isalnum() or c in "._+-" else "_" for c in path.stem) or "external"
-    return make_code(prototypes, method="external", name=stem, settings=settings)
+    return make_code(prototypes, method="external", name=stem, settings=settings, stats_device=stats_device,
+                     max_memory=max_memory)
 
 
 def _read_matrix(path: Path, suffix: str) -> np.ndarray:

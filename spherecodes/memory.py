@@ -8,6 +8,8 @@ estimate instead of dying half-way with ``MemoryError`` or being killed.
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import dataclass
 
 from .errors import SpherecodesError
 
@@ -61,7 +63,67 @@ def format_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
-def require_memory(nbytes: float, what: str, device: str = "cpu") -> None:
+def parse_memory_size(text) -> int:
+    """Bytes from a size such as ``"4GiB"``, ``"512MB"``, ``"1.5 GiB"`` or ``"800000000"``.
+
+    Binary (KiB, MiB, GiB, TiB) and decimal (kB, MB, GB, TB) units, case-insensitive;
+    a bare number is bytes.
+
+    Raises
+    ------
+    SpherecodesError
+        For anything else, or a size that is not positive.
+
+    Examples
+    --------
+    >>> parse_memory_size("4GiB"), parse_memory_size("512MB"), parse_memory_size(1024)
+    (4294967296, 512000000, 1024)
+    >>> parse_memory_size("4 parsecs")
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: memory size must be a number with an optional unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB), e.g. 4GiB; got '4 parsecs'
+    """
+    match = _SIZE_PATTERN.fullmatch(str(text).strip())
+    if match is None or match.group(2).lower() not in _UNITS:
+        raise SpherecodesError(
+            "memory size must be a number with an optional unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB), "
+            f"e.g. 4GiB; got {text!r}"
+        )
+    size = float(match.group(1)) * _UNITS[match.group(2).lower()]
+    if not size >= 1:
+        raise SpherecodesError(f"memory size must be at least 1 byte, got {text!r}")
+    return int(size)
+
+
+_SIZE_PATTERN = re.compile(r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)")
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9, "t": 10**12, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}
+
+
+def memory_limit(device: str = "cpu", max_memory: float | None = None) -> float:
+    """Bytes that one computation may use on ``device``.
+
+    ``max_memory`` when given (``--max-memory``), otherwise
+    :data:`SAFE_FRACTION` of what is available now.
+
+    Examples
+    --------
+    >>> memory_limit("cpu", 2**30)
+    1073741824.0
+    >>> 0 < memory_limit("cpu") < available_memory_bytes("cpu")
+    True
+    """
+    if max_memory is not None:
+        return float(max_memory)
+    return SAFE_FRACTION * available_memory_bytes(device)
+
+
+def require_memory(
+    nbytes: float, what: str, device: str = "cpu", limit: float | None = None, hint: str = "choose a smaller size"
+) -> None:
     """Refuse with an estimate when ``nbytes`` cannot be allocated on ``device``.
 
     Parameters
@@ -72,11 +134,16 @@ def require_memory(nbytes: float, what: str, device: str = "cpu") -> None:
         What needs the memory, for the message (``"the prototypes (K x d float64)"``).
     device : str
         ``"cpu"`` or a CUDA device string.
+    limit : float, optional
+        Bytes allowed by the caller (``max_memory``, ``--max-memory``);
+        default :data:`SAFE_FRACTION` of the available memory.
+    hint : str
+        What to change, ending the message.
 
     Raises
     ------
     SpherecodesError
-        If ``nbytes`` exceeds :data:`SAFE_FRACTION` of the available memory.
+        If ``nbytes`` exceeds the limit.
 
     Examples
     --------
@@ -85,10 +152,75 @@ def require_memory(nbytes: float, what: str, device: str = "cpu") -> None:
     Traceback (most recent call last):
     ...
     spherecodes.errors.SpherecodesError: an impossible array needs about 1048576.0 PiB on cpu, ...
+    >>> require_memory(2.0**31, "the lists", limit=2.0**30)
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: the lists needs about 2.0 GiB on cpu, but max_memory (--max-memory) allows 1.0 GiB; raise it or choose a smaller size
     """
-    limit = SAFE_FRACTION * available_memory_bytes(device)
+    if limit is not None:
+        if nbytes > limit:
+            raise SpherecodesError(
+                f"{what} needs about {format_bytes(nbytes)} on {device}, but max_memory (--max-memory) allows "
+                f"{format_bytes(limit)}; raise it or {hint}"
+            )
+        return
+    limit = memory_limit(device)
     if nbytes > limit:
         raise SpherecodesError(
             f"{what} needs about {format_bytes(nbytes)} on {device}, but only "
-            f"{format_bytes(limit)} can safely be allocated there; choose a smaller size"
+            f"{format_bytes(limit)} can safely be allocated there; {hint}"
         )
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a computation is expected to need, worked out before it starts.
+
+    Attributes
+    ----------
+    what : str
+        The computation, for people (``"tammes with neighbour lists (m = 64, ...)"``).
+    device : str
+        Where it runs.
+    nbytes : float
+        Estimated peak working memory there.
+    limit : float
+        Bytes allowed there (``max_memory``, or a safe fraction of what is free).
+    seconds : float
+        Expected wall time: a model of the work timed on a small sample of it
+        on this device, so a rough figure (within a factor of about two).
+    """
+
+    what: str
+    device: str
+    nbytes: float
+    limit: float
+    seconds: float
+
+    def describe(self) -> str:
+        """One line: ``estimate: <what> on cpu: ~1.2 GiB of 18.0 GiB allowed, ~14 min``.
+
+        Examples
+        --------
+        >>> Estimate("a run", "cpu", 2**30, 2**32, 95.0).describe()
+        'estimate: a run on cpu: ~1.0 GiB of 4.0 GiB allowed, ~1.6 min'
+        """
+        return (f"estimate: {self.what} on {self.device}: ~{format_bytes(self.nbytes)} of "
+                f"{format_bytes(self.limit)} allowed, ~{format_duration(self.seconds)}")
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds in a short human form.
+
+    Examples
+    --------
+    >>> format_duration(0.2), format_duration(42), format_duration(95), format_duration(7200)
+    ('0.2 s', '42 s', '1.6 min', '2.0 h')
+    """
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

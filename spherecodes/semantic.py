@@ -16,7 +16,7 @@ Four pieces, all behind ``spherecodes generate --method privileged``,
   choose which class gets which prototype without moving any prototype;
 * **the privileged optimiser** — :func:`privileged` minimises seed 002's
   ``L_HP + w · L_PI`` (Eq. 5 + Eq. 6) over the triplets of :class:`RankingTriplets`;
-  :func:`privileged_code` packages the result as a labelled code.
+  :func:`spherecodes.generation.generate` with ``method="privileged"`` makes it a labelled code.
 
 Conventions: a code's ``labels[i]`` is the class of prototype row ``i``.  An
 assignment is an ``order`` array: prototype row ``i`` goes to class
@@ -1481,7 +1481,8 @@ def privileged(
         "device": str(dev), "dtype": dtype, "threads": threads, "semantic_weight": float(semantic_weight),
         "objective": "L_HP + semantic_weight * L_PI (seed 002 Eq. 5 + Eq. 6)",
         "lr_start": defaults["lr_start"], "lr_end": defaults["lr_start"] / 100,
-        "beta1": defaults["beta1"], "beta2": defaults["beta2"], "log_every": defaults["log_every"],
+        "beta1": defaults["beta1"], "beta2": defaults["beta2"], "eps": defaults["eps"],
+        "log_every": defaults["log_every"],
         **ranking.settings(),
         **(
             embeddings.settings() if isinstance(embeddings, ClassEmbeddings)
@@ -1500,9 +1501,9 @@ def privileged(
     clock = solvers._Clock(time_limit, progress, 1, begin)
     history: list = []
     with solvers._torch_threads(threads):
-        code, done, timed_out = _riemannian_adam(
+        code, done, timed_out = solvers.descend_on_sphere(
             solvers._start(seed, 0, k, d), objective, steps=steps, lr_start=settings["lr_start"],
-            lr_end=settings["lr_end"], beta1=settings["beta1"], beta2=settings["beta2"], dtype=dtype, device=dev,
+            lr_end=settings["lr_end"], adam=settings, dtype=dtype, device=dev,
             clock=clock, history=history, log_every=settings["log_every"],
         )
     return solvers.SolverResult(
@@ -1518,94 +1519,3 @@ def privileged(
         stop_reason="time_limit" if timed_out else "steps",
         settings=settings,
     )
-
-
-def privileged_code(
-    d: int,
-    embeddings: ClassEmbeddings,
-    *,
-    name: str | None = None,
-    semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT,
-    seed: int = 0,
-    steps: int | None = None,
-    device="auto",
-    time_limit: float | None = None,
-    progress=None,
-    triplets: str = "auto",
-) -> Code:
-    """Run :func:`privileged` and package the result as a labelled :class:`Code`.
-
-    What ``spherecodes generate --method privileged`` runs: K is the number of
-    class names, the names become the code's labels, and the settings record
-    the optimiser's, the weight, the triplet set and the embeddings' source.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> emb = ClassEmbeddings([f"c{i}" for i in range(6)], rng.standard_normal((6, 4)), source="toy")
-    >>> code = privileged_code(3, emb, seed=1, steps=20, device="cpu")
-    >>> code.name, code.labels[:2], code.settings["embeddings"]
-    ('privileged-d3-k6-s1', ['c0', 'c1'], 'toy')
-    """
-    from .bank import default_code_name
-    from .generation import code_from_result
-
-    k = len(embeddings.names)
-    result = privileged(
-        d, k, embeddings, semantic_weight=semantic_weight, seed=seed, steps=steps, device=device,
-        time_limit=time_limit, progress=progress, triplets=triplets,
-    )
-    return code_from_result(
-        result, name=name or default_code_name("privileged", d, k, seed), labels=embeddings.names, seed=seed
-    )
-
-
-# The Riemannian Adam loop for any differentiable objective on the sphere.
-# solvers.tammes hand-codes the gradient of its smoothed maximum inside
-# _anneal_batch and offers no objective hook; once solvers.py exposes one with
-# this signature, privileged() should call it and this loop should move there.
-def _riemannian_adam(x0, objective, *, steps, lr_start, lr_end, beta1, beta2, dtype, device, clock, history, log_every):
-    """Minimise ``objective(x, step)`` over unit rows x with Riemannian Adam.
-
-    The gradient is projected on the tangent space of each row, the step is
-    Adam's with a geometrically decaying step size, the iterate is retracted by
-    re-normalising its rows and the moments are projected on the new tangent
-    space (as in :func:`spherecodes.solvers.tammes`).  Returns the float64
-    code, the steps done and whether the clock stopped the run; appends
-    ``(step, objective, max_cos)`` rows to ``history``.
-    """
-    import torch
-
-    x = torch.as_tensor(x0, dtype={"float32": torch.float32, "float64": torch.float64}[dtype], device=device)
-    moment1, moment2 = torch.zeros_like(x), torch.zeros_like(x)
-    diagonal = torch.arange(x.shape[0], device=device)
-    done = 0
-    for step in range(steps):
-        if clock.expired():
-            return _float64_rows(x), done, True
-        frac = step / max(steps - 1, 1)
-        lr = lr_start * (lr_end / lr_start) ** frac
-        leaf = x.detach().requires_grad_(True)
-        value = objective(leaf, step)
-        (grad,) = torch.autograd.grad(value, leaf)
-        grad -= (grad * x).sum(-1, keepdim=True) * x
-        moment1.mul_(beta1).add_(grad, alpha=1 - beta1)
-        moment2.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        bias1, bias2 = 1 - beta1 ** (step + 1), 1 - beta2 ** (step + 1)
-        x = x - (lr / bias1) * moment1 / (moment2 / bias2).sqrt_().add_(1e-30)
-        x = x / x.norm(dim=-1, keepdim=True)
-        moment1 -= (moment1 * x).sum(-1, keepdim=True) * x
-        done = step + 1
-        if done % log_every == 0 or done == steps or step == 0:
-            with torch.no_grad():
-                gram = x @ x.T
-                gram[diagonal, diagonal] = -torch.inf
-                max_cos = float(gram.max())
-            history.append((done, float(value.detach()), max_cos))
-            clock.report(0, done, steps, max_cos)
-    return _float64_rows(x), done, False
-
-
-def _float64_rows(x) -> np.ndarray:
-    w = x.detach().to("cpu", dtype=x.new_tensor(0).double().dtype).numpy()
-    return w / np.linalg.norm(w, axis=1, keepdims=True)

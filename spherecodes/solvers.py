@@ -31,11 +31,12 @@ from scipy.optimize import linprog
 from scipy.special import betainc
 
 from .constructions import applicable_closed_forms, construct
-from .devices import resolve_device
+from .devices import resolve_device, timed_call
 from .errors import SpherecodesError
-from .memory import require_memory
+from .memory import Estimate, memory_limit, require_memory
+from .stats import max_cos
 
-__all__ = ["HISTORY_COLUMNS", "Progress", "SolverResult", "maxsep", "tammes", "tammes_defaults"]
+__all__ = ["HISTORY_COLUMNS", "Progress", "SolverResult", "maxsep", "tammes", "tammes_defaults", "tammes_estimate"]
 
 #: Columns of :attr:`SolverResult.history`.
 HISTORY_COLUMNS = ("global_step", "objective", "max_cos")
@@ -76,6 +77,9 @@ class Progress:
         Best max-cos seen so far in the current batch (or polish).
     elapsed : float
         Seconds since the solver started.
+    rho : float or None
+        :func:`softmax_code` only: certified ρ of the best code so far
+        (``max_cos`` is then that code's max-cos).
     """
 
     restart: int
@@ -84,6 +88,7 @@ class Progress:
     steps: int
     max_cos: float
     elapsed: float
+    rho: float | None = None
 
 
 @dataclass
@@ -118,10 +123,16 @@ class SolverResult:
         Where the steps ran (``"cpu"``, ``"cuda:0"``).
     stop_reason : str
         ``"converged"`` (the polish stopped improving, or a closed form is
-        provably optimal), ``"steps"`` (the step budget ran out) or
-        ``"time_limit"``.
+        provably optimal), ``"steps"`` (the step budget ran out),
+        ``"time_limit"``, or ``"interrupted"`` (Ctrl-C during the annealing
+        or the polish of :func:`tammes`: the best code so far is returned).
     settings : dict
         Every setting needed to reproduce the run; JSON-serialisable.
+        :func:`tammes`: ``neighbours`` is 0 for the dense path (all pairs),
+        else the length m of the neighbour lists, refreshed every ``refresh``
+        steps.
+    refreshes : int
+        :func:`tammes` with neighbour lists: refreshes of the lists done.
     """
 
     prototypes: np.ndarray
@@ -135,6 +146,7 @@ class SolverResult:
     device: str
     stop_reason: str
     settings: dict = field(default_factory=dict)
+    refreshes: int = 0
 
     def __repr__(self) -> str:
         k, d = self.prototypes.shape
@@ -289,6 +301,31 @@ class _Batch:
     codes: np.ndarray  # (B, K, d) float64, the best iterate of each start
     steps: int  # steps done per start
     timed_out: bool
+    interrupted: bool = False  # stopped by KeyboardInterrupt (Ctrl-C)
+    refreshes: int = 0  # neighbour-list refreshes (spherecodes.neighbours)
+
+
+def _riemannian_adam_step(
+    x: torch.Tensor, grad: torch.Tensor, moment1: torch.Tensor, moment2: torch.Tensor, step: int, lr: float, cfg: dict
+) -> None:
+    """One Riemannian Adam step on rows of unit vectors, in place.
+
+    The Euclidean gradient ``grad`` is projected onto the tangent space of
+    each row (in place), Adam's moments are updated with it, the row moves
+    and is retracted to the sphere by re-normalising, and the first moment
+    is projected onto the new tangent space.  Works on any leading shape and
+    on row slices (views), so large codes can be updated a block of rows at
+    a time with small temporaries.
+    """
+    beta1, beta2 = cfg["beta1"], cfg["beta2"]
+    grad -= (grad * x).sum(-1, keepdim=True) * x
+    moment1.mul_(beta1).add_(grad, alpha=1 - beta1)
+    moment2.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    bias1 = 1 - beta1 ** (step + 1)
+    bias2 = 1 - beta2 ** (step + 1)
+    x.addcdiv_(moment1, torch.div(moment2, bias2).sqrt_().add_(cfg["eps"]), value=-lr / bias1)
+    x.div_(x.norm(dim=-1, keepdim=True))
+    moment1 -= (moment1 * x).sum(-1, keepdim=True) * x
 
 
 def _anneal_batch(
@@ -314,11 +351,10 @@ def _anneal_batch(
     dtype = _DTYPES[cfg["dtype"]]
     steps = cfg["steps"]
     batch, k, _ = starts.shape
-    x = torch.as_tensor(starts, dtype=dtype, device=device)
+    x = torch.tensor(starts, dtype=dtype, device=device)  # a copy: the steps update it in place
     t0 = torch.as_tensor(t_start, dtype=dtype, device=device).view(batch, 1, 1)
     growth = torch.log(cfg["t_end"] / t0)
     lr_ratio = cfg["lr_end"] / cfg["lr_start"]
-    beta1, beta2 = cfg["beta1"], cfg["beta2"]
     moment1 = torch.zeros_like(x)
     moment2 = torch.zeros_like(x)
     best_x = x.clone()
@@ -326,43 +362,39 @@ def _anneal_batch(
     diagonal = torch.arange(k, device=device)
     done = 0
     timed_out = False
-    for step in range(steps):
-        if clock.expired():
-            timed_out = True
-            break
-        frac = step / max(steps - 1, 1)
-        t = t0 * torch.exp(growth * frac)
-        lr = cfg["lr_start"] * lr_ratio**frac
+    try:
+        for step in range(steps):
+            if clock.expired():
+                timed_out = True
+                break
+            frac = step / max(steps - 1, 1)
+            t = t0 * torch.exp(growth * frac)
+            lr = cfg["lr_start"] * lr_ratio**frac
 
-        gram = torch.bmm(x, x.transpose(1, 2))
-        gram[:, diagonal, diagonal] = -math.inf
-        current = gram.amax(dim=(1, 2))
-        # Keep each start's best iterate without a host sync (GPU-friendly).
-        improved = current < best_val
-        best_val = torch.where(improved, current, best_val)
-        best_x = torch.where(improved.view(batch, 1, 1), x, best_x)
+            gram = torch.bmm(x, x.transpose(1, 2))
+            gram[:, diagonal, diagonal] = -math.inf
+            current = gram.amax(dim=(1, 2))
+            # Keep each start's best iterate without a host sync (GPU-friendly).
+            improved = current < best_val
+            best_val = torch.where(improved, current, best_val)
+            best_x = torch.where(improved.view(batch, 1, 1), x, best_x)
 
-        # Softmax weights over pairs, shifted by the maximum so exp cannot overflow.
-        weights = gram.sub_(current.view(batch, 1, 1)).mul_(t).clamp_(min=_EXP_FLOOR).exp_()
-        total = weights.sum(dim=(1, 2), keepdim=True)
-        grad = torch.bmm(weights, x).div_(total)
-        grad -= (grad * x).sum(-1, keepdim=True) * x
+            # Softmax weights over pairs, shifted by the maximum so exp cannot overflow.
+            weights = gram.sub_(current.view(batch, 1, 1)).mul_(t).clamp_(min=_EXP_FLOOR).exp_()
+            total = weights.sum(dim=(1, 2), keepdim=True)
+            grad = torch.bmm(weights, x).div_(total)
+            _riemannian_adam_step(x, grad, moment1, moment2, step, lr, cfg)
+            done = step + 1
 
-        moment1.mul_(beta1).add_(grad, alpha=1 - beta1)
-        moment2.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        bias1 = 1 - beta1 ** (step + 1)
-        bias2 = 1 - beta2 ** (step + 1)
-        x = x - (lr / bias1) * moment1 / (moment2 / bias2).sqrt_().add_(cfg["eps"])
-        x = x / x.norm(dim=-1, keepdim=True)
-        moment1 -= (moment1 * x).sum(-1, keepdim=True) * x
-        done = step + 1
-
-        if done % cfg["log_every"] == 0 or done == steps:
-            # log(total / 2) because the weight matrix counts every pair twice.
-            smooth = current + torch.log(total.view(batch) / 2) / t.view(batch)
-            i = int(torch.argmin(best_val))
-            history.append((step_offset + done * batch, float(smooth[i]), float(best_val[i])))
-            clock.report(first_restart, done, steps, float(best_val[i]))
+            if done % cfg["log_every"] == 0 or done == steps:
+                # log(total / 2) because the weight matrix counts every pair twice.
+                smooth = current + torch.log(total.view(batch) / 2) / t.view(batch)
+                i = int(torch.argmin(best_val))
+                history.append((step_offset + done * batch, float(smooth[i]), float(best_val[i])))
+                clock.report(first_restart, done, steps, float(best_val[i]))
+    except KeyboardInterrupt:
+        # Ctrl-C: keep the best iterates so far (the last update is not measured).
+        return _Batch(best_x.double().cpu().numpy(), done, timed_out, interrupted=True)
 
     # The last update has not been measured yet; measure it in the working precision.
     gram = torch.bmm(x, x.transpose(1, 2))
@@ -375,28 +407,94 @@ def _anneal_batch(
 # --------------------------------------------------------------------------- tammes: polish
 
 
+@dataclass
+class _Linearisation:
+    """First-order model of the near-active functions f_c of a minimax problem.
+
+    Function c has value ``values[c]``; its gradient is sparse over the
+    prototypes: block b says that moving prototype ``rows[b]`` by delta changes
+    ``f_{funcs[b]}`` by ``<grads[b], delta>`` to first order.  Rows K, K+1, ...
+    are the unit vectors ``aux`` that the functions also depend on: they move
+    in the linear programme (on their own tangent spaces) but are not part of
+    the code.
+    """
+
+    values: np.ndarray  # (n,)
+    funcs: np.ndarray  # (nnz,)
+    rows: np.ndarray  # (nnz,)
+    grads: np.ndarray  # (nnz, d)
+    aux: np.ndarray | None = None  # (n_aux, d)
+
+
+class _PairCosines:
+    """Tammes as a minimax problem: the functions are the pairwise cosines."""
+
+    def value(self, w: np.ndarray) -> float:
+        return _max_cos(w)
+
+    def log_values(self, w: np.ndarray, value: float) -> tuple[float, float]:
+        """(objective, max-cos) for the history."""
+        return value, value
+
+    def progress_rho(self, logged: tuple[float, float]) -> None:
+        return None
+
+    def active(self, w: np.ndarray, threshold: float) -> _Linearisation:
+        rows, cols, cosines = _pairs_above(w, threshold)
+        pairs = np.arange(len(rows))
+        # d<w_i, w_j> = <w_j, delta_i> + <w_i, delta_j>
+        return _Linearisation(
+            cosines, np.concatenate([pairs, pairs]), np.concatenate([rows, cols]),
+            np.concatenate([w[cols], w[rows]]),
+        )
+
+
+class _PolishBudget:
+    """What the polish may spend: simplex work (deterministic) and, if asked, seconds.
+
+    The work of an LP is its non-zeros times HiGHS's simplex iterations, which
+    predicts its solve time well (1.0–1.4e-8 s per unit on the development
+    CPU, over LPs from 2e6 to 4e7 units) and, unlike seconds, does not depend
+    on how busy the machine is: the same seed and settings give the same code.
+    ``polish_time`` adds a wall-clock cap for those who prefer a bound on time
+    to reproducibility.
+    """
+
+    def __init__(self, cfg: dict):
+        self.work_left = float(cfg["polish_work"])
+        self.deadline = math.inf if cfg["polish_time"] is None else time.perf_counter() + cfg["polish_time"]
+
+    def out_of_time(self) -> bool:
+        return time.perf_counter() >= self.deadline
+
+    def seconds_left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+
 def _polish(
-    w: np.ndarray, cfg: dict, clock: "_Clock", deadline: float, history: list, step_offset: int
+    w: np.ndarray, model, cfg: dict, clock: "_Clock", budget: _PolishBudget, history: list, step_offset: int
 ) -> tuple[np.ndarray, int, bool]:
-    """Sequential linear programming on the near-active pairs, in float64.
+    """Sequential linear programming on the near-active functions, in float64.
 
-    Each round solves, for tangent moves ``delta_i = r u_i`` (``<w_i, u_i> = 0``,
-    ``|u_i|_inf <= 1``, trust radius r), the linear programme
+    Minimises ``model.value(w) = max_c f_c(w)`` (Tammes: the pairwise cosines;
+    Softmax Code: minus the one-vs-rest distances).  Each round solves, for
+    tangent moves ``delta_i = r u_i`` (``<w_i, u_i> = 0``, ``|u_i|_inf <= 1``,
+    trust radius r), the linear programme
 
-        minimise s  subject to  <w_i, w_j> + <w_j, delta_i> + <w_i, delta_j> <= s
+        minimise s  subject to  f_c + sum_i <grad_i f_c, delta_i> <= s
 
-    over the pairs whose cosine is within reach of the maximum (a move changes
-    a cosine by at most ~2 r sqrt(d)), then re-normalises the rows.  A round
-    that lowers the true max-cos is kept and r grows; otherwise r shrinks.  The
-    LP is the exact first-order model of the max, so near a jammed optimum the
-    rounds converge to round-off.  It is posed in units of r, relative to the
-    current maximum, so that HiGHS's tolerances act on O(1) numbers and do not
-    limit the precision.
+    over the functions within reach of the maximum (a move changes each of
+    them by at most ~2 r sqrt(d): their gradients have rows of total norm <= 2),
+    then re-normalises the rows.  A round that lowers the true maximum is kept
+    and r grows; otherwise r shrinks.  The LP is the exact first-order model of
+    the max, so near a jammed optimum the rounds converge to round-off.  It is
+    posed in units of r, relative to the current maximum, so that HiGHS's
+    tolerances act on O(1) numbers and do not limit the precision.
 
     The LPs of very symmetric codes are highly degenerate and slow (E8's has
     6720 pairs at the maximum: minutes per LP), so a round whose LP would have
     more than ``polish_max_nonzeros`` non-zeros ends the polish, and so does
-    the polish's own time budget (``deadline``, a ``time.perf_counter`` value).
+    the end of the ``budget`` (shared by the codes polished in one run).
 
     Returns the polished code, the number of rounds, and whether it converged
     (the LP predicts no improvement above ``polish_tol``, or r fell below
@@ -404,40 +502,37 @@ def _polish(
     """
     k, d = w.shape
     w = _normalise_rows(w)
-    current = _max_cos(w)
+    current = model.value(w)
     radius = cfg["polish_radius"]
     max_radius = 100 * cfg["polish_radius"]
     coords = np.arange(d)
     for rounds in range(1, cfg["polish_rounds"] + 1):
-        if clock.expired() or time.perf_counter() >= deadline:
+        if clock.expired() or budget.out_of_time():
             return w, rounds - 1, False
         reach = 4 * radius * math.sqrt(d) + 2 * radius**2 * d
-        rows, cols, cosines = _pairs_above(w, current - reach)
-        if len(rows) * (2 * d + 1) > cfg["polish_max_nonzeros"]:
+        lin = model.active(w, current - reach)
+        n_func = len(lin.values)
+        nonzeros = len(lin.rows) * d + n_func
+        if nonzeros > cfg["polish_max_nonzeros"] or budget.work_left <= 0:
             return w, rounds - 1, False
-        moving = np.unique(np.concatenate([rows, cols]))
-        slot = np.full(k, -1)
-        slot[moving] = np.arange(len(moving))
+        moving, slot_of = np.unique(lin.rows, return_inverse=True)
         n_var = len(moving) * d + 1
-        n_pair = len(rows)
+        base = w if lin.aux is None else np.vstack([w, lin.aux])
 
-        # Pair row: <w_j, u_i> + <w_i, u_j> - sigma <= (current - <w_i, w_j>) / r,
+        # Function row: sum_i <grad_i f_c, u_i> - sigma <= (current - f_c) / r,
         # where sigma = (s - current) / r is the last variable.
         a_ub = scipy.sparse.csr_matrix(
             (
-                np.concatenate([w[cols], w[rows], -np.ones((n_pair, 1))], axis=1).ravel(),
+                np.concatenate([lin.grads.ravel(), -np.ones(n_func)]),
                 (
-                    np.repeat(np.arange(n_pair), 2 * d + 1),
-                    np.concatenate(
-                        [slot[rows, None] * d + coords, slot[cols, None] * d + coords, np.full((n_pair, 1), n_var - 1)],
-                        axis=1,
-                    ).ravel(),
+                    np.concatenate([np.repeat(lin.funcs, d), np.arange(n_func)]),
+                    np.concatenate([(slot_of[:, None] * d + coords).ravel(), np.full(n_func, n_var - 1)]),
                 ),
             ),
-            shape=(n_pair, n_var),
+            shape=(n_func, n_var),
         )
         a_eq = scipy.sparse.csr_matrix(
-            (w[moving].ravel(), (np.repeat(np.arange(len(moving)), d), np.arange(len(moving) * d))),
+            (base[moving].ravel(), (np.repeat(np.arange(len(moving)), d), np.arange(len(moving) * d))),
             shape=(len(moving), n_var),
         )
         bounds = np.empty((n_var, 2))
@@ -448,25 +543,27 @@ def _polish(
         lp_options = {
             "primal_feasibility_tolerance": 1e-10,
             "dual_feasibility_tolerance": 1e-10,
-            "time_limit": max(min(clock.remaining(), deadline - time.perf_counter()), 1e-3),
+            "time_limit": max(min(clock.remaining(), budget.seconds_left()), 1e-3),
         }
         lp = linprog(
-            objective, A_ub=a_ub, b_ub=(current - cosines) / radius, A_eq=a_eq,
+            objective, A_ub=a_ub, b_ub=(current - lin.values) / radius, A_eq=a_eq,
             b_eq=np.zeros(len(moving)), bounds=bounds, method="highs", options=lp_options,
         )
+        budget.work_left -= nonzeros * max(int(lp.nit), 1)
         if lp.status != 0:
-            if clock.expired() or time.perf_counter() >= deadline:
+            if clock.expired() or budget.out_of_time():
                 return w, rounds - 1, False  # the LP was cut short: the round did not happen
             radius /= 4
         else:
             predicted_gain = -radius * lp.x[-1]
             if predicted_gain <= cfg["polish_tol"]:
-                history.append((step_offset + rounds, current, current))
+                history.append((step_offset + rounds, *model.log_values(w, current)))
                 return w, rounds, True
             trial = w.copy()
-            trial[moving] += radius * lp.x[:-1].reshape(-1, d)
+            in_code = moving < k
+            trial[moving[in_code]] += radius * lp.x[:-1].reshape(-1, d)[in_code]
             trial = _normalise_rows(trial)
-            value = _max_cos(trial)
+            value = model.value(trial)
             if value < current:
                 gain = current - value
                 w, current = trial, value
@@ -475,8 +572,9 @@ def _polish(
             # Grow r while the linear model predicts the gain well; shrink it
             # when the curvature it ignores eats the gain.
             radius = min(2 * radius, max_radius) if gain > 0.5 * predicted_gain else radius / 4
-        history.append((step_offset + rounds, current, current))
-        clock.report(clock.restarts, rounds, cfg["polish_rounds"], current)
+        logged = model.log_values(w, current)
+        history.append((step_offset + rounds, *logged))
+        clock.report(clock.restarts, rounds, cfg["polish_rounds"], logged[1], model.progress_rho(logged))
         if radius < cfg["polish_min_radius"]:
             return w, rounds, True
     return w, rounds, False
@@ -521,9 +619,9 @@ class _Clock:
     def expired(self) -> bool:
         return self.limit is not None and self.elapsed() >= self.limit
 
-    def report(self, restart: int, step: int, steps: int, max_cos: float) -> None:
+    def report(self, restart: int, step: int, steps: int, max_cos: float, rho: float | None = None) -> None:
         if self.progress is not None:
-            self.progress(Progress(restart, self.restarts, step, steps, float(max_cos), self.elapsed()))
+            self.progress(Progress(restart, self.restarts, step, steps, float(max_cos), self.elapsed(), rho))
 
 
 # --------------------------------------------------------------------------- tammes
@@ -555,11 +653,18 @@ _TAMMES_OPTIONS = {
     "polish_min_radius": 1e-11,
     "polish_tol": 1e-14,
     "polish_time": None,
+    "polish_work": None,
     "polish_max_nonzeros": 50_000,
+    "neighbours": None,
+    "refresh": None,
+    "max_memory": None,
 }
 
 
-def tammes_defaults(d: int, k: int, device: str | torch.device = "cpu") -> dict:
+def tammes_defaults(
+    d: int, k: int, device: str | torch.device = "cpu", *, neighbours: int | None = None,
+    max_memory: float | None = None,
+) -> dict:
     """The settings :func:`tammes` uses for (d, K) when none are given.
 
     Parameters
@@ -568,11 +673,21 @@ def tammes_defaults(d: int, k: int, device: str | torch.device = "cpu") -> dict:
         Dimension and number of prototypes.
     device : str or torch.device
         Where the solver will run (it changes the default precision).
+    neighbours : int, optional
+        0: the dense path (all pairs).  m >= 1: neighbour lists of m
+        prototypes (:mod:`spherecodes.neighbours`).  None: neighbour lists
+        (m from :func:`spherecodes.neighbours.neighbour_defaults`) when K
+        exceeds :data:`spherecodes.neighbours.NEIGHBOUR_MIN_K` or the dense
+        working set of one start does not fit the memory limit, else dense.
+    max_memory : float, optional
+        Bytes the solver may use on ``device``; default a safe fraction of
+        what is available.
 
     Returns
     -------
     dict
-        ``steps``, ``restarts`` and every option of :func:`tammes`.
+        ``steps``, ``restarts`` and every option of :func:`tammes`;
+        ``neighbours`` is 0 for the dense path.
 
     Examples
     --------
@@ -582,9 +697,13 @@ def tammes_defaults(d: int, k: int, device: str | torch.device = "cpu") -> dict:
     >>> cfg = tammes_defaults(64, 1000)
     >>> cfg["restarts"], cfg["steps"], cfg["dtype"], cfg["polish"]
     (1, 1000, 'float32', False)
+    >>> cfg = tammes_defaults(64, 100_000)
+    >>> cfg["neighbours"], cfg["refresh"], cfg["steps"], cfg["dtype"]
+    (64, 50, 1000, 'float32')
     """
     d, k = _check_int("d", d, 1), _check_int("K", k, 2)
     device = torch.device(device)
+    m = _resolve_neighbours(d, k, device, neighbours, max_memory)
     work = float(k) ** 2 * d
     angle = _estimated_angle(d, k)
     # Sharpness is measured against the gap between neighbouring cosines, which
@@ -613,8 +732,39 @@ def tammes_defaults(d: int, k: int, device: str | torch.device = "cpu") -> dict:
         # The polish solves LPs with up to K*d variables: worth it, and
         # affordable, for small codes only.
         polish=k * d <= 20_000,
+        neighbours=m,
     )
+    if m:
+        from .neighbours import neighbour_defaults
+
+        large = neighbour_defaults(d, k)
+        # One start at a time; the work per step is ~K·m·d, not K²·d.
+        cfg.update(steps=large["steps"], refresh=large["refresh"], restarts=1, batch_size=1,
+                   dtype="float32" if device.type == "cuda" or k * m * d > 2e6 else "float64")
+    cfg["polish_work"] = _default_polish_work(cfg, k, d)
     return cfg
+
+
+def _dense_bytes(k: int, d: int, batch: int, itemsize: int) -> float:
+    """Peak working memory of the dense annealing: two K×K matrices and the vectors, per start."""
+    return itemsize * batch * (2.0 * k * k + 8.0 * k * d)
+
+
+def _resolve_neighbours(d: int, k: int, device: torch.device, neighbours, max_memory) -> int:
+    """m for the neighbour-list path, or 0 for the dense one (see :func:`tammes_defaults`)."""
+    from .neighbours import NEIGHBOUR_MIN_K, neighbour_defaults
+
+    if neighbours is not None:
+        return min(_check_int("neighbours", neighbours, 0), k - 1)
+    itemsize = 4 if device.type == "cuda" or float(k) ** 2 * d > 2e6 else 8
+    if k > NEIGHBOUR_MIN_K or _dense_bytes(k, d, 1, itemsize) > memory_limit(str(device), max_memory):
+        return neighbour_defaults(d, k)["neighbours"]
+    return 0
+
+
+def _default_polish_work(cfg: dict, k: int, d: int) -> float:
+    """Simplex work (see :class:`_PolishBudget`) that takes about as long as the annealing."""
+    return max(2e8, 0.15 * cfg["restarts"] * cfg["steps"] * float(k) ** 2 * d)
 
 
 def tammes(
@@ -636,6 +786,10 @@ def tammes(
     the best few by sequential linear programming on the near-active pairs
     until max-cos stops improving.  Where a provably optimal closed form exists
     (K <= 2d, d <= 2) it is returned directly unless ``closed_form=False``.
+    For large K (above 10,000, or where the K×K matrices do not fit) the
+    pairs are each prototype's nearest ones, kept in neighbour lists
+    (:mod:`spherecodes.neighbours`), so memory is O(K·(d + m)).  Ctrl-C
+    returns the best code so far (``stop_reason="interrupted"``).
 
     Parameters
     ----------
@@ -672,10 +826,18 @@ def tammes(
         ``closed_form`` (return a provably optimal closed form when one
         exists); ``polish`` (run the LP polish; default when K*d <= 20,000);
         ``polish_top`` (how many of the best starts to polish);
-        ``polish_time`` (seconds for the whole polish; default: as long as the
-        annealing took, at least 2 s); ``polish_max_nonzeros`` (skip LPs
-        larger than this); ``polish_rounds``, ``polish_radius``,
-        ``polish_min_radius``, ``polish_tol``.
+        ``polish_work`` (simplex work of the whole polish, in LP non-zeros
+        times simplex iterations; default 0.15 x the annealing's K^2 d
+        multiply-adds, at least 2e8, which takes about as long as the
+        annealing on a CPU; unlike seconds it does not depend on the machine's
+        load, so runs are reproducible); ``polish_time`` (an optional wall-clock cap on the
+        polish, in seconds); ``polish_max_nonzeros`` (skip LPs larger than this); ``polish_rounds``, ``polish_radius``,
+        ``polish_min_radius``, ``polish_tol``; ``neighbours`` (0: all
+        pairs; m: neighbour lists of m prototypes; default chosen from K
+        and the memory); ``refresh`` (steps between refreshes of the lists);
+        ``max_memory`` (bytes the run may use on the device; default 80% of
+        what is free).  :func:`tammes_estimate` gives the memory and time a
+        call will take before making it.
 
     Returns
     -------
@@ -684,7 +846,8 @@ def tammes(
     Raises
     ------
     SpherecodesError
-        For invalid input, or working matrices that do not fit in memory.
+        For invalid input, or working arrays that do not fit in memory (the
+        message says what was needed, what is allowed and what to change).
 
     Examples
     --------
@@ -697,17 +860,49 @@ def tammes(
     begin = time.perf_counter()
     d, k, seed, time_limit = _check_common(d, k, seed, time_limit, progress)
     _check_options("tammes", options, _TAMMES_OPTIONS)
+    cfg, dev = _tammes_config(d, k, steps, restarts, device, options)
+    settings = {"method": "tammes", "d": d, "k": k, "seed": seed, "time_limit": time_limit,
+                "device": str(dev), **cfg}
+
+    closed = _closed_form_optimum(d, k) if cfg["closed_form"] else None
+    if closed is not None:
+        value = _max_cos(closed)
+        return SolverResult(closed, "tammes", value, np.array([(0, value, value)], dtype=float), 1, 0, 0,
+                            time.perf_counter() - begin, str(dev), "converged", settings)
+
+    plan = tammes_memory(d, k, cfg, dev)
+    clock = _Clock(time_limit, progress, cfg["restarts"], begin)
+    with _torch_threads(cfg["threads"]):
+        settings["threads"] = torch.get_num_threads()
+        result = _run_tammes(d, k, seed, cfg, dev, clock, plan)
+    result.settings = settings
+    return result
+
+
+def _tammes_config(d: int, k: int, steps, restarts, device, options: dict) -> tuple[dict, torch.device]:
+    """The checked settings of a :func:`tammes` run: defaults for (d, K) and the path, then the options given."""
     dev = resolve_device(device)
-    cfg = tammes_defaults(d, k, dev)
-    # None, and dtype "auto", mean "the default for (d, K)".
-    explicit = {key: value for key, value in options.items() if value is not None and (key, value) != ("dtype", "auto")}
+    max_memory = options.get("max_memory")
+    if max_memory is not None:
+        max_memory = _check_positive("max_memory", max_memory)
+    cfg = tammes_defaults(d, k, dev, neighbours=options.get("neighbours"), max_memory=max_memory)
+    # None, and dtype "auto", mean "the default for (d, K)"; neighbours and
+    # max_memory are already resolved in cfg.
+    explicit = {key: value for key, value in options.items()
+                if value is not None and (key, value) != ("dtype", "auto") and key not in ("neighbours", "max_memory")}
     cfg.update(explicit)
+    cfg["max_memory"] = max_memory
     if steps is not None:
         cfg["steps"] = _check_int("steps", steps, 1)
     if restarts is not None:
         cfg["restarts"] = _check_int("restarts", restarts, 1)
         if "batch_size" not in explicit:
             cfg["batch_size"] = max(1, min(cfg["restarts"], int(2**20 // k**2)))
+    if cfg["neighbours"]:
+        cfg["refresh"] = _check_int("refresh", cfg["refresh"], 1)
+        cfg["batch_size"] = 1  # the neighbour-list path runs one start at a time
+    elif cfg["refresh"] is not None:
+        raise SpherecodesError("refresh applies to the neighbour-list path; give neighbours >= 1 as well")
     cfg["dtype"] = _check_dtype(cfg["dtype"], "float64")
     for name in ("t_start", "t_end", "t_spread", "lr_start", "lr_end", "eps", "polish_radius", "polish_min_radius"):
         cfg[name] = _check_positive(name, cfg[name])
@@ -720,6 +915,9 @@ def tammes(
         cfg[name] = _check_int(name, cfg[name], minimum)
     if cfg["polish_time"] is not None:
         cfg["polish_time"] = _check_positive("polish_time", cfg["polish_time"])
+    if "polish_work" not in explicit:
+        cfg["polish_work"] = _default_polish_work(cfg, k, d)
+    cfg["polish_work"] = _check_positive("polish_work", cfg["polish_work"])
     cfg["polish_tol"] = float(cfg["polish_tol"])
     cfg["closed_form"] = bool(cfg["closed_form"])
     cfg["polish"] = bool(cfg["polish"])
@@ -727,36 +925,110 @@ def tammes(
         cfg["threads"] = _default_threads(cfg["batch_size"] * k * k * d, dev)
     else:
         cfg["threads"] = _check_int("threads", cfg["threads"], 1)
-    settings = {"method": "tammes", "d": d, "k": k, "seed": seed, "time_limit": time_limit,
-                "device": str(dev), **cfg}
+    return cfg, dev
 
-    closed = _closed_form_optimum(d, k) if cfg["closed_form"] else None
-    if closed is not None:
-        value = _max_cos(closed)
-        return SolverResult(closed, "tammes", value, np.array([(0, value, value)], dtype=float), 1, 0, 0,
-                            time.perf_counter() - begin, str(dev), "converged", settings)
 
+def tammes_memory(d: int, k: int, cfg: dict, device: torch.device):
+    """Check that the annealing of :func:`tammes` with settings ``cfg`` fits; return its plan.
+
+    The dense path needs two K×K matrices per start in the batch; the
+    neighbour-list path the :class:`spherecodes.neighbours.NeighbourPlan`
+    that is returned (None for the dense path).  Both also need the code
+    in float64 on the host (three copies while it is re-measured).
+
+    Raises
+    ------
+    SpherecodesError
+        When the estimate exceeds ``cfg["max_memory"]`` (default: a safe
+        fraction of what is available), with what to change.
+    """
     itemsize = 4 if cfg["dtype"] == "float32" else 8
-    require_memory(
-        itemsize * cfg["batch_size"] * (2 * k * k + 8 * k * d),
-        f"the annealing working set ({cfg['batch_size']} x {k} x {k} pairwise matrices, {cfg['dtype']})",
-        device=str(dev),
-    )
-    clock = _Clock(time_limit, progress, cfg["restarts"], begin)
+    limit = cfg["max_memory"]
+    host = 3 * 8.0 * k * d
+    if not cfg["neighbours"]:
+        require_memory(
+            _dense_bytes(k, d, cfg["batch_size"], itemsize) + (host if device.type == "cpu" else 0.0),
+            f"the annealing working set ({cfg['batch_size']} x {k} x {k} pairwise matrices, {cfg['dtype']})",
+            str(device), limit=limit, hint="use neighbour lists (neighbours=m, --neighbours M) or choose a smaller size",
+        )
+        plan = None
+    else:
+        from .neighbours import neighbour_plan
+
+        plan = neighbour_plan(d, k, cfg["neighbours"], itemsize, device=device,
+                              limit=memory_limit(str(device), limit))
+        require_memory(
+            plan.nbytes + (host if device.type == "cpu" else 0.0),
+            f"the neighbour-list working set (K={k}, d={d}, m={cfg['neighbours']}, {cfg['dtype']})",
+            str(device), limit=limit, hint="lower neighbours (--neighbours) or choose a smaller size",
+        )
+    if device.type == "cuda":
+        require_memory(host, f"the code in float64 on the host (K={k}, d={d})", "cpu")
+    return plan
+
+
+def tammes_estimate(
+    d: int, k: int, *, steps: int | None = None, restarts: int | None = None,
+    device: str | torch.device = "auto", **options,
+) -> Estimate:
+    """Memory and time that :func:`tammes` with these arguments is expected to take.
+
+    The settings are resolved exactly as :func:`tammes` resolves them; the
+    memory is the estimate that :func:`tammes` checks (so the same refusal
+    happens here, before any work), and the time comes from timing a small
+    sample of the work on the device (see
+    :func:`spherecodes.neighbours.neighbour_seconds`; for the dense path, one
+    step on up to 1024 prototypes, scaled by K²).  The polish, when it runs,
+    adds at most about as long as the annealing.
+
+    Returns
+    -------
+    spherecodes.memory.Estimate
+
+    Raises
+    ------
+    SpherecodesError
+        For invalid settings, or a working set that does not fit.
+
+    Examples
+    --------
+    >>> est = tammes_estimate(64, 100_000, device="cpu", max_memory=4 * 2**30)
+    >>> est.what
+    'tammes with neighbour lists (m = 64, refresh every 50 steps), 1 x 1000 steps, float32'
+    >>> est.nbytes < est.limit
+    True
+    """
+    d = _check_int("d", d, 1)
+    k = _check_int("K", k, 2)
+    _check_options("tammes", options, _TAMMES_OPTIONS)
+    cfg, dev = _tammes_config(d, k, steps, restarts, device, options)
+    limit = memory_limit(str(dev), cfg["max_memory"])
+    if cfg["closed_form"] and _closed_form_optimum(d, k) is not None:
+        return Estimate("tammes: a provably optimal closed form", "cpu", 8.0 * k * d, limit, 0.0)
+    plan = tammes_memory(d, k, cfg, dev)
+    runs = f"{cfg['restarts']} x {cfg['steps']} steps, {cfg['dtype']}"
     with _torch_threads(cfg["threads"]):
-        settings["threads"] = torch.get_num_threads()
-        result = _run_tammes(d, k, seed, cfg, dev, clock)
-    result.settings = settings
-    return result
+        if plan is not None:
+            from .neighbours import neighbour_seconds
+
+            what = f"tammes with neighbour lists (m = {plan.m}, refresh every {cfg['refresh']} steps), {runs}"
+            return Estimate(what, str(dev), plan.nbytes, limit, cfg["restarts"] * neighbour_seconds(cfg, plan, dev))
+        n = min(k, 1024)
+        x = torch.nn.functional.normalize(torch.randn(1, n, d, dtype=_DTYPES[cfg["dtype"]]), dim=2).to(dev)
+        step = timed_call(lambda: torch.bmm(torch.bmm(x, x.transpose(1, 2)).exp_(), x), dev) * (k / n) ** 2
+    itemsize = 4 if cfg["dtype"] == "float32" else 8
+    what = f"tammes, all pairs, {runs}" + (", then the polish" if cfg["polish"] else "")
+    return Estimate(what, str(dev), _dense_bytes(k, d, cfg["batch_size"], itemsize), limit,
+                    cfg["restarts"] * cfg["steps"] * step)
 
 
-def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: _Clock) -> SolverResult:
-    """Anneal every start, polish the best few, return the best code."""
+def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: _Clock, plan=None) -> SolverResult:
+    """Anneal every start (on neighbour lists when ``plan`` is given), polish the best few, return the best code."""
     history: list[tuple[float, float, float]] = []
     spread = np.array([cfg["t_spread"] ** np.random.default_rng([seed, r, 1]).random() if r else 1.0
                        for r in range(cfg["restarts"])])
     codes = []
-    total_steps = 0
+    total_steps = refreshes = 0
     stop_reason = "steps"
     for first in range(0, cfg["restarts"], cfg["batch_size"]):
         # The first batch always runs, so that a result exists however short the limit.
@@ -766,20 +1038,31 @@ def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: 
         members = list(range(first, min(first + cfg["batch_size"], cfg["restarts"])))
         starts = np.stack([_start(seed, r, k, d) for r in members])
         t_start = np.minimum(cfg["t_start"] * spread[members], cfg["t_end"])
-        batch = _anneal_batch(starts, t_start, cfg, dev, first, clock, history, total_steps)
+        if plan is None:
+            batch = _anneal_batch(starts, t_start, cfg, dev, first, clock, history, total_steps)
+        else:
+            from .neighbours import anneal_neighbours
+
+            batch = anneal_neighbours(starts[0], float(t_start[0]), cfg, plan, dev, first, clock, history, total_steps)
+            refreshes += batch.refreshes
         total_steps += batch.steps * len(members)
         codes.extend(_normalise_rows(code) for code in batch.codes)
+        if batch.interrupted:
+            stop_reason = "interrupted"
+            break
         if batch.timed_out:
             stop_reason = "time_limit"
             break
 
-    # Re-measure in float64: the annealing may have run in float32.
-    values = np.array([_max_cos(code) for code in codes])
+    # Re-measure in float64: the annealing may have run in float32.  Large
+    # codes are measured in tiles of the upper triangle on the device.
+    values = np.array([_max_cos(code) if plan is None else max_cos(code, device=dev, max_memory=cfg["max_memory"])
+                       for code in codes])
     order = np.argsort(values, kind="stable")
     best = int(order[0])
     best_code, best_value = codes[best], float(values[best])
     # S^0 has no tangent directions to move along, so there is nothing to polish.
-    if cfg["polish"] and d > 1 and stop_reason != "time_limit":
+    if cfg["polish"] and d > 1 and stop_reason not in ("time_limit", "interrupted"):
         # Starts whose annealed values agree closely are usually the same
         # configuration; polishing one of each spends the polish on distinct ones.
         chosen: list[int] = []
@@ -790,26 +1073,28 @@ def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: 
                 chosen.append(int(r))
         all_converged = True
         largest_gain = 0.0
-        budget = cfg["polish_time"] if cfg["polish_time"] is not None else max(2.0, clock.elapsed())
-        deadline = time.perf_counter() + budget
-        for r in chosen:
-            # A start cannot win if it trails the best by more than twice what
-            # polishing has gained so far (about the smoothing's bias).
-            if values[r] - best_value > 2 * largest_gain + 1e-9:
-                break
-            polished, rounds, converged = _polish(codes[r], cfg, clock, deadline, history, total_steps)
-            total_steps += rounds
-            all_converged &= converged
-            value = _max_cos(polished)
-            largest_gain = max(largest_gain, values[r] - value)
-            if value < best_value:
-                best, best_code, best_value = r, polished, value
-            if clock.expired():
-                break
-        if clock.expired():
-            stop_reason = "time_limit"
-        else:
-            stop_reason = "converged" if all_converged else "steps"
+        budget = _PolishBudget(cfg)
+        try:
+            for r in chosen:
+                # A start cannot win if it trails the best by more than twice what
+                # polishing has gained so far (about the smoothing's bias).
+                if values[r] - best_value > 2 * largest_gain + 1e-9:
+                    break
+                polished, rounds, converged = _polish(codes[r], _PairCosines(), cfg, clock, budget, history,
+                                                      total_steps)
+                total_steps += rounds
+                all_converged &= converged
+                value = _max_cos(polished)
+                largest_gain = max(largest_gain, values[r] - value)
+                if value < best_value:
+                    best, best_code, best_value = r, polished, value
+                if clock.expired():
+                    break
+        except KeyboardInterrupt:
+            # Ctrl-C during the polish: the best code so far is already measured.
+            stop_reason = "interrupted"
+        if stop_reason != "interrupted":
+            stop_reason = "time_limit" if clock.expired() else ("converged" if all_converged else "steps")
 
     return SolverResult(
         prototypes=best_code,
@@ -822,6 +1107,7 @@ def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: 
         wall_time=clock.elapsed(),
         device=str(dev),
         stop_reason=stop_reason,
+        refreshes=refreshes,
     )
 
 
@@ -1001,4 +1287,362 @@ def _run_maxsep(d, k, seed, steps, lr, restarts, cfg, dev, clock) -> SolverResul
         wall_time=clock.elapsed(),
         device=str(dev),
         stop_reason=stop_reason,
+    )
+
+
+# --------------------------------------------------------------------------- any objective
+
+
+def descend_on_sphere(
+    x0: np.ndarray,
+    objective: Callable,
+    *,
+    steps: int,
+    lr_start: float,
+    lr_end: float,
+    adam: dict,
+    dtype: str,
+    device: torch.device,
+    clock: "_Clock",
+    history: list,
+    log_every: int,
+) -> tuple[np.ndarray, int, bool]:
+    """Minimise a differentiable ``objective(x, step)`` over unit rows x with Riemannian Adam.
+
+    The same steps as :func:`tammes` (:func:`_riemannian_adam_step`), with the
+    gradient from autograd and a step size decaying geometrically from
+    ``lr_start`` to ``lr_end``; ``adam`` holds ``beta1``, ``beta2`` and
+    ``eps``.  Used by objectives defined elsewhere, such as the privileged
+    loss of :func:`spherecodes.semantic.privileged`.
+
+    Returns the float64 code, the steps done and whether the clock stopped
+    the run; appends ``(step, objective, max_cos)`` rows to ``history``.
+
+    Examples
+    --------
+    >>> import math
+    >>> clock = _Clock(None, None, 1, time.perf_counter())
+    >>> spread = lambda x, step: torch.logsumexp(20 * (x @ x.T - 3 * torch.eye(len(x))).ravel(), 0)
+    >>> code, done, _ = descend_on_sphere(_start(0, 0, 3, 2), spread, steps=300, lr_start=0.1, lr_end=0.001,
+    ...     adam=_TAMMES_OPTIONS, dtype="float64", device=torch.device("cpu"), clock=clock, history=[],
+    ...     log_every=100)
+    >>> abs(_max_cos(code) - math.cos(2 * math.pi / 3)) < 1e-3  # three points in the plane: 120 degrees apart
+    True
+    """
+    x = torch.tensor(x0, dtype=_DTYPES[dtype], device=device)  # a copy: the steps update it in place
+    moment1, moment2 = torch.zeros_like(x), torch.zeros_like(x)
+    diagonal = torch.arange(x.shape[0], device=device)
+    done = 0
+    for step in range(steps):
+        if clock.expired():
+            return _normalise_rows(x.double().cpu().numpy()), done, True
+        lr = lr_start * (lr_end / lr_start) ** (step / max(steps - 1, 1))
+        leaf = x.detach().requires_grad_(True)
+        value = objective(leaf, step)
+        (grad,) = torch.autograd.grad(value, leaf)
+        _riemannian_adam_step(x, grad, moment1, moment2, step, lr, adam)
+        done = step + 1
+        if done % log_every == 0 or done == steps or step == 0:
+            with torch.no_grad():
+                gram = x @ x.T
+                gram[diagonal, diagonal] = -torch.inf
+                max_cos = float(gram.max())
+            history.append((done, float(value.detach()), max_cos))
+            clock.report(0, done, steps, max_cos)
+    return _normalise_rows(x.double().cpu().numpy()), done, False
+
+
+# --------------------------------------------------------------------------- softmax code
+
+
+class _OneVsRestDistances:
+    """Softmax Code as a minimax problem: the functions are minus the one-vs-rest distances.
+
+    Every value comes from the certificate of the code (SPEC §2), so the
+    objective the solver improves is the *certified* ρ (its lower end).  The
+    certificate of the last code seen is cached: the polish asks for the value
+    and the linearisation of the same code.
+    """
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.certificates = 0
+        self._last: tuple[bytes, object] | None = None
+
+    def certificate(self, w: np.ndarray):
+        from .certificate import one_vs_rest_distances
+
+        key = w.tobytes()
+        if self._last is None or self._last[0] != key:
+            self._last = (key, one_vs_rest_distances(w, device=self.device))
+            self.certificates += 1
+        return self._last[1]
+
+    def value(self, w: np.ndarray) -> float:
+        return -self.certificate(w).rho_lower
+
+    def log_values(self, w: np.ndarray, value: float) -> tuple[float, float]:
+        """(certified ρ, max-cos) for the history."""
+        return -value, _max_cos(w)
+
+    def progress_rho(self, logged: tuple[float, float]) -> float:
+        return logged[0]
+
+    def active(self, w: np.ndarray, threshold: float) -> _Linearisation:
+        # By duality dist_k = max_{|h|<=1} min_j <w_k - w_j, h>, attained at
+        # h_k.  Its first-order model moves both the prototypes and h:
+        #     <w_k - w_j, h_k> + <delta_k - delta_j, h_k> + <w_k - w_j, eta_k>
+        # for the j near the minimum, with eta_k tangent to h_k.  Maximising
+        # over eta_k gives the exact directional derivative
+        # min_{v optimal} <delta_k - sum_j v_j delta_j, h_k> (a single v, or
+        # h held fixed, would stall on degenerate supports such as the
+        # cross-polytope's, where the optimal v is not unique).
+        k = len(w)
+        cert = self.certificate(w)
+        classes = np.flatnonzero(-cert.lo >= threshold)
+        features = np.nan_to_num(cert.features[classes])
+        margins = (w[classes] * features).sum(1, keepdims=True) - features @ w.T
+        margins[np.arange(len(classes)), classes] = np.inf
+        own, other = np.nonzero(-margins >= threshold)
+        pairs = np.arange(len(own))
+        return _Linearisation(
+            -margins[own, other],
+            np.concatenate([pairs, pairs, pairs]),
+            np.concatenate([classes[own], other, k + own]),
+            np.concatenate([-features[own], features[own], w[other] - w[classes[own]]]),
+            aux=features,
+        )
+
+    def smoothed_min(self, dist: np.ndarray, t: float) -> float:
+        """``-(1/t) log sum_k exp(-t dist_k)``, a smooth lower bound of min_k dist_k."""
+        low = dist.min()
+        return float(low - np.log(np.exp(-t * (dist - low)).sum()) / t)
+
+    def ascent_direction(self, w: np.ndarray, t: float) -> np.ndarray:
+        """Gradient of the smoothed minimum of the distances, projected on the tangent spaces."""
+        cert = self.certificate(w)
+        k = len(w)
+        alpha = np.exp(-t * (cert.hi - cert.hi.min()))
+        alpha /= alpha.sum()
+        own, slot = np.nonzero(cert.support_indices >= 0)
+        # Row k of A holds alpha_k at k and -alpha_k v_kj at each support point j.
+        a = scipy.sparse.csr_matrix(
+            (
+                np.concatenate([alpha, -alpha[own] * cert.support_weights[own, slot]]),
+                (np.concatenate([np.arange(k), own]), np.concatenate([np.arange(k), cert.support_indices[own, slot]])),
+            ),
+            shape=(k, k),
+        )
+        grad = a.T @ np.nan_to_num(cert.features)
+        return grad - (grad * w).sum(1, keepdims=True) * w
+
+
+_SOFTMAX_OPTIONS = {
+    "start": "tammes",
+    "lr": None,
+    "t_start": 20.0,
+    "t_end": 2e5,
+    "log_every": 10,
+    "threads": None,
+    "closed_form": True,
+    "polish": None,
+    "polish_rounds": 200,
+    "polish_radius": 1e-3,
+    "polish_min_radius": 1e-11,
+    "polish_tol": 1e-14,
+    "polish_time": None,
+    "polish_work": 1e9,
+    "polish_max_nonzeros": 200_000,
+}
+
+
+def softmax_code(
+    d: int,
+    k: int,
+    *,
+    seed: int = 0,
+    steps: int | None = None,
+    restarts: int | None = None,
+    time_limit: float | None = None,
+    device: str | torch.device = "auto",
+    progress: Callable[[Progress], None] | None = None,
+    **options,
+) -> SolverResult:
+    """Maximise ρ, the smallest distance from a prototype to the hull of the others (Softmax Code).
+
+    ρ = min_k dist_k is the objective of seed 003 (Eq. 3).  Starting from the
+    :func:`tammes` code (or a random one), each step certifies the code
+    (:func:`spherecodes.certificate.one_vs_rest_distances`), takes the
+    subgradient of SPEC §4 (``d dist_k/d w_k = h_k``, ``d dist_k/d w_j =
+    -v_kj h_k``) of a log-sum-exp smoothing of the minimum over classes, whose
+    sharpness t grows geometrically, and moves along it on the sphere; a step
+    that does not raise the smoothed minimum is undone and the step size
+    halved.  Small codes (K*d <= 20,000) are then polished by sequential
+    linear programming on the classes nearest the minimum, as in
+    :func:`tammes`.  The code returned is the one with the largest certified
+    ρ seen, so it is never worse than the start.  Where a closed form is
+    provably optimal (K <= 2d, d <= 2: seed 003 Thm 3.3) it is returned directly.
+
+    Parameters
+    ----------
+    d : int
+        Dimension, >= 1.
+    k : int
+        Number of prototypes, >= 2.
+    seed : int
+        Seed of the starting code.
+    steps : int, optional
+        Ascent steps (default: 300 for K*d <= 20,000, else 50).  Each costs one
+        certificate: about 1.5 s at (d, K) = (64, 1000) and 45 s at (256, 1000)
+        on two CPU cores, growing like K d^2.5; ``time_limit`` caps the total.
+    restarts : int, optional
+        Starts of the :func:`tammes` run that gives the starting code.
+    time_limit : float, optional
+        Seconds for the whole run, start included; the best code so far is returned.
+    device : {"auto", "cpu", "cuda", "cuda:N"}
+        Where the start and the certificates run.
+    progress : callable, optional
+        Called with a :class:`Progress` every ``log_every`` steps; its
+        ``max_cos`` field carries the certified ρ of the best code so far.
+    **options
+        ``start`` ("tammes", "random", or a (K, d) array of unit rows);
+        ``lr`` (first step, as an angle; default a tenth of the typical
+        neighbour angle from a random start, a hundredth from the Tammes
+        code); ``t_start``, ``t_end`` (sharpness of the smoothed minimum, in
+        units of 1/ρ of the start); ``threads``; ``log_every``;
+        ``closed_form``; ``polish`` and the ``polish_*`` options of :func:`tammes`.
+
+    Returns
+    -------
+    SolverResult
+        ``method`` is ``"softmax"``; ``history`` holds the certified ρ as the
+        objective (maximised) and the max-cos of each logged step;
+        ``settings["rho_start"]`` is the certified ρ of the start.
+
+    Examples
+    --------
+    From a random start, five points in the plane reach the regular pentagon,
+    whose ρ is 1 − cos(2π/5):
+
+    >>> import math
+    >>> from spherecodes.certificate import one_vs_rest_distances
+    >>> res = softmax_code(2, 5, start="random", closed_form=False, device="cpu")
+    >>> rho = one_vs_rest_distances(res.prototypes).rho_lower
+    >>> abs(rho - (1 - math.cos(2 * math.pi / 5))) < 1e-9
+    True
+    """
+    begin = time.perf_counter()
+    d, k, seed, time_limit = _check_common(d, k, seed, time_limit, progress)
+    _check_options("softmax", options, _SOFTMAX_OPTIONS)
+    dev = resolve_device(device)
+    cfg = dict(_SOFTMAX_OPTIONS)
+    cfg.update({key: value for key, value in options.items() if value is not None})
+    small = k * d <= 20_000
+    cfg["steps"] = (300 if small else 50) if steps is None else _check_int("steps", steps, 1)
+    if cfg["polish"] is None:
+        cfg["polish"] = small
+    for name in ("t_start", "t_end", "polish_radius", "polish_min_radius"):
+        cfg[name] = _check_positive(name, cfg[name])
+    for name, minimum in (("log_every", 1), ("polish_rounds", 1), ("polish_max_nonzeros", 1)):
+        cfg[name] = _check_int(name, cfg[name], minimum)
+    if cfg["threads"] is not None:
+        cfg["threads"] = _check_int("threads", cfg["threads"], 1)
+    if cfg["polish_time"] is not None:
+        cfg["polish_time"] = _check_positive("polish_time", cfg["polish_time"])
+    cfg["polish_work"] = _check_positive("polish_work", cfg["polish_work"])
+    start = cfg.pop("start")
+    if isinstance(start, str):
+        if start not in ("tammes", "random"):
+            raise SpherecodesError(f"start must be 'tammes', 'random' or a (K, d) array, got {start!r}")
+    else:
+        from .stats import validate_prototypes
+
+        start = validate_prototypes(start)
+        if start.shape != (k, d):
+            raise SpherecodesError(f"the start has shape {start.shape}; expected (K, d) = ({k}, {d})")
+    angle = _estimated_angle(d, k)
+    if cfg["lr"] is None:
+        cfg["lr"] = angle / (100 if isinstance(start, str) and start == "tammes" else 10)
+    cfg["lr"] = _check_positive("lr", cfg["lr"])
+    settings = {"method": "softmax", "d": d, "k": k, "seed": seed, "time_limit": time_limit, "device": str(dev),
+                "start": start if isinstance(start, str) else "array", **cfg}
+
+    closed = _closed_form_optimum(d, k) if cfg["closed_form"] else None
+    if closed is not None:
+        value = _max_cos(closed)
+        return SolverResult(closed, "softmax", value, np.array([(0, np.nan, value)], dtype=float), 1, 0, 0,
+                            time.perf_counter() - begin, str(dev), "converged", settings)
+
+    clock = _Clock(time_limit, progress, 1, begin)
+    with _torch_threads(cfg["threads"]):
+        if isinstance(start, str) and start == "tammes":
+            first = tammes(d, k, seed=seed, restarts=restarts, time_limit=time_limit, device=dev,
+                           progress=progress, threads=cfg["threads"])
+            w0, first_steps = first.prototypes, first.steps
+            settings["start_settings"] = first.settings
+        else:
+            w0 = _start(seed, 0, k, d) if isinstance(start, str) else start
+            first_steps = 0
+        settings["threads"] = torch.get_num_threads()
+        result = _run_softmax(w0, first_steps, cfg, dev, clock)
+    result.settings = {**settings, **result.settings}
+    return result
+
+
+def _run_softmax(w: np.ndarray, steps_before: int, cfg: dict, dev: torch.device, clock: _Clock) -> SolverResult:
+    """Smoothed subgradient ascent on ρ with step-size control, then the LP polish."""
+    model = _OneVsRestDistances(dev)
+    history: list[tuple[float, float, float]] = []
+    rho_start = model.certificate(w).rho_lower
+    best_w, best_rho = w, rho_start
+    scale = 1 / max(rho_start, 1e-3)
+    lr = cfg["lr"]
+    steps = cfg["steps"]
+    stop_reason = "steps"
+    done = 0
+    for step in range(steps):
+        if clock.expired():
+            stop_reason = "time_limit"
+            break
+        t = scale * cfg["t_start"] * (cfg["t_end"] / cfg["t_start"]) ** (step / max(steps - 1, 1))
+        direction = model.ascent_direction(w, t)
+        longest = np.linalg.norm(direction, axis=1).max()
+        before = model.smoothed_min(model.certificate(w).hi, t)
+        if longest > 0:
+            trial = _normalise_rows(w + (lr / longest) * direction)
+            cert = model.certificate(trial)
+            if model.smoothed_min(cert.hi, t) > before:
+                w = trial
+                lr *= 1.25
+                if cert.rho_lower > best_rho:
+                    best_w, best_rho = trial, cert.rho_lower
+            else:
+                lr /= 2
+        done = step + 1
+        if done % cfg["log_every"] == 0 or done == steps:
+            history.append((steps_before + done, best_rho, _max_cos(best_w)))
+            clock.report(0, done, steps, history[-1][2], best_rho)
+
+    rounds = 0
+    if cfg["polish"] and stop_reason != "time_limit" and w.shape[1] > 1:
+        polished, rounds, converged = _polish(
+            best_w, model, cfg, clock, _PolishBudget(cfg), history, steps_before + done
+        )
+        rho = model.certificate(polished).rho_lower
+        if rho > best_rho:
+            best_w, best_rho = polished, rho
+        stop_reason = "time_limit" if clock.expired() else ("converged" if converged else "steps")
+
+    return SolverResult(
+        prototypes=best_w,
+        method="softmax",
+        max_cos=_max_cos(best_w),
+        history=np.array(history, dtype=np.float64).reshape(-1, 3),
+        restarts=1,
+        best_restart=0,
+        steps=steps_before + done + rounds,
+        wall_time=clock.elapsed(),
+        device=str(dev),
+        stop_reason=stop_reason,
+        settings={"rho_start": rho_start, "rho": best_rho, "certificates": model.certificates},
     )

@@ -3,6 +3,9 @@
 The pairwise cosines are visited in square tiles of the upper triangle of the
 Gram matrix, so memory stays O(K·d + B²) for a tile size B: K = 100,000 at
 d = 64 needs about 50 MiB of prototypes and one tile, never a K×K matrix.
+On the CPU the tiles are NumPy products; with ``device="cuda"`` they are
+torch products on the GPU (still float64), which is what makes the
+statistics of a million prototypes in R^512 a matter of seconds.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Iterator
 import numpy as np
 
 from .errors import SpherecodesError
-from .memory import require_memory
+from .memory import memory_limit, require_memory
 
 #: Largest allowed deviation of a row norm from 1 for a matrix to count as a code.
 UNIT_TOL = 1e-9
@@ -25,6 +28,9 @@ RATTLER_TOL = 1e-6
 
 #: Side of the square Gram tiles (a 2048×2048 float64 tile is 32 MiB).
 DEFAULT_TILE = 2048
+
+#: Tile side on a GPU, where larger products keep the device busy (512 MiB).
+DEVICE_TILE = 8192
 
 
 def validate_prototypes(prototypes, *, normalize: bool = False) -> np.ndarray:
@@ -154,7 +160,12 @@ class SeparationStats:
 
 
 def separation_statistics(
-    prototypes, *, rattler_tol: float = RATTLER_TOL, tile: int = DEFAULT_TILE
+    prototypes,
+    *,
+    rattler_tol: float = RATTLER_TOL,
+    tile: int | None = None,
+    device=None,
+    max_memory: float | None = None,
 ) -> SeparationStats:
     """Exact separation statistics of a code, in float64 and in tiles.
 
@@ -164,12 +175,25 @@ def separation_statistics(
         Unit rows (checked by :func:`validate_prototypes`).
     rattler_tol : float
         Slack below max-cos under which a prototype counts as a rattler.
-    tile : int
-        Side of the Gram tiles; memory is O(K·d + tile²).
+    tile : int, optional
+        Side of the Gram tiles; memory is O(K·d + tile²).  Default
+        :data:`DEFAULT_TILE` (:data:`DEVICE_TILE` on a GPU), smaller when
+        ``max_memory`` requires it.
+    device : str or torch.device, optional
+        ``None`` or ``"cpu"``: NumPy on the CPU.  ``"cuda"``/``"cuda:N"``:
+        torch on that GPU, float64.  ``"auto"``: the GPU when there is one.
+    max_memory : float, optional
+        Bytes the computation may use (``--max-memory``); default a safe
+        fraction of what is available.
 
     Returns
     -------
     SeparationStats
+
+    Raises
+    ------
+    SpherecodesError
+        Not a code, or not even the prototypes and one row of tiles fit.
 
     Examples
     --------
@@ -180,23 +204,12 @@ def separation_statistics(
     """
     w = validate_prototypes(prototypes)
     k, d = w.shape
-    tile = max(1, min(int(tile), k))
-    require_memory(8.0 * (2 * k * d + 3 * tile * tile + 4 * k), f"separation statistics (K={k}, d={d})")
-
-    nearest_cos = np.full(k, -np.inf)
-    nearest_index = np.zeros(k, dtype=np.int64)
-    min_cos = np.inf
-    for r, c, g in gram_tiles(w, tile):
-        if r == c:
-            # Self-products are not pairs: exclude them from both max and min.
-            np.fill_diagonal(g, np.inf)
-            min_cos = min(min_cos, float(g.min()))
-            np.fill_diagonal(g, -np.inf)
-        else:
-            min_cos = min(min_cos, float(g.min()))
-        _update_nearest(nearest_cos, nearest_index, r, c, g, axis=1)
-        if r != c:
-            _update_nearest(nearest_cos, nearest_index, c, r, g, axis=0)
+    dev = _torch_device(device)
+    tile = _tile_size(k, d, tile, dev, max_memory, "separation statistics")
+    if dev is None:
+        nearest_cos, nearest_index, min_cos = _numpy_tiles(w, tile)
+    else:
+        nearest_cos, nearest_index, min_cos = _torch_tiles(w, tile, dev, nearest=True)
 
     total = w.sum(axis=0)
     squared_norms = np.einsum("ij,ij->", w, w)
@@ -214,6 +227,148 @@ def separation_statistics(
         rattlers=rattlers,
         rattler_tol=float(rattler_tol),
     )
+
+
+def max_cos(prototypes, *, tile: int | None = None, device=None, max_memory: float | None = None) -> float:
+    """``max_{i != j} <w_i, w_j>`` in float64, in tiles of the upper triangle.
+
+    The same arithmetic as :func:`separation_statistics` without the
+    per-prototype statistics (half the passes over each tile).  Parameters
+    as there.
+
+    Examples
+    --------
+    >>> from spherecodes.constructions import cross_polytope
+    >>> max_cos(cross_polytope(3, 6))
+    0.0
+    """
+    w = validate_prototypes(prototypes)
+    k, d = w.shape
+    dev = _torch_device(device)
+    tile = _tile_size(k, d, tile, dev, max_memory, "max-cos")
+    if dev is None:
+        best = -np.inf
+        for r, c, g in gram_tiles(w, tile):
+            if r == c:
+                np.fill_diagonal(g, -np.inf)
+            best = max(best, float(g.max()))
+        return best
+    return _torch_tiles(w, tile, dev, nearest=False)
+
+
+def random_code_max_cos(d: int, k: int, *, seed: int = 0, device=None, max_memory: float | None = None) -> float:
+    """Max-cos of K independent uniform unit vectors in R^d: the baseline a code must beat.
+
+    The vectors are exactly the first random start of
+    :func:`spherecodes.solvers.tammes` with the same seed (stream
+    ``(seed, 0)``), and their max-cos is computed exactly (all pairs, in
+    tiles) — no sampling.
+
+    Examples
+    --------
+    >>> from spherecodes.solvers import tammes
+    >>> round(random_code_max_cos(8, 50), 6) > tammes(8, 50, seed=0, device="cpu").max_cos
+    True
+    """
+    from .solvers import _start  # torch is imported only when this is called
+
+    return max_cos(_start(seed, 0, k, d), device=device, max_memory=max_memory)
+
+
+def _torch_device(device):
+    """None for the NumPy path (CPU), else a torch device (``"auto"``: the GPU when there is one)."""
+    if device is None or str(device) == "cpu":
+        return None
+    from .devices import resolve_device  # torch is imported only for a device
+
+    dev = resolve_device(device)
+    return None if dev.type == "cpu" else dev
+
+
+def _tile_size(k: int, d: int, tile, dev, max_memory, what: str) -> int:
+    """The tile side: the default (or the one asked), shrunk to fit the memory limit."""
+    if tile is None:
+        tile = DEFAULT_TILE if dev is None else DEVICE_TILE
+    tile = max(1, min(int(tile), k))
+    where = "cpu" if dev is None else str(dev)
+    fixed = 8.0 * (2 * k * d + 6 * k)
+    limit = memory_limit(where, max_memory)
+    # Three tile-sized arrays: the product, and the masks and maxima taken from it.
+    while tile > 64 and fixed + 24.0 * tile * tile > limit:
+        tile //= 2
+    require_memory(fixed + 24.0 * tile * tile, f"{what} (K={k}, d={d}, tiles of {tile}x{tile})", where,
+                   limit=max_memory)
+    return tile
+
+
+def _numpy_tiles(w: np.ndarray, tile: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Nearest cosine and index of every row, and the smallest cosine, with NumPy tiles."""
+    k = w.shape[0]
+    nearest_cos = np.full(k, -np.inf)
+    nearest_index = np.zeros(k, dtype=np.int64)
+    min_cos = np.inf
+    for r, c, g in gram_tiles(w, tile):
+        if r == c:
+            # Self-products are not pairs: exclude them from both max and min.
+            np.fill_diagonal(g, np.inf)
+            min_cos = min(min_cos, float(g.min()))
+            np.fill_diagonal(g, -np.inf)
+        else:
+            min_cos = min(min_cos, float(g.min()))
+        _update_nearest(nearest_cos, nearest_index, r, c, g, axis=1)
+        if r != c:
+            _update_nearest(nearest_cos, nearest_index, c, r, g, axis=0)
+    return nearest_cos, nearest_index, min_cos
+
+
+def _torch_tiles(w: np.ndarray, tile: int, dev, nearest: bool):
+    """The tiles of :func:`_numpy_tiles` as float64 torch products on ``dev``.
+
+    With ``nearest=False`` only max-cos is returned.  The running maxima stay
+    on the device; the host waits only at the end.  Ties go to the lowest
+    index, as with NumPy: ``max`` returns the first maximum of a row, and a
+    later tile replaces an earlier one only when strictly larger.
+    """
+    import torch
+
+    k = w.shape[0]
+    x = torch.from_numpy(w).to(dev)
+    best_cos = torch.full((k,), -math.inf, dtype=torch.float64, device=dev)
+    best_index = torch.zeros(k, dtype=torch.int64, device=dev)
+    low = torch.tensor(math.inf, dtype=torch.float64, device=dev)
+    top = torch.tensor(-math.inf, dtype=torch.float64, device=dev)
+    for r in range(0, k, tile):
+        rows = x[r : r + tile]
+        for c in range(r, k, tile):
+            g = rows @ x[c : c + tile].T
+            if r == c:
+                diagonal = torch.arange(g.shape[0], device=dev)
+                g[diagonal, diagonal] = -math.inf
+            if not nearest:
+                top = torch.maximum(top, g.max())
+                continue
+            if r == c:
+                g[diagonal, diagonal] = math.inf
+                low = torch.minimum(low, g.min())
+                g[diagonal, diagonal] = -math.inf
+            else:
+                low = torch.minimum(low, g.min())
+            _fold(best_cos, best_index, r, c, *g.max(dim=1))
+            if r != c:
+                _fold(best_cos, best_index, c, r, *g.max(dim=0))
+    if not nearest:
+        return float(top)
+    return best_cos.cpu().numpy(), best_index.cpu().numpy(), float(low)
+
+
+def _fold(best_cos, best_index, start: int, other_start: int, values, local) -> None:
+    """Fold tile maxima (``values`` at ``local + other_start``) into the running best of rows from ``start``."""
+    import torch
+
+    span = slice(start, start + values.shape[0])
+    better = values > best_cos[span]
+    best_cos[span] = torch.where(better, values, best_cos[span])
+    best_index[span] = torch.where(better, local + other_start, best_index[span])
 
 
 def _update_nearest(best_cos, best_index, start, other_start, g, axis):

@@ -16,6 +16,7 @@ from scipy.stats import spearmanr
 
 from spherecodes import semantic
 from spherecodes.bank import make_code, read_code, write_code
+from spherecodes.generation import generate
 from spherecodes.constructions import cell_600, cross_polytope, simplex_etf
 from spherecodes.errors import SpherecodesError
 from spherecodes.semantic import (
@@ -31,7 +32,6 @@ from spherecodes.semantic import (
     load_class_means,
     load_embeddings,
     privileged,
-    privileged_code,
     privileged_information_loss,
     read_class_names,
     relabel_code,
@@ -532,7 +532,7 @@ def test_privileged_refuses_bad_input_and_stops_on_time(clustered_classes):
 
 def test_privileged_code_is_a_labelled_code_that_a_bank_keeps(clustered_classes, tmp_bank):
     emb = ClassEmbeddings([f"class {i}" for i in range(24)], clustered_classes, source="planted")
-    code = privileged_code(5, emb, semantic_weight=2.0, seed=4, steps=30, device="cpu")
+    code = generate(5, 24, "privileged", embeddings=emb, semantic_weight=2.0, seed=4, steps=30, device="cpu")
     assert (code.name, code.method, code.seed) == ("privileged-d5-k24-s4", "privileged", 4)
     write_code(tmp_bank, code)
     stored = read_code(tmp_bank)

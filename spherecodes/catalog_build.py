@@ -1,0 +1,380 @@
+"""Build a catalog: one bank per (d, K, method), computed as tasks on Dask distributed.
+
+:func:`build_catalog` plans a grid of sizes, skips the sizes where a closed
+form is optimal (SPEC §3: the simplex ETF, cross-polytope vertices and the
+regular polygon; :func:`spherecodes.fetch` constructs those on the spot) and
+the banks that a previous run finished, runs every remaining (d, K, method) as
+one task — on a ``LocalCluster`` by default, or on an existing cluster given
+its scheduler address — and publishes the folder's registry at the end.
+
+Each task generates the code, certifies it, and writes
+``<method>-d<d>-k<k>.h5`` through a temporary file renamed into place, so an
+interrupted build leaves only finished banks behind and the same command
+resumes it.  With a remote scheduler the output folder must be reachable
+under the same path by every worker (a shared file system).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .bounds import check_sizes
+from .errors import SpherecodesError
+
+#: Optimisers that need per-class input (word embeddings) and so make no catalog code.
+NEEDS_CLASS_DATA = ("privileged",)
+
+#: How long to wait for an existing scheduler before giving up.
+CONNECT_TIMEOUT_S = 30
+
+
+@dataclass(frozen=True)
+class BuildTask:
+    """One bank to build."""
+
+    d: int
+    k: int
+    method: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.method}-d{self.d}-k{self.k}"
+
+    @property
+    def file(self) -> str:
+        return f"{self.name}.h5"
+
+
+@dataclass
+class BuildReport:
+    """What :func:`build_catalog` did.
+
+    Attributes
+    ----------
+    built, skipped : list of dict
+        Per bank: ``name``, ``file``, ``d``, ``k``, ``method``, ``status``
+        (``"built"`` or ``"skipped"``: finished by an earlier run),
+        ``seconds``, ``max_cos``, ``rho_lower``.
+    closed_forms : list of tuple
+        ``(d, K, closed form)`` for the sizes left out because a closed form is optimal.
+    failed : list of tuple
+        ``(name, message)`` for the tasks that raised.
+    catalog : spherecodes.registry.Catalog or None
+        The published registry (``None`` when not published).
+    """
+
+    built: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+    closed_forms: list = field(default_factory=list)
+    failed: list = field(default_factory=list)
+    catalog: object = None
+
+
+def parse_grid(text: str) -> list[tuple[int, int]]:
+    """Read a grid of sizes: ``"d=16,32,64 k=100,1000"`` gives every (d, K) pair.
+
+    Values are separated by commas; ``A..B`` is every integer from A to B.
+
+    Examples
+    --------
+    >>> parse_grid("d=16,32 k=100,1000")
+    [(16, 100), (32, 100), (16, 1000), (32, 1000)]
+    >>> parse_grid("d=3 k=5..7")
+    [(3, 5), (3, 6), (3, 7)]
+    >>> parse_grid("d=3")
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: the grid needs both d=... and k=..., e.g. "d=16,32,64 k=100,1000"; got 'd=3'
+    """
+    values: dict[str, list[int]] = {}
+    for token in text.replace(";", " ").split():
+        match = re.fullmatch(r"([dDkK])=(.+)", token)
+        if not match:
+            raise SpherecodesError(
+                f"cannot read {token!r} in the grid: write d=LIST k=LIST, e.g. \"d=16,32,64 k=100,1000\""
+            )
+        key = match.group(1).lower()
+        if key in values:
+            raise SpherecodesError(f"the grid gives {key}= twice; list all values in one {key}=A,B,C")
+        values[key] = _parse_values(match.group(2), key)
+    if set(values) != {"d", "k"}:
+        raise SpherecodesError(f'the grid needs both d=... and k=..., e.g. "d=16,32,64 k=100,1000"; got {text!r}')
+    pairs = [(d, k) for k in values["k"] for d in values["d"]]
+    for d, k in pairs:
+        check_sizes(d, k)
+    return pairs
+
+
+def _parse_values(text: str, key: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        match = re.fullmatch(r"(\d+)(?:\.\.(\d+))?", part)
+        if not match:
+            raise SpherecodesError(f"cannot read {part!r} in {key}=...: give integers or ranges A..B")
+        lo = int(match.group(1))
+        hi = int(match.group(2)) if match.group(2) else lo
+        if hi < lo:
+            raise SpherecodesError(f"the range {part!r} in {key}=... is empty (write the smaller end first)")
+        if hi - lo > 100_000:
+            raise SpherecodesError(f"the range {part!r} in {key}=... is too long")
+        out.extend(v for v in range(lo, hi + 1) if v not in out)
+    return out
+
+
+def parse_methods(text: str) -> list[str]:
+    """Read ``"tammes,softmax"`` and check each name is an optimiser of :mod:`spherecodes.generation`.
+
+    Examples
+    --------
+    >>> parse_methods("tammes")
+    ['tammes']
+    >>> parse_methods("etf")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: a catalog is built with optimisers; 'etf' is not one (choose from tammes, ...)
+    """
+    from . import generation
+
+    # A catalog code depends on (d, K) alone: methods that need class names or
+    # word embeddings (privileged) belong to one data set, not to a catalog.
+    optimisers = [m for m in generation.OPTIMISERS if m not in NEEDS_CLASS_DATA]
+    methods = []
+    for name in (m.strip() for m in text.split(",")):
+        if not name:
+            continue
+        if name not in optimisers:
+            raise SpherecodesError(
+                f"a catalog is built with optimisers; {name!r} is not one (choose from {', '.join(optimisers)})"
+            )
+        if name not in methods:
+            methods.append(name)
+    if not methods:
+        raise SpherecodesError("give at least one method, e.g. --methods tammes,softmax")
+    return methods
+
+
+def plan_build(pairs, methods) -> tuple[list[BuildTask], list[tuple[int, int, str]]]:
+    """The tasks for a grid, and the sizes left out because a closed form is optimal there.
+
+    Examples
+    --------
+    >>> tasks, closed = plan_build([(3, 5), (3, 7)], ["tammes"])
+    >>> [t.name for t in tasks], closed
+    (['tammes-d3-k7'], [(3, 5, 'cross-polytope')])
+    """
+    from .constructions import applicable_closed_forms
+    from .registry import OPTIMAL_CLOSED_FORMS
+
+    tasks, closed = [], []
+    for d, k in pairs:
+        optimal = [m for m in applicable_closed_forms(d, k) if m in OPTIMAL_CLOSED_FORMS]
+        if optimal:
+            closed.append((d, k, optimal[0]))
+            continue
+        tasks.extend(BuildTask(d, k, m) for m in methods)
+    return tasks, closed
+
+
+def is_finished(path, task: BuildTask) -> bool:
+    """Whether ``path`` is a valid bank holding one certified code of the task's size and method."""
+    from .bank import list_codes, read_code
+
+    path = Path(path)
+    if not path.is_file():
+        return False
+    try:
+        rows = list_codes(path)
+        if len(rows) != 1:
+            return False
+        code = read_code(path, rows[0]["name"])
+    except SpherecodesError:
+        return False
+    return code.method == task.method and (code.d, code.k) == (task.d, task.k) and code.certificate is not None
+
+
+def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: int | None = None,
+               restarts: int | None = None, time_limit: float | None = None, device: str = "auto",
+               threads: int | None = None) -> dict:
+    """Generate, certify and store one catalog bank (the body of one Dask task).
+
+    Writes ``<out>/<method>-d<d>-k<k>.h5`` atomically and returns a summary;
+    a bank already finished there is left as it is (``status`` ``"skipped"``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = tempfile.mkdtemp()
+    >>> build_bank(3, 7, "tammes", out, steps=50, restarts=1, device="cpu")["status"]
+    'built'
+    >>> build_bank(3, 7, "tammes", out, steps=50, restarts=1, device="cpu")["status"]
+    'skipped'
+    """
+    from .bank import read_code, write_code
+    from .certificate import one_vs_rest_distances
+    from .generation import generate
+
+    task = BuildTask(d, k, method)
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / task.file
+    summary = {"name": task.name, "file": task.file, "d": d, "k": k, "method": method}
+    if is_finished(path, task):
+        code = read_code(path)
+        return {**summary, "status": "skipped", "seconds": 0.0, "max_cos": code.stats.max_cos,
+                "rho_lower": code.certificate.rho_lower}
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(max(1, int(threads)))
+    started = time.perf_counter()
+    code = generate(d, k, method, seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device)
+    code.certificate = one_vs_rest_distances(code.prototypes, device=device)
+    tmp = folder / f".{task.file}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        write_code(tmp, code)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return {**summary, "status": "built", "seconds": time.perf_counter() - started,
+            "max_cos": code.stats.max_cos, "rho_lower": code.certificate.rho_lower}
+
+
+def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler: str | None = None,
+                  processes: bool = True, seed: int = 0, steps: int | None = None, restarts: int | None = None,
+                  time_limit: float | None = None, device: str = "auto", publish: bool = True,
+                  progress=None) -> BuildReport:
+    """Build one bank per (d, K, method) on Dask distributed, then publish the folder's registry.
+
+    Parameters
+    ----------
+    pairs : list of (d, K)
+        From :func:`parse_grid`.
+    methods : list of str
+        Optimisers (:func:`parse_methods`).
+    out : str or Path
+        Folder of the banks (created if missing).
+    workers : int, optional
+        Workers of the local cluster; default one per CPU core, at most one per task.
+    scheduler : str, optional
+        Address of an existing Dask scheduler (``tcp://host:8786``) to run on
+        instead of a local cluster.
+    processes : bool
+        Local cluster only: workers in separate processes (the default) or as
+        threads of this process.
+    seed, steps, restarts, time_limit, device
+        Passed to :func:`spherecodes.generate` for every bank.
+    publish : bool
+        Write ``registry.json`` for the folder when the tasks are done.
+    progress : callable, optional
+        Called as ``progress(done, total, summary)`` after every bank.
+
+    Returns
+    -------
+    BuildReport
+
+    Raises
+    ------
+    SpherecodesError
+        Bad arguments, a scheduler that cannot be reached, or tasks that
+        failed (after publishing the banks that were finished).
+    """
+    from .bank import check_writable_destination
+
+    if workers is not None and scheduler is not None:
+        raise SpherecodesError("give either a number of local workers or a scheduler address, not both")
+    if workers is not None and workers < 1:
+        raise SpherecodesError(f"workers must be at least 1, got {workers}")
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise SpherecodesError(f"{out} exists and is not a directory; --out names the catalog folder")
+    out.mkdir(parents=True, exist_ok=True)
+    check_writable_destination(out / "registry.json")
+    tasks, closed = plan_build(pairs, methods)
+    report = BuildReport(closed_forms=closed)
+    todo = []
+    for task in tasks:
+        if is_finished(out / task.file, task):
+            report.skipped.append({"name": task.name, "file": task.file, "d": task.d, "k": task.k,
+                                   "method": task.method, "status": "skipped"})
+        else:
+            todo.append(task)
+    total = len(tasks)
+    done = len(report.skipped)
+    if progress is not None:
+        for position, summary in enumerate(report.skipped, start=1):
+            progress(position, total, summary)
+    if todo:
+        options = dict(seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device)
+        with _client(scheduler, workers, processes, len(todo)) as (client, threads):
+            futures = {
+                client.submit(build_bank, t.d, t.k, t.method, str(out.resolve()), threads=threads, **options,
+                              key=f"spherecodes-{t.name}-{uuid.uuid4().hex[:8]}", pure=False): t
+                for t in todo
+            }
+            from distributed import as_completed
+
+            for future in as_completed(futures):
+                task = futures[future]
+                done += 1
+                try:
+                    summary = future.result()
+                except Exception as err:  # a failed task must not stop the others
+                    message = str(err).splitlines()[0] if str(err) else type(err).__name__
+                    report.failed.append((task.name, message))
+                    summary = {"name": task.name, "status": "failed", "error": message}
+                else:
+                    (report.built if summary["status"] == "built" else report.skipped).append(summary)
+                if progress is not None:
+                    progress(done, total, summary)
+    if publish:
+        from .registry import publish as publish_registry
+
+        report.catalog = publish_registry(out)
+    if report.failed:
+        listed = "; ".join(f"{name}: {message}" for name, message in report.failed[:5])
+        more = f" (and {len(report.failed) - 5} more)" if len(report.failed) > 5 else ""
+        raise SpherecodesError(
+            f"{len(report.failed)} of {total} banks failed: {listed}{more}; the finished banks are kept"
+            + (" and published" if publish else "") + ", and running the same command again retries the rest"
+        )
+    return report
+
+
+@contextlib.contextmanager
+def _client(scheduler: str | None, workers: int | None, processes: bool, tasks: int):
+    """A Dask client (and the local cluster it needs), closed on exit; yields (client, torch threads per task)."""
+    from distributed import Client, LocalCluster
+
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError) as err:
+            raise SpherecodesError(f"cannot connect to the Dask scheduler at {scheduler} ({err})") from None
+        try:
+            yield client, None
+        finally:
+            client.close()
+        return
+    cores = os.cpu_count() or 1
+    n = workers if workers is not None else max(1, min(cores, tasks))
+    # No dashboard; the scheduler's small HTTP server takes a free local port rather than 8787.
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, dashboard_address=None,
+                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, silence_logs=logging.ERROR)
+    try:
+        client = Client(cluster)
+        try:
+            # Separate worker processes share the cores; threads of this process share its torch pool.
+            yield client, (max(1, cores // n) if processes else None)
+        finally:
+            client.close()
+    finally:
+        cluster.close()

@@ -1,0 +1,115 @@
+"""Building a catalog on Dask distributed: planning, resuming, publishing, and the CLI."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from click.testing import CliRunner
+
+from spherecodes.bank import read_code
+from spherecodes.catalog_build import build_catalog, parse_grid, parse_methods, plan_build
+from spherecodes.cli import main
+from spherecodes.errors import SpherecodesError
+from spherecodes.registry import REGISTRY_FILE, open_catalog, verify_witness
+
+FAST = dict(steps=60, restarts=1, device="cpu")
+
+
+def test_parse_grid_and_methods():
+    assert parse_grid("d=3,4 k=7..8") == [(3, 7), (4, 7), (3, 8), (4, 8)]
+    assert parse_grid("K=10 D=3") == [(3, 10)]
+    for bad, message in [("d=3 k=1", "K must be"), ("d=3 k=9..7", "empty"), ("d=x k=3", "cannot read"),
+                         ("d=3 d=4 k=5", "twice"), ("k=5", "both")]:
+        with pytest.raises(SpherecodesError, match=message):
+            parse_grid(bad)
+    assert parse_methods("tammes, tammes") == ["tammes"]
+    with pytest.raises(SpherecodesError, match="not one"):
+        parse_methods("tammes,nope")
+    with pytest.raises(SpherecodesError, match="'privileged' is not one"):
+        parse_methods("privileged")
+
+
+def test_plan_leaves_out_the_sizes_with_an_optimal_closed_form():
+    tasks, closed = plan_build(parse_grid("d=2,3,5,16 k=10,100"), ["tammes", "maxsep"])
+    assert [(t.d, t.k) for t in tasks[::2]] == [(3, 10), (3, 100), (5, 100), (16, 100)]
+    assert [t.method for t in tasks[:2]] == ["tammes", "maxsep"]
+    assert closed == [(2, 10, "polygon"), (5, 10, "cross-polytope"), (16, 10, "etf"), (2, 100, "polygon")]
+
+
+def test_build_on_a_local_cluster_resumes_and_publishes(tmp_path):
+    seen = []
+    report = build_catalog(parse_grid("d=3 k=5..8"), ["tammes"], tmp_path / "cat", workers=1, processes=False,
+                           progress=lambda done, total, s: seen.append((done, total, s["status"])), **FAST)
+    assert sorted(s["name"] for s in report.built) == ["tammes-d3-k7", "tammes-d3-k8"]
+    assert report.closed_forms == [(3, 5, "cross-polytope"), (3, 6, "cross-polytope")]
+    assert sorted(seen) == [(1, 2, "built"), (2, 2, "built")]
+    files = sorted(p.name for p in (tmp_path / "cat").iterdir())
+    assert files == [REGISTRY_FILE, "tammes-d3-k7.h5", "tammes-d3-k8.h5"]  # no temporary files left
+    cat = open_catalog(str(tmp_path / "cat"))
+    assert [e.name for e in cat.entries] == ["tammes-d3-k7", "tammes-d3-k8"]
+    for entry in cat.entries:
+        code = read_code(tmp_path / "cat" / entry.file)
+        assert code.certificate is not None and code.settings["steps"] == 60
+        verify_witness(code)
+    stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "cat").glob("*.h5")}
+    # A damaged bank (an interrupted copy, say) is rebuilt; finished ones are skipped.
+    (tmp_path / "cat" / "tammes-d3-k8.h5").write_bytes(b"half a bank")
+    again = build_catalog(parse_grid("d=3 k=5..8"), ["tammes"], tmp_path / "cat", workers=1, processes=False,
+                          **FAST)
+    assert [s["name"] for s in again.skipped] == ["tammes-d3-k7"]
+    assert [s["name"] for s in again.built] == ["tammes-d3-k8"]
+    assert (tmp_path / "cat" / "tammes-d3-k7.h5").stat().st_mtime_ns == stamps["tammes-d3-k7.h5"]
+    assert len(again.catalog.entries) == 2
+
+
+def test_failed_tasks_are_reported_after_the_others_finish(tmp_path, monkeypatch):
+    import spherecodes.catalog_build as cb
+
+    real = cb.build_bank
+
+    def flaky(d, k, method, out, **kwargs):
+        if k == 8:
+            raise SpherecodesError("simulated failure")
+        return real(d, k, method, out, **kwargs)
+
+    monkeypatch.setattr(cb, "build_bank", flaky)
+    with pytest.raises(SpherecodesError, match=r"1 of 2 banks failed: tammes-d3-k8: simulated failure.*kept"):
+        build_catalog(parse_grid("d=3 k=7,8"), ["tammes"], tmp_path, workers=1, processes=False, **FAST)
+    assert [e.name for e in open_catalog(str(tmp_path)).entries] == ["tammes-d3-k7"]
+
+
+def test_cli_build_on_an_existing_scheduler(tmp_path):
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+                      scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, silence_logs=logging.ERROR) as cluster:
+        args = ["catalog", "build", "--grid", "d=3 k=6,9", "--methods", "tammes", "--out", str(tmp_path / "c"),
+                "--scheduler", cluster.scheduler_address, "--steps", "60", "--restarts", "1", "--device", "cpu"]
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, result.output
+        assert "[1/1] tammes-d3-k9 built" in result.output
+        assert "d=3 K=6 (cross-polytope)" in result.output
+        assert "tammes-d3-k9" in result.output and "registry.json: 1 codes" in result.output
+        again = CliRunner().invoke(main, args)
+        assert "[1/1] tammes-d3-k9 finished before, skipped" in again.output
+        assert "built 0, finished before 1" in again.output
+    registry = json.loads((tmp_path / "c" / REGISTRY_FILE).read_text())
+    assert [e["name"] for e in registry["entries"]] == ["tammes-d3-k9"]
+
+
+def test_cli_build_bad_input(tmp_path, monkeypatch):
+    import spherecodes.catalog_build as cb
+
+    monkeypatch.setattr(cb, "CONNECT_TIMEOUT_S", 1)
+    runner = CliRunner()
+    result = runner.invoke(main, ["catalog", "build", "--grid", "d=3", "--out", str(tmp_path)])
+    assert result.exit_code == 1 and "needs both" in result.output
+    result = runner.invoke(main, ["catalog", "build", "--grid", "d=3 k=9", "--out", str(tmp_path), "--workers", "1",
+                                  "--scheduler", "tcp://127.0.0.1:1"])
+    assert result.exit_code == 2
+    result = runner.invoke(main, ["catalog", "build", "--grid", "d=3 k=9", "--out", str(tmp_path),
+                                  "--scheduler", "tcp://127.0.0.1:1"])
+    assert result.exit_code == 1 and "cannot connect to the Dask scheduler" in result.output
+    assert "Traceback" not in result.output
