@@ -21,7 +21,6 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import os
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ import h5py
 import numpy as np
 
 from . import __version__
+from .atomic import replace_atomically
 from .bounds import known_optimal, max_cos_lower_bound, theorem_3_9
 from .errors import SpherecodesError
 from .memory import require_memory
@@ -582,14 +582,8 @@ def _existing_names(path: Path, must_exist: bool = False) -> list[str]:
 
 def _rewrite(path: Path, keep: list[str], add: Code | None) -> None:
     """Write a new bank with the kept codes of the old one plus ``add``, then rename it over."""
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    os.close(fd)
-    # mkstemp creates the file private (0600); give the bank the mode it had, or
-    # the one the user's umask gives new files.
-    os.chmod(tmp_name, path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask())
-    try:
-        with h5py.File(tmp_name, "w") as dst:
+    with replace_atomically(path) as tmp:
+        with h5py.File(tmp, "w") as dst:
             dst.attrs["format"] = FORMAT_NAME
             dst.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
             dst.attrs["created_by"] = f"spherecodes {__version__}"
@@ -600,19 +594,6 @@ def _rewrite(path: Path, keep: list[str], add: Code | None) -> None:
                         src.copy(src["codes"][name], codes, name=name)
             if add is not None:
                 _write_group(codes.create_group(add.name), add)
-        with open(tmp_name, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        if os.path.exists(tmp_name):
-            os.unlink(tmp_name)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _write_group(group: h5py.Group, code: Code) -> None:

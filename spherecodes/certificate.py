@@ -370,6 +370,8 @@ def one_vs_rest_distances(
     duplicates, duplicate_of = _exact_duplicates(w_np)
 
     block, tile = _block_size(k, d, m, dev, max_memory)
+    # The similarities of every streamed product, reused (no fresh allocation per tile).
+    scratch = torch.empty(block * tile, dtype=w.dtype, device=dev)
     lo = np.empty(k)
     hi = np.empty(k)
     features = np.empty((k, d))
@@ -379,7 +381,7 @@ def one_vs_rest_distances(
         for start in range(0, k, block):
             rows = torch.arange(start, min(start + block, k), device=dev)
             result = _certify_block(
-                w, rows, m, tol, torch.from_numpy(duplicate_of[start : start + block]).to(dev), tile
+                w, rows, m, tol, torch.from_numpy(duplicate_of[start : start + block]).to(dev), tile, scratch
             )
             lo[start : start + len(rows)] = result.lo
             hi[start : start + len(rows)] = result.hi
@@ -526,7 +528,7 @@ def certificate_estimate(
         no_twins = torch.full((len(rows),), -1, dtype=torch.long, device=dev)
         with _small_linalg_threads(dev):
             started = time.perf_counter()
-            _certify_block(w, rows, m, DEFAULT_TOL, no_twins, tile)
+            _certify_block(w, rows, m, DEFAULT_TOL, no_twins, tile, None)
             seconds = (time.perf_counter() - started) * k / len(rows)
     return Estimate(f"certificate of K = {k} classes in d = {d} (blocks of {block})", str(dev), device_bytes,
                     memory_limit(str(dev), max_memory), seconds)
@@ -575,14 +577,15 @@ class _BlockResult:
 
 
 def _certify_block(
-    w: torch.Tensor, rows: torch.Tensor, m: int, tol: float, duplicate_of: torch.Tensor, tile: int
+    w: torch.Tensor, rows: torch.Tensor, m: int, tol: float, duplicate_of: torch.Tensor, tile: int,
+    scratch: torch.Tensor | None,
 ) -> _BlockResult:
-    """Solve and certify the QPs of the classes ``rows`` (a contiguous block)."""
+    """Solve and certify the QPs of the classes ``rows`` (a contiguous block); ``scratch`` holds rows × tile."""
     n = rows.shape[0]
     dev = w.device
     wk = w[rows]
     itself = rows[:, None]
-    nearest_values, cand = top_matches(wk, w, m, exclude=itself, tile=tile)  # nearest first
+    nearest_values, cand = top_matches(wk, w, m, exclude=itself, tile=tile, buffer=scratch)  # nearest first
     # "Jammed" classes: their d nearest prototypes lie in a thin cosine band,
     # so their points w_k − w_j nearly share a hyperplane and the QP is close
     # to degenerate (typical of optimised codes).  They skip the quick Wolfe
@@ -619,7 +622,7 @@ def _certify_block(
         support = cand.gather(1, pos.clamp(min=0))
         mixed = torch.einsum("ns,nsd->nd", weights, w[support])
         resid = wk - mixed
-        best = top_matches(resid, w, 1, exclude=itself, tile=tile)[0][:, 0]
+        best = top_matches(resid, w, 1, exclude=itself, tile=tile, buffer=scratch)[0][:, 0]
         norm = resid.norm(dim=1)
         own = (wk * resid).sum(1)
         hi = norm
@@ -640,7 +643,7 @@ def _certify_block(
         late = todo.nonzero().squeeze(1)
         values, indices = top_matches(
             resid[late], w, min(GLOBAL_ADDITIONS, w.shape[0] - 1), exclude=torch.cat([itself[late], cand[late]], 1),
-            tile=tile,
+            tile=tile, buffer=scratch,
         )
         genuine = values > ((mixed * resid).sum(1) + add_threshold * norm)[late, None]
         extra = cand[:, :1].repeat(1, values.shape[1])

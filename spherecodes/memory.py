@@ -63,11 +63,11 @@ def format_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
-def parse_memory_size(text) -> int:
+def parse_size(text, what: str = "memory size") -> int:
     """Bytes from a size such as ``"4GiB"``, ``"512MB"``, ``"1.5 GiB"`` or ``"800000000"``.
 
     Binary (KiB, MiB, GiB, TiB) and decimal (kB, MB, GB, TB) units, case-insensitive;
-    a bare number is bytes.
+    a bare number is bytes.  ``what`` names the size in error messages.
 
     Raises
     ------
@@ -76,9 +76,9 @@ def parse_memory_size(text) -> int:
 
     Examples
     --------
-    >>> parse_memory_size("4GiB"), parse_memory_size("512MB"), parse_memory_size(1024)
+    >>> parse_size("4GiB"), parse_size("512MB"), parse_size(1024)
     (4294967296, 512000000, 1024)
-    >>> parse_memory_size("4 parsecs")
+    >>> parse_size("4 parsecs")
     Traceback (most recent call last):
     ...
     spherecodes.errors.SpherecodesError: memory size must be a number with an optional unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB), e.g. 4GiB; got '4 parsecs'
@@ -86,12 +86,12 @@ def parse_memory_size(text) -> int:
     match = _SIZE_PATTERN.fullmatch(str(text).strip())
     if match is None or match.group(2).lower() not in _UNITS:
         raise SpherecodesError(
-            "memory size must be a number with an optional unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB), "
+            f"{what} must be a number with an optional unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB), "
             f"e.g. 4GiB; got {text!r}"
         )
     size = float(match.group(1)) * _UNITS[match.group(2).lower()]
     if not size >= 1:
-        raise SpherecodesError(f"memory size must be at least 1 byte, got {text!r}")
+        raise SpherecodesError(f"{what} must be at least 1 byte, got {text!r}")
     return int(size)
 
 

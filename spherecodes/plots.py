@@ -15,14 +15,13 @@ a temporary file renamed into place.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from .atomic import replace_atomically
 from .bank import Code
 from .bounds import check_sizes, max_cos_lower_bound, theorem_3_9
 from .errors import SpherecodesError
@@ -69,23 +68,9 @@ def save_figure(fig, path) -> Path:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=directory)
-    os.close(fd)
-    try:
+    with replace_atomically(path, suffix=path.suffix) as tmp:
         fig.savefig(tmp, format=path.suffix[1:].lower(), dpi=120, bbox_inches="tight")
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
     return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _figure(width: float, height: float):

@@ -32,7 +32,6 @@ import math
 import os
 import re
 import shutil
-import tempfile
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
+from .atomic import replace_atomically
 from .bank import Code, list_codes, read_code, support_residuals
 from .bounds import check_sizes, max_cos_lower_bound, theorem_3_9
 from .errors import SpherecodesError
@@ -315,37 +315,13 @@ def parse_registry(text: str | bytes, source: str) -> Catalog:
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file renamed into place."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with replace_atomically(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def _atomic_copy(src: Path, dst: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
-    os.close(fd)
-    try:
+    with replace_atomically(dst) as tmp:
         shutil.copyfile(src, tmp)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, dst)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def file_sha256(path) -> str:
@@ -603,22 +579,6 @@ def fit_budget(entries, max_size: int) -> tuple[list[CatalogEntry], list[Catalog
     return kept, left_out
 
 
-def parse_size(text: str) -> int:
-    """Bytes from ``"25MB"``, ``"24 MiB"``, ``"900kB"`` or a plain number of bytes.
-
-    Examples
-    --------
-    >>> parse_size("25MB"), parse_size("1 MiB"), parse_size("512")
-    (25000000, 1048576, 512)
-    """
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKMG]i?B?|B)?\s*", str(text))
-    if not match:
-        raise SpherecodesError(f"cannot read the size {text!r}: write e.g. 25MB, 24MiB or a number of bytes")
-    unit = (match.group(2) or "B").upper().rstrip("B") or "B"
-    factor = {"B": 1, "K": 10**3, "KI": 2**10, "M": 10**6, "MI": 2**20, "G": 10**9, "GI": 2**30}[unit]
-    return int(float(match.group(1)) * factor)
-
-
 def _method_rank(method: str) -> int:
     return METHOD_PREFERENCE.index(method) if method in METHOD_PREFERENCE else len(METHOD_PREFERENCE)
 
@@ -854,19 +814,13 @@ def open_catalog(location: str, *, offline: bool = False) -> Catalog:
         return parse_registry(cached.read_bytes(), location)
     _, registry_url = _split_url(location)
     cached.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{REGISTRY_FILE}.", suffix=".tmp", dir=cached.parent)
-    os.close(fd)
-    try:
+    with replace_atomically(cached) as tmp:
         with _quiet_pooch() as pooch:
             try:
-                pooch.HTTPDownloader(progressbar=False, timeout=TIMEOUT_S)(registry_url, tmp, None)
+                pooch.HTTPDownloader(progressbar=False, timeout=TIMEOUT_S)(registry_url, str(tmp), None)
             except Exception as err:  # requests' errors, mapped to one line
-                raise SpherecodesError(_download_failure(registry_url, err, tmp)) from None
-        catalog = parse_registry(Path(tmp).read_bytes(), location)
-        os.replace(tmp, cached)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+                raise SpherecodesError(_download_failure(registry_url, err, str(tmp))) from None
+        catalog = parse_registry(tmp.read_bytes(), location)
     return catalog
 
 

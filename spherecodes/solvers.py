@@ -1517,7 +1517,9 @@ def softmax_code(
     SolverResult
         ``method`` is ``"softmax"``; ``history`` holds the certified ρ as the
         objective (maximised) and the max-cos of each logged step;
-        ``settings["rho_start"]`` is the certified ρ of the start.
+        ``settings["rho_start"]`` is the certified ρ of the start.  Ctrl-C
+        returns the best code so far with ``stop_reason="interrupted"`` (and
+        ``rho`` None if it struck before the start was certified).
 
     Examples
     --------
@@ -1580,26 +1582,60 @@ def softmax_code(
                            progress=progress, threads=cfg["threads"])
             w0, first_steps = first.prototypes, first.steps
             settings["start_settings"] = first.settings
+            start_interrupted = first.stop_reason == "interrupted"
         else:
             w0 = _start(seed, 0, k, d) if isinstance(start, str) else start
             first_steps = 0
+            start_interrupted = False
         settings["threads"] = torch.get_num_threads()
-        result = _run_softmax(w0, first_steps, cfg, dev, clock)
+        result = _run_softmax(w0, first_steps, cfg, dev, clock, start_interrupted)
     result.settings = {**settings, **result.settings}
     return result
 
 
-def _run_softmax(w: np.ndarray, steps_before: int, cfg: dict, dev: torch.device, clock: _Clock) -> SolverResult:
-    """Smoothed subgradient ascent on ρ with step-size control, then the LP polish."""
+def _run_softmax(
+    w: np.ndarray, steps_before: int, cfg: dict, dev: torch.device, clock: _Clock, interrupted: bool = False
+) -> SolverResult:
+    """Run the ascent and the polish from ``w``; Ctrl-C returns the best code so far.
+
+    ``interrupted`` says that the start itself was cut short by Ctrl-C: it is
+    returned as it is.
+    """
     model = _OneVsRestDistances(dev)
     history: list[tuple[float, float, float]] = []
-    rho_start = model.certificate(w).rho_lower
-    best_w, best_rho = w, rho_start
-    scale = 1 / max(rho_start, 1e-3)
+    best = {"w": w, "rho": None, "rho_start": None, "steps": 0}
+    stop_reason = "interrupted"
+    if not interrupted:
+        try:
+            stop_reason = _softmax_stages(w, steps_before, cfg, clock, model, history, best)
+        except KeyboardInterrupt:
+            stop_reason = "interrupted"
+    return SolverResult(
+        prototypes=best["w"],
+        method="softmax",
+        max_cos=_max_cos(best["w"]),
+        history=np.array(history, dtype=np.float64).reshape(-1, 3),
+        restarts=1,
+        best_restart=0,
+        steps=steps_before + best["steps"],
+        wall_time=clock.elapsed(),
+        device=str(dev),
+        stop_reason=stop_reason,
+        settings={"rho_start": best["rho_start"], "rho": best["rho"], "certificates": model.certificates},
+    )
+
+
+def _softmax_stages(w, steps_before: int, cfg: dict, clock: _Clock, model, history: list, best: dict) -> str:
+    """Smoothed subgradient ascent on ρ with step-size control, then the LP polish.
+
+    Keeps the best certified code in ``best`` as it goes (so that an interrupt
+    loses nothing) and returns the stop reason.
+    """
+    best["rho_start"] = best["rho"] = model.certificate(w).rho_lower
+    scale = 1 / max(best["rho"], 1e-3)
     lr = cfg["lr"]
     steps = cfg["steps"]
     stop_reason = "steps"
-    done = 0
     for step in range(steps):
         if clock.expired():
             stop_reason = "time_limit"
@@ -1614,35 +1650,22 @@ def _run_softmax(w: np.ndarray, steps_before: int, cfg: dict, dev: torch.device,
             if model.smoothed_min(cert.hi, t) > before:
                 w = trial
                 lr *= 1.25
-                if cert.rho_lower > best_rho:
-                    best_w, best_rho = trial, cert.rho_lower
+                if cert.rho_lower > best["rho"]:
+                    best.update(w=trial, rho=cert.rho_lower)
             else:
                 lr /= 2
-        done = step + 1
-        if done % cfg["log_every"] == 0 or done == steps:
-            history.append((steps_before + done, best_rho, _max_cos(best_w)))
-            clock.report(0, done, steps, history[-1][2], best_rho)
+        best["steps"] = step + 1
+        if best["steps"] % cfg["log_every"] == 0 or best["steps"] == steps:
+            history.append((steps_before + best["steps"], best["rho"], _max_cos(best["w"])))
+            clock.report(0, best["steps"], steps, history[-1][2], best["rho"])
 
-    rounds = 0
     if cfg["polish"] and stop_reason != "time_limit" and w.shape[1] > 1:
         polished, rounds, converged = _polish(
-            best_w, model, cfg, clock, _PolishBudget(cfg), history, steps_before + done
+            best["w"], model, cfg, clock, _PolishBudget(cfg), history, steps_before + best["steps"]
         )
+        best["steps"] += rounds
         rho = model.certificate(polished).rho_lower
-        if rho > best_rho:
-            best_w, best_rho = polished, rho
+        if rho > best["rho"]:
+            best.update(w=polished, rho=rho)
         stop_reason = "time_limit" if clock.expired() else ("converged" if converged else "steps")
-
-    return SolverResult(
-        prototypes=best_w,
-        method="softmax",
-        max_cos=_max_cos(best_w),
-        history=np.array(history, dtype=np.float64).reshape(-1, 3),
-        restarts=1,
-        best_restart=0,
-        steps=steps_before + done + rounds,
-        wall_time=clock.elapsed(),
-        device=str(dev),
-        stop_reason=stop_reason,
-        settings={"rho_start": rho_start, "rho": best_rho, "certificates": model.certificates},
-    )
+    return stop_reason

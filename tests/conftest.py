@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import torch
 
 
 def random_code(k: int, d: int, seed: int = 0) -> np.ndarray:
@@ -17,3 +18,16 @@ def dense_offdiagonal_cos(w: np.ndarray) -> np.ndarray:
 @pytest.fixture
 def tmp_bank(tmp_path):
     return tmp_path / "bank.h5"
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Run each test with one torch thread, restoring the setting afterwards.
+
+    On a busy 2-core machine torch's thread pool makes these small problems
+    several times slower (see docs/optimisers.md, Threads).
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -3,7 +3,6 @@
 import math
 
 import mpmath
-import numpy as np
 import pytest
 
 from spherecodes.bounds import check_sizes, known_optimal, max_cos_lower_bound, theorem_3_9

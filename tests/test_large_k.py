@@ -24,23 +24,16 @@ from spherecodes.bank import read_code
 from spherecodes.certificate import one_vs_rest_distances
 from spherecodes.cli.main import main
 from spherecodes.errors import SpherecodesError
-from spherecodes.memory import parse_memory_size
+from spherecodes.memory import parse_size
 from spherecodes.neighbours import neighbour_plan, top_matches
 from spherecodes.solvers import tammes, tammes_estimate
 from spherecodes.stats import _torch_tiles, max_cos, random_code_max_cos, separation_statistics
 
 from conftest import dense_offdiagonal_cos, random_code
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 ICOSAHEDRON = 1 / math.sqrt(5)
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """One torch thread per test (see docs/optimisers.md, Threads), restored afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 # --------------------------------------------------------------------------- neighbour lists against the dense path
@@ -283,11 +276,11 @@ def test_cli_ctrl_c_writes_the_best_code_so_far(tmp_path, monkeypatch):
 
 
 def test_memory_sizes_parse():
-    assert parse_memory_size("4GiB") == 4 * 2**30
-    assert parse_memory_size("1.5 GB") == 1_500_000_000
-    assert parse_memory_size("512mib") == 512 * 2**20
+    assert parse_size("4GiB") == 4 * 2**30
+    assert parse_size("1.5 GB") == 1_500_000_000
+    assert parse_size("512mib") == 512 * 2**20
     with pytest.raises(SpherecodesError, match="memory size"):
-        parse_memory_size("lots")
+        parse_size("lots")
     result = CliRunner().invoke(main, ["certify", "x.npy", "--max-memory", "0"])
     assert result.exit_code == 2 and "at least 1 byte" in result.output
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import http.server
 import json
-import os
 import shutil
 import threading
 from functools import partial

@@ -23,13 +23,7 @@ from spherecodes.solvers import softmax_code, tammes
 
 from conftest import random_code
 
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def certified_rho(w: np.ndarray) -> float:
@@ -101,6 +95,17 @@ def test_time_limit_returns_the_best_code_so_far():
     res = softmax_code(6, 40, seed=0, start="random", time_limit=0.5, device="cpu")
     assert res.stop_reason == "time_limit"
     assert certified_rho(res.prototypes) >= res.settings["rho_start"]
+
+
+def test_ctrl_c_returns_the_best_code_so_far():
+    def interrupt_after_ten_steps(update):
+        if update.rho is not None and update.step >= 10:
+            raise KeyboardInterrupt
+
+    res = softmax_code(4, 12, start="random", log_every=5, progress=interrupt_after_ten_steps, device="cpu")
+    assert res.stop_reason == "interrupted" and res.steps == 10
+    assert res.settings["rho"] == pytest.approx(certified_rho(res.prototypes), abs=1e-15)
+    assert res.settings["rho"] >= res.settings["rho_start"]
 
 
 def test_bad_options_are_refused():

@@ -18,23 +18,12 @@ from spherecodes.errors import SpherecodesError
 from spherecodes.devices import resolve_device
 from spherecodes.solvers import Progress, SolverResult, maxsep, tammes
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 
 #: The slow tests repeat the benchmark targets (tens of seconds on a busy
 #: 2-core machine); they run when this variable is set.
 run_slow = pytest.mark.skipif(not os.environ.get("SPHERECODES_SLOW_TESTS"), reason="set SPHERECODES_SLOW_TESTS=1")
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Run each test with one torch thread, restoring the setting afterwards.
-
-    On a busy 2-core machine torch's thread pool makes these small problems
-    several times slower (see docs/optimisers.md, Threads).
-    """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _tribonacci() -> float:

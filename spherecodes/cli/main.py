@@ -18,7 +18,7 @@ from .. import __version__
 from ..bank import check_writable_destination, delete_code, list_codes, read_code, write_code
 from ..bounds import check_sizes
 from ..errors import SpherecodesError
-from ..memory import format_duration, parse_memory_size
+from ..memory import format_duration, parse_size
 from ..generation import METHODS, generate, planned_code_name, resolve_method
 from ..report import bounds_report, code_report, format_bounds_report, format_code_report
 from ..semantic import (
@@ -96,7 +96,7 @@ class MemorySize(click.ParamType):
         if isinstance(value, int):
             return value
         try:
-            return parse_memory_size(value)
+            return parse_size(value)
         except SpherecodesError as err:
             self.fail(str(err), param, ctx)
 
@@ -273,9 +273,10 @@ def _certify(prototypes, *, device, max_memory, quiet: bool, tol: float | None =
     """The certificate of a code, with its estimate and a progress bar on stderr unless ``quiet``."""
     from ..certificate import DEFAULT_TOL, certificate_estimate, one_vs_rest_distances
 
-    estimate = certificate_estimate(prototypes, device=device, max_memory=max_memory)
-    if not quiet:
-        click.echo(estimate.describe(), err=True)
+    if quiet:  # the memory check alone, without timing a sample
+        certificate_estimate(k=prototypes.shape[0], d=prototypes.shape[1], device=device, max_memory=max_memory)
+    else:
+        click.echo(certificate_estimate(prototypes, device=device, max_memory=max_memory).describe(), err=True)
     with ProgressBar(enabled=not quiet) as progress:
         return one_vs_rest_distances(prototypes, tol=DEFAULT_TOL if tol is None else tol, device=device,
                                      max_memory=max_memory, progress=progress)
@@ -733,9 +734,9 @@ def catalog_publish(directory, best, into, max_size, as_json):
       spherecodes catalog publish my-banks
       spherecodes catalog publish catalog-build --best --into banks
     """
-    from ..registry import REGISTRY_FILE, format_entries, format_size, parse_size, publish
+    from ..registry import REGISTRY_FILE, format_entries, format_size, publish
 
-    budget = parse_size(max_size) if max_size is not None else None
+    budget = parse_size(max_size, "--max-size") if max_size is not None else None
     cat = publish(directory, best=best, into=into, max_size=budget)
     if as_json:
         _print_json([e.to_dict() for e in cat.entries])
