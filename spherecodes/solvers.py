@@ -544,6 +544,9 @@ def _polish(
             "primal_feasibility_tolerance": 1e-10,
             "dual_feasibility_tolerance": 1e-10,
             "time_limit": max(min(clock.remaining(), budget.seconds_left()), 1e-3),
+            # One LP may not overrun the work budget either (a degenerate one
+            # can need thousands of iterations).
+            "maxiter": max(1, int(budget.work_left // nonzeros)),
         }
         lp = linprog(
             objective, A_ub=a_ub, b_ub=(current - lin.values) / radius, A_eq=a_eq,
@@ -1451,7 +1454,7 @@ _SOFTMAX_OPTIONS = {
     "polish_min_radius": 1e-11,
     "polish_tol": 1e-14,
     "polish_time": None,
-    "polish_work": 1e9,
+    "polish_work": 2e8,
     "polish_max_nonzeros": 200_000,
 }
 
