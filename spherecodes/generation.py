@@ -201,8 +201,6 @@ def _privileged(d, k, embeddings, *, name, labels, seed, device, steps, restarts
     if not isinstance(embeddings, ClassEmbeddings):
         raise SpherecodesError("the privileged method needs embeddings: the class names' word vectors "
                                "(spherecodes.semantic.class_embeddings)")
-    if len(embeddings.names) != k:
-        raise SpherecodesError(f"got embeddings for {len(embeddings.names)} classes but K={k}; give one per class")
     if restarts is not None:
         raise SpherecodesError("the privileged method runs a single start; leave restarts unset")
     if labels is not None and list(labels) != list(embeddings.names):

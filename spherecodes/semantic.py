@@ -38,7 +38,7 @@ from scipy.stats import spearmanr
 from .bank import Code
 from .errors import SpherecodesError
 from .memory import require_memory
-from .stats import validate_prototypes
+from .stats import max_cos, validate_prototypes
 
 #: Formats :func:`load_embeddings` reads; ``auto`` recognises each from the file's first bytes.
 EMBEDDING_FORMATS = ("auto", "word2vec-binary", "word2vec-text", "glove", "gensim")
@@ -1509,7 +1509,7 @@ def privileged(
     return solvers.SolverResult(
         prototypes=code,
         method="privileged",
-        max_cos=solvers._max_cos(code),
+        max_cos=max_cos(code),
         history=np.array(history, dtype=np.float64).reshape(-1, 3),
         restarts=1,
         best_restart=0,

@@ -34,15 +34,15 @@ from .constructions import applicable_closed_forms, construct
 from .devices import resolve_device, timed_call
 from .errors import SpherecodesError
 from .memory import Estimate, memory_limit, require_memory
-from .stats import max_cos
+from .stats import max_cos, validate_prototypes
 
 __all__ = ["HISTORY_COLUMNS", "Progress", "SolverResult", "maxsep", "tammes", "tammes_defaults", "tammes_estimate"]
 
 #: Columns of :attr:`SolverResult.history`.
 HISTORY_COLUMNS = ("global_step", "objective", "max_cos")
 
-#: Rows of the float64 Gram matrix computed at a time when only its maximum is
-#: needed, so that checking a K = 10^5 code does not need K^2 memory.
+#: Rows of the float64 Gram matrix computed at a time when the polish looks
+#: for near-active pairs, so that a large code does not need K^2 memory.
 _GRAM_BLOCK_ROWS = 2048
 
 #: Exponents below this are clamped before ``exp``: the weights they produce
@@ -221,18 +221,6 @@ def _normalise_rows(w: np.ndarray) -> np.ndarray:
     return w / np.linalg.norm(w, axis=1, keepdims=True)
 
 
-def _max_cos(w: np.ndarray) -> float:
-    """``max_{i != j} <w_i, w_j>`` in float64, a block of rows at a time."""
-    k = len(w)
-    best = -np.inf
-    for start in range(0, k, _GRAM_BLOCK_ROWS):
-        block = w[start : start + _GRAM_BLOCK_ROWS] @ w.T
-        rows = np.arange(len(block))
-        block[rows, start + rows] = -np.inf
-        best = max(best, float(block.max()))
-    return best
-
-
 def _pairs_above(w: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs i < j with ``<w_i, w_j> >= threshold``: (i, j, cosine), a block of rows at a time."""
     found = []
@@ -264,6 +252,23 @@ def _closed_form_optimum(d: int, k: int) -> np.ndarray | None:
         return np.where(np.arange(k) % 2 == 0, 1.0, -1.0)[:, None]
     optimal = [m for m in applicable_closed_forms(d, k) if m in ("etf", "cross-polytope", "polygon")]
     return construct(optimal[0], d, k) if optimal else None
+
+
+def _closed_form_result(method: str, d: int, k: int, cfg: dict, dev, begin: float, settings: dict):
+    """The provably optimal closed form as a converged :class:`SolverResult`, or None.
+
+    None also when the caller's ``closed_form`` option is off.  The closed
+    forms are optimal for max-cos and for ρ alike (SPEC §3), so every minimax
+    solver returns the same code; its history row logs max-cos as both
+    columns for ``tammes`` and leaves ρ (not computed here) as NaN otherwise.
+    """
+    closed = _closed_form_optimum(d, k) if cfg["closed_form"] else None
+    if closed is None:
+        return None
+    value = max_cos(closed)
+    objective = value if method == "tammes" else np.nan
+    return SolverResult(closed, method, value, np.array([(0, objective, value)], dtype=float), 1, 0, 0,
+                        time.perf_counter() - begin, str(dev), "converged", settings)
 
 
 def _estimated_angle(d: int, k: int) -> float:
@@ -430,7 +435,7 @@ class _PairCosines:
     """Tammes as a minimax problem: the functions are the pairwise cosines."""
 
     def value(self, w: np.ndarray) -> float:
-        return _max_cos(w)
+        return max_cos(w)
 
     def log_values(self, w: np.ndarray, value: float) -> tuple[float, float]:
         """(objective, max-cos) for the history."""
@@ -765,6 +770,18 @@ def _resolve_neighbours(d: int, k: int, device: torch.device, neighbours, max_me
     return 0
 
 
+def _check_polish_options(cfg: dict) -> None:
+    """Validate, in place, the options of :func:`_polish` that both minimax solvers share."""
+    for name in ("polish_radius", "polish_min_radius", "polish_work"):
+        cfg[name] = _check_positive(name, cfg[name])
+    for name in ("polish_rounds", "polish_max_nonzeros"):
+        cfg[name] = _check_int(name, cfg[name], 1)
+    if cfg["polish_time"] is not None:
+        cfg["polish_time"] = _check_positive("polish_time", cfg["polish_time"])
+    cfg["polish_tol"] = float(cfg["polish_tol"])
+    cfg["polish"] = bool(cfg["polish"])
+
+
 def _default_polish_work(cfg: dict, k: int, d: int) -> float:
     """Simplex work (see :class:`_PolishBudget`) that takes about as long as the annealing."""
     return max(2e8, 0.15 * cfg["restarts"] * cfg["steps"] * float(k) ** 2 * d)
@@ -867,11 +884,9 @@ def tammes(
     settings = {"method": "tammes", "d": d, "k": k, "seed": seed, "time_limit": time_limit,
                 "device": str(dev), **cfg}
 
-    closed = _closed_form_optimum(d, k) if cfg["closed_form"] else None
+    closed = _closed_form_result("tammes", d, k, cfg, dev, begin, settings)
     if closed is not None:
-        value = _max_cos(closed)
-        return SolverResult(closed, "tammes", value, np.array([(0, value, value)], dtype=float), 1, 0, 0,
-                            time.perf_counter() - begin, str(dev), "converged", settings)
+        return closed
 
     plan = tammes_memory(d, k, cfg, dev)
     clock = _Clock(time_limit, progress, cfg["restarts"], begin)
@@ -907,23 +922,18 @@ def _tammes_config(d: int, k: int, steps, restarts, device, options: dict) -> tu
     elif cfg["refresh"] is not None:
         raise SpherecodesError("refresh applies to the neighbour-list path; give neighbours >= 1 as well")
     cfg["dtype"] = _check_dtype(cfg["dtype"], "float64")
-    for name in ("t_start", "t_end", "t_spread", "lr_start", "lr_end", "eps", "polish_radius", "polish_min_radius"):
+    for name in ("t_start", "t_end", "t_spread", "lr_start", "lr_end", "eps"):
         cfg[name] = _check_positive(name, cfg[name])
     if cfg["t_spread"] < 1:
         raise SpherecodesError(f"t_spread must be >= 1, got {cfg['t_spread']}")
     for name in ("beta1", "beta2"):
         cfg[name] = _check_fraction(name, cfg[name])
-    for name, minimum in (("batch_size", 1), ("log_every", 1), ("polish_top", 1), ("polish_rounds", 1),
-                          ("polish_max_nonzeros", 1)):
+    for name, minimum in (("batch_size", 1), ("log_every", 1), ("polish_top", 1)):
         cfg[name] = _check_int(name, cfg[name], minimum)
-    if cfg["polish_time"] is not None:
-        cfg["polish_time"] = _check_positive("polish_time", cfg["polish_time"])
     if "polish_work" not in explicit:
         cfg["polish_work"] = _default_polish_work(cfg, k, d)
-    cfg["polish_work"] = _check_positive("polish_work", cfg["polish_work"])
-    cfg["polish_tol"] = float(cfg["polish_tol"])
+    _check_polish_options(cfg)
     cfg["closed_form"] = bool(cfg["closed_form"])
-    cfg["polish"] = bool(cfg["polish"])
     if cfg["threads"] is None:
         cfg["threads"] = _default_threads(cfg["batch_size"] * k * k * d, dev)
     else:
@@ -1059,7 +1069,7 @@ def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: 
 
     # Re-measure in float64: the annealing may have run in float32.  Large
     # codes are measured in tiles of the upper triangle on the device.
-    values = np.array([_max_cos(code) if plan is None else max_cos(code, device=dev, max_memory=cfg["max_memory"])
+    values = np.array([max_cos(code) if plan is None else max_cos(code, device=dev, max_memory=cfg["max_memory"])
                        for code in codes])
     order = np.argsort(values, kind="stable")
     best = int(order[0])
@@ -1087,7 +1097,7 @@ def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: 
                                                       total_steps)
                 total_steps += rounds
                 all_converged &= converged
-                value = _max_cos(polished)
+                value = max_cos(polished)
                 largest_gain = max(largest_gain, values[r] - value)
                 if value < best_value:
                     best, best_code, best_value = r, polished, value
@@ -1277,7 +1287,7 @@ def _run_maxsep(d, k, seed, steps, lr, restarts, cfg, dev, clock) -> SolverResul
         if stop_reason == "time_limit":
             break
 
-    values = [_max_cos(code) for code in codes]
+    values = [max_cos(code) for code in codes]
     best = int(np.argmin(values))
     return SolverResult(
         prototypes=codes[best],
@@ -1329,7 +1339,7 @@ def descend_on_sphere(
     >>> code, done, _ = descend_on_sphere(_start(0, 0, 3, 2), spread, steps=300, lr_start=0.1, lr_end=0.001,
     ...     adam=_TAMMES_OPTIONS, dtype="float64", device=torch.device("cpu"), clock=clock, history=[],
     ...     log_every=100)
-    >>> abs(_max_cos(code) - math.cos(2 * math.pi / 3)) < 1e-3  # three points in the plane: 120 degrees apart
+    >>> abs(max_cos(code) - math.cos(2 * math.pi / 3)) < 1e-3  # three points in the plane: 120 degrees apart
     True
     """
     x = torch.tensor(x0, dtype=_DTYPES[dtype], device=device)  # a copy: the steps update it in place
@@ -1349,9 +1359,9 @@ def descend_on_sphere(
             with torch.no_grad():
                 gram = x @ x.T
                 gram[diagonal, diagonal] = -torch.inf
-                max_cos = float(gram.max())
-            history.append((done, float(value.detach()), max_cos))
-            clock.report(0, done, steps, max_cos)
+                current = float(gram.max())
+            history.append((done, float(value.detach()), current))
+            clock.report(0, done, steps, current)
     return _normalise_rows(x.double().cpu().numpy()), done, False
 
 
@@ -1363,30 +1373,36 @@ class _OneVsRestDistances:
 
     Every value comes from the certificate of the code (SPEC §2), so the
     objective the solver improves is the *certified* ρ (its lower end).  The
-    certificate of the last code seen is cached: the polish asks for the value
-    and the linearisation of the same code.
+    certificates of the last two codes seen are kept: both the ascent and the
+    polish certify a trial code and, when it is rejected, go on from the
+    current one, whose certificate must not be computed again.
     """
 
     def __init__(self, device: torch.device):
         self.device = device
         self.certificates = 0
-        self._last: tuple[bytes, object] | None = None
+        self._recent: list[tuple[bytes, object]] = []  # (code bytes, certificate), newest last
 
     def certificate(self, w: np.ndarray):
+        # Imported here: the certificate module imports the solvers (through
+        # spherecodes.neighbours), so a module-level import would be circular.
         from .certificate import one_vs_rest_distances
 
         key = w.tobytes()
-        if self._last is None or self._last[0] != key:
-            self._last = (key, one_vs_rest_distances(w, device=self.device))
-            self.certificates += 1
-        return self._last[1]
+        for seen, cert in self._recent:
+            if seen == key:
+                return cert
+        cert = one_vs_rest_distances(w, device=self.device)
+        self.certificates += 1
+        self._recent = [*self._recent[-1:], (key, cert)]
+        return cert
 
     def value(self, w: np.ndarray) -> float:
         return -self.certificate(w).rho_lower
 
     def log_values(self, w: np.ndarray, value: float) -> tuple[float, float]:
         """(certified ρ, max-cos) for the history."""
-        return -value, _max_cos(w)
+        return -value, max_cos(w)
 
     def progress_rho(self, logged: tuple[float, float]) -> float:
         return logged[0]
@@ -1546,22 +1562,17 @@ def softmax_code(
     cfg["steps"] = (300 if small else 50) if steps is None else _check_int("steps", steps, 1)
     if cfg["polish"] is None:
         cfg["polish"] = small
-    for name in ("t_start", "t_end", "polish_radius", "polish_min_radius"):
+    for name in ("t_start", "t_end"):
         cfg[name] = _check_positive(name, cfg[name])
-    for name, minimum in (("log_every", 1), ("polish_rounds", 1), ("polish_max_nonzeros", 1)):
-        cfg[name] = _check_int(name, cfg[name], minimum)
+    cfg["log_every"] = _check_int("log_every", cfg["log_every"], 1)
     if cfg["threads"] is not None:
         cfg["threads"] = _check_int("threads", cfg["threads"], 1)
-    if cfg["polish_time"] is not None:
-        cfg["polish_time"] = _check_positive("polish_time", cfg["polish_time"])
-    cfg["polish_work"] = _check_positive("polish_work", cfg["polish_work"])
+    _check_polish_options(cfg)
     start = cfg.pop("start")
     if isinstance(start, str):
         if start not in ("tammes", "random"):
             raise SpherecodesError(f"start must be 'tammes', 'random' or a (K, d) array, got {start!r}")
     else:
-        from .stats import validate_prototypes
-
         start = validate_prototypes(start)
         if start.shape != (k, d):
             raise SpherecodesError(f"the start has shape {start.shape}; expected (K, d) = ({k}, {d})")
@@ -1572,11 +1583,9 @@ def softmax_code(
     settings = {"method": "softmax", "d": d, "k": k, "seed": seed, "time_limit": time_limit, "device": str(dev),
                 "start": start if isinstance(start, str) else "array", **cfg}
 
-    closed = _closed_form_optimum(d, k) if cfg["closed_form"] else None
+    closed = _closed_form_result("softmax", d, k, cfg, dev, begin, settings)
     if closed is not None:
-        value = _max_cos(closed)
-        return SolverResult(closed, "softmax", value, np.array([(0, np.nan, value)], dtype=float), 1, 0, 0,
-                            time.perf_counter() - begin, str(dev), "converged", settings)
+        return closed
 
     clock = _Clock(time_limit, progress, 1, begin)
     with _torch_threads(cfg["threads"]):
@@ -1616,7 +1625,7 @@ def _run_softmax(
     return SolverResult(
         prototypes=best["w"],
         method="softmax",
-        max_cos=_max_cos(best["w"]),
+        max_cos=max_cos(best["w"]),
         history=np.array(history, dtype=np.float64).reshape(-1, 3),
         restarts=1,
         best_restart=0,
@@ -1659,7 +1668,7 @@ def _softmax_stages(w, steps_before: int, cfg: dict, clock: _Clock, model, histo
                 lr /= 2
         best["steps"] = step + 1
         if best["steps"] % cfg["log_every"] == 0 or best["steps"] == steps:
-            history.append((steps_before + best["steps"], best["rho"], _max_cos(best["w"])))
+            history.append((steps_before + best["steps"], best["rho"], max_cos(best["w"])))
             clock.report(0, best["steps"], steps, history[-1][2], best["rho"])
 
     if cfg["polish"] and stop_reason != "time_limit" and w.shape[1] > 1:
