@@ -36,10 +36,17 @@ MACWILLIAMS_SLOANE = "MacWilliams & Sloane (1977), The Theory of Error-Correctin
 # Codes of dimension up to this are enumerated for their weight distribution.
 ENUMERATION_LIMIT = 24
 
-# True minimum distances of the extended BCH codes (key: m, Bose distance) whose
-# dimension is above ENUMERATION_LIMIT but which were enumerated once offline
-# with enumerate_weights; the slow tests recompute them.
-_OFFLINE_TRUE_DISTANCE: dict[tuple[int, int], int] = {}
+# True minimum distances of the extended BCH codes, key (m, Bose distance), for
+# every code of length 2^m (m = 3 … 12) with dimension 2 … ENUMERATION_LIMIT:
+# enumerated once with bch_enumerated_distance (all 2^k codewords); the tests
+# recompute them (the largest ones in the slow set).
+_TRUE_DISTANCE: dict[tuple[int, int], int] = {
+    (3, 3): 4, (4, 3): 4, (4, 5): 6, (4, 7): 8, (5, 5): 6, (5, 7): 8,
+    (5, 11): 12, (5, 15): 16, (6, 15): 16, (6, 21): 22, (6, 23): 24, (6, 27): 28,
+    (6, 31): 32, (7, 47): 48, (7, 55): 56, (7, 63): 64, (8, 111): 112, (8, 119): 120,
+    (8, 127): 128, (9, 239): 240, (9, 255): 256, (10, 495): 496, (10, 511): 512, (11, 991): 992,
+    (11, 1023): 1024, (12, 2015): 2016, (12, 2047): 2048,
+}
 
 
 def _distinct_rows(candidates, basis_rows, pivots):
@@ -129,6 +136,7 @@ def _nested_rows(family: str, params: tuple, t: int) -> list[int]:
 # --- extended BCH codes ------------------------------------------------------
 
 
+@lru_cache(maxsize=None)
 def bch_zero_count(m: int, delta: int) -> tuple[int, int]:
     """(number of zeros, Bose distance) of the narrow-sense primitive BCH code of designed distance δ.
 
@@ -217,30 +225,71 @@ def bch_nested_rows(m: int, t: int) -> list[int]:
 
 
 @lru_cache(maxsize=None)
+def bch_chain(m: int) -> tuple[tuple[int, int, int, bool], ...]:
+    """(Bose distance, dimension, minimum distance, exact) of every extended BCH code of length 2^m.
+
+    Listed from the largest Bose distance (the repetition code) down, i.e. along
+    the nested chain from the smallest code up. The minimum distance is exact
+    when the code was enumerated (dimension ≤ 24, here or offline, in
+    ``_TRUE_DISTANCE``) and otherwise the BCH bound, Bose distance + 1.
+
+    Examples
+    --------
+    >>> bch_chain(4)
+    ((15, 1, 16, True), (7, 5, 8, True), (5, 7, 6, True), (3, 11, 4, True), (1, 15, 2, True))
+    """
+    if not 3 <= m <= 12:
+        raise SpherecodesError(f"extended BCH codes are built for m = 3 … 12, got m = {m}")
+    order = (1 << m) - 1
+    cosets = [c for c in cyclotomic_cosets(m) if c != [0]]
+    out = [(order, 1, order + 1, True)]
+    zeros = 0
+    by_leader = []
+    for c in cosets:  # ordered by leader: zeros of δ = leader are the cosets before it
+        by_leader.append((c[0], order - zeros))
+        zeros += len(c)
+    for bose, k in reversed(by_leader):
+        if bose == 1:
+            out.append((1, k, 2, True))  # the even-weight code
+        elif bose == 3:
+            out.append((3, k, 4, True))  # the extended Hamming code
+        elif (m, bose) in _TRUE_DISTANCE:
+            out.append((bose, k, _TRUE_DISTANCE[(m, bose)], True))
+        else:
+            out.append((bose, k, bose + 1, False))
+    return tuple(out)
+
+
 def bch_true_distance(m: int, bose: int) -> tuple[int, bool]:
     """(minimum distance, exact) of the extended BCH code of length 2^m with this Bose distance.
 
-    Exact by enumerating the codewords when the dimension is ≤ 24 (or from an
-    offline enumeration); otherwise the BCH bound, Bose distance + 1, and
-    ``exact`` is False.
+    Exact when tabulated from an enumeration of all codewords (see :func:`bch_chain`);
+    otherwise the BCH bound, Bose distance + 1, with ``exact`` False.
 
     Examples
     --------
     >>> bch_true_distance(6, 27)
     (28, True)
     """
-    order = (1 << m) - 1
+    _, bose = bch_zero_count(m, bose)
+    entry = next(e for e in bch_chain(m) if e[0] == bose)
+    return entry[2], entry[3]
+
+
+def bch_enumerated_distance(m: int, bose: int) -> int:
+    """The minimum distance of the extended BCH code, found by enumerating all its codewords (slow).
+
+    This is how ``_TRUE_DISTANCE`` was made; the tests call it to recompute the table.
+
+    Examples
+    --------
+    >>> bch_enumerated_distance(5, 7)
+    12
+    """
     zeros, bose = bch_zero_count(m, bose)
-    k = order - zeros
-    if (m, bose) in _OFFLINE_TRUE_DISTANCE:
-        return _OFFLINE_TRUE_DISTANCE[(m, bose)], True
-    if k <= ENUMERATION_LIMIT:
-        weights = _weights("bch", (m,), order + 1, k)
-        return next(w for w in range(1, order + 2) if weights[w]), True
-    if bose == 1:
-        return 2, True  # the even-weight code
-    # BCH bound on the cyclic code, +1 for the parity bit (δ_B is odd).
-    return bose + 1, False
+    k = (1 << m) - 1 - zeros
+    weights = enumerate_weights(bch_nested_rows(m, k), 1 << m, max_dim=max(k, ENUMERATION_LIMIT))
+    return next(w for w in range(1, (1 << m) + 1) if weights[w])
 
 
 def bch_code(m: int, delta: int) -> StructuredCode:
@@ -269,13 +318,7 @@ def bch_code(m: int, delta: int) -> StructuredCode:
     order = (1 << m) - 1
     n = order + 1
     _, bose = bch_zero_count(m, delta)
-    chain = []
-    for b in bch_bose_distances(m):
-        if b < bose:
-            break
-        zeros, _ = bch_zero_count(m, b)
-        dist, exact = bch_true_distance(m, b)
-        chain.append((order - zeros, dist, exact))
+    chain = [(k, dist, exact) for b, k, dist, exact in bch_chain(m) if b >= bose]
     k, dist, exact = chain[-1]
     return StructuredCode(
         name=f"extended BCH [{n},{k},{dist}]" if exact else f"extended BCH [{n},{k},≥{dist}]",

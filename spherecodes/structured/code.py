@@ -309,3 +309,45 @@ class PointSetConstruction:
         # point really sees the same one.
         spectra = spectrum_of_rows(pts, np.arange(len(pts)))
         return spectra[0] if all(s == spectra[0] for s in spectra) else None
+
+
+def _householder_drop(vectors: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Coordinates of vectors ⊥ p in a fixed orthonormal basis of p⊥ (a Householder reflection).
+
+    The reflection H = I − 2vvᵀ/|v|², v = p + sign(p_last)·e_last, sends p to
+    ∓e_last; for x ⊥ p, Hx has last coordinate 0 and the others are x in the
+    basis {H e_1, …, H e_(d−1)} of p⊥ — explicit and deterministic.
+    """
+    v = p.copy()
+    v[-1] += 1.0 if p[-1] >= 0 else -1.0
+    hx = vectors - np.outer(vectors @ v, 2.0 * v / (v @ v))
+    return hx[:, :-1]
+
+
+def derive_points(points: np.ndarray, fixed: np.ndarray, alphas: list[float]) -> np.ndarray:
+    """The points q with ⟨q, p_i⟩ = α_i for every fixed p_i, projected on span(p_i)⊥ and normalised.
+
+    The result lives in R^(d − f) (f fixed points, linearly independent),
+    expressed in an explicit orthonormal basis (one Householder reflection per
+    fixed point). For a code with max-cos c and one fixed point the result has
+    max-cos ≤ (c − α²)/(1 − α²) (Conway & Sloane 1999, ch. 1 §2).
+
+    Examples
+    --------
+    >>> sq = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])
+    >>> derive_points(sq, sq[:1], [0.0]).tolist()   # the two points ⊥ (1, 0)
+    [[-1.0], [1.0]]
+    """
+    fixed = np.atleast_2d(np.asarray(fixed, dtype=np.float64))
+    ips = points @ fixed.T
+    keep = np.all(np.abs(ips - np.asarray(alphas, dtype=np.float64)) < 1e-9, axis=1)
+    q = points[keep]
+    rest = fixed.copy()
+    for _ in range(len(fixed)):
+        p = rest[0] / np.linalg.norm(rest[0])
+        q = q - np.outer(q @ p, p)
+        q = _householder_drop(q / np.linalg.norm(q, axis=1, keepdims=True), p)
+        rest = rest[1:] - np.outer(rest[1:] @ p, p)
+        if len(rest):
+            rest = _householder_drop(rest, p)
+    return q

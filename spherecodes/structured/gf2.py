@@ -93,6 +93,11 @@ def cyclotomic_cosets(m: int) -> list[list[int]]:
     >>> cyclotomic_cosets(3)
     [[0], [1, 2, 4], [3, 5, 6]]
     """
+    return [list(c) for c in _cyclotomic_cosets(m)]
+
+
+@lru_cache(maxsize=None)
+def _cyclotomic_cosets(m: int) -> tuple[tuple[int, ...], ...]:
     order = (1 << m) - 1
     seen = [False] * order
     cosets = []
@@ -104,8 +109,8 @@ def cyclotomic_cosets(m: int) -> list[list[int]]:
             seen[x] = True
             coset.append(x)
             x = (2 * x) % order
-        cosets.append(sorted(coset))
-    return cosets
+        cosets.append(tuple(sorted(coset)))
+    return tuple(cosets)
 
 
 @lru_cache(maxsize=None)
@@ -265,7 +270,7 @@ def enumerate_weights(rows: list[int], n: int, max_dim: int = 26) -> list[int]:
     Examples
     --------
     >>> enumerate_weights([0b0111, 0b1110], 4)   # {0000, 0111, 1110, 1001}
-    [1, 0, 2, 1, 0]
+    [1, 0, 1, 2, 0]
     """
     k = len(rows)
     if k > max_dim:
