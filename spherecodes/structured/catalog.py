@@ -82,8 +82,8 @@ def available_codes(d: int, k: int | None = None) -> list[StructuredCode]:
     Examples
     --------
     >>> codes = available_codes(8, 200)
-    >>> [(c.name, c.size, str(c.max_cos)) for c in codes][:2]
-    [('E8 roots', 240, '1/2'), ('Reed–Muller RM(2,3) [8,7,2]', 128, '1/2')][:1]
+    >>> [(c.name, c.size, str(c.max_cos)) for c in codes]
+    [('E8 roots', 240, '1/2')]
     """
     if d < 1:
         raise SpherecodesError(f"d must be at least 1, got {d}")

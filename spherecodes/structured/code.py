@@ -32,6 +32,8 @@ from spherecodes.errors import SpherecodesError
 # Largest Gram block formed at once (rows × cols): 4·10^6 float64 = 32 MB, so
 # that no K×K matrix is ever materialised for large K.
 _BLOCK_ENTRIES = 4_000_000
+# points() refuses outputs larger than this (bytes): ask for K points instead.
+MAX_POINTS_BYTES = 4 * 2**30
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,11 @@ class StructuredCode:
         [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
         """
         k = self._check_k(k)
+        if k * self.d * 8 > MAX_POINTS_BYTES:
+            raise SpherecodesError(
+                f"{k} points in R^{self.d} need {k * self.d * 8 / 2**30:.1f} GiB of memory, over the "
+                f"{MAX_POINTS_BYTES / 2**30:.0f} GiB allowed; ask for fewer points"
+            )
         pts = self.construction.points(k)
         if self.d > self.native_d:
             pts = np.concatenate([pts, np.zeros((len(pts), self.d - self.native_d))], axis=1)
@@ -120,7 +127,7 @@ class StructuredCode:
         Examples
         --------
         >>> from spherecodes.structured import bch_code
-        >>> code = bch_code(6, 11)          # [64,18,22]: max-cos 5/16
+        >>> code = bch_code(6, 21)          # [64,18,22]: max-cos 5/16
         >>> code.max_cos, code.max_cos_for(1000)   # 1000 words of the [64,10,28] subcode
         (Fraction(5, 16), Fraction(1, 8))
         """
