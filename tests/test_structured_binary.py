@@ -121,7 +121,7 @@ def test_untabulated_distances_are_marked_as_bounds():
     assert not code.max_cos_exact and code.min_distance == 10 and "≥" in code.name
 
 
-@pytest.mark.parametrize("m, designed", [(4, 5), (5, 11), (6, 27), (6, 23)])
+@pytest.mark.parametrize("m, designed", [(4, 5), (5, 11), (5, 15), (6, 27)])
 def test_bch_points_exact_gram(m, designed):
     code = bch_code(m, designed)
     x = code.points()
@@ -186,7 +186,8 @@ def test_choosing_k_reaches_the_subcode(m, designed, k, expected):
     x = code.points(k)
     assert x.shape == (k, code.d)
     assert len(np.unique(x, axis=0)) == k
-    measured = Fraction(_sign_gram_max(x), code.d)
+    rows = None if k <= 4096 else np.random.default_rng(2).choice(k, 500, replace=False)
+    measured = Fraction(_sign_gram_max(x, rows), code.d)
     assert measured == code.max_cos_for(k) <= expected
 
 
