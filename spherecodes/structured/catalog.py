@@ -31,6 +31,7 @@ def native_codes(max_d: int) -> list[StructuredCode]:
     """Every structured code whose native dimension is at most ``max_d`` (D_n only for n = max_d).
 
     Smaller D_n are left out: D_max_d has more points at the same max-cos.
+    Reed–Muller codes are listed for r = 1, 2 only.
 
     Examples
     --------
@@ -46,8 +47,11 @@ def native_codes(max_d: int) -> list[StructuredCode]:
     for m in range(2, MAX_BINARY_M + 1):
         if (1 << m) > max_d:
             break
-        for r in range(1, m):
-            codes.append(reed_muller_code(r, m))
+        # RM(1, m) and RM(2, m); higher orders have max-cos ≥ 3/4 and are matched
+        # or beaten by the extended BCH codes of the same length.
+        for r in (1, 2):
+            if r < m:
+                codes.append(reed_muller_code(r, m))
     if max_d >= 24:
         codes.append(golay_code())
     for n in KERDOCK_LENGTHS:
