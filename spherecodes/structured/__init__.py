@@ -1,0 +1,100 @@
+"""Structured (algebraic) spherical codes, built exactly in float64 with exact parameters.
+
+Families: binary codes on the sphere (extended BCH, Reed–Muller, the extended
+Golay code, Kerdock codes), lattice shells (D_n, E6, E7, E8, BW16, Leech) and
+codes derived from them by fixing inner products. :func:`best_structured_code`
+picks, for (d, K), the code whose K chosen points have the smallest max-cos;
+see docs/structured.md.
+
+Examples
+--------
+>>> from spherecodes.structured import best_structured_code
+>>> code = best_structured_code(24, 4096)
+>>> code.name, code.max_cos
+('extended Golay [24,12,8]', Fraction(1, 3))
+>>> code.points(4096).shape
+(4096, 24)
+"""
+
+from spherecodes.structured.binary import (
+    bch_chain,
+    bch_code,
+    golay_code,
+    reed_muller_code,
+)
+from spherecodes.structured.catalog import (
+    available_codes,
+    best_structured_code,
+    describe,
+    native_codes,
+)
+from spherecodes.structured.code import StructuredCode
+from spherecodes.structured.derived import (
+    classical_derived_code,
+    classical_derived_keys,
+    derived_code,
+)
+from spherecodes.structured.kerdock import kerdock_code
+from spherecodes.structured.lattices import (
+    barnes_wall_16,
+    e6_roots,
+    e7_roots,
+    e8_roots,
+    leech_lattice,
+    root_system_d,
+)
+
+
+def cross_polytope(d: int) -> StructuredCode:
+    """The 2d points ±e_i in R^d (max-cos 0; D_n's orthogonal frame, RM(1, m) up to rotation).
+
+    Examples
+    --------
+    >>> cross_polytope(2).points().tolist()
+    [[1.0, 0.0], [0.0, 1.0], [-1.0, -0.0], [-0.0, -1.0]]
+    """
+    import numpy as np
+    from fractions import Fraction
+
+    from spherecodes.structured.code import PointSetConstruction
+
+    def build():
+        eye = np.eye(d)
+        return np.concatenate([eye, -eye])
+
+    return StructuredCode(
+        name=f"cross-polytope in R^{d}",
+        family="lattice",
+        d=d,
+        size=2 * d,
+        max_cos=Fraction(0),
+        native_d=d,
+        transitive=True,
+        orbits=1,
+        citation="Conway & Sloane (1999), Sphere Packings, Lattices and Groups, ch. 1",
+        construction=PointSetConstruction(build=build, max_cos=Fraction(0), distance_invariant=True),
+    )
+
+
+__all__ = [
+    "StructuredCode",
+    "available_codes",
+    "barnes_wall_16",
+    "bch_chain",
+    "bch_code",
+    "best_structured_code",
+    "classical_derived_code",
+    "classical_derived_keys",
+    "cross_polytope",
+    "derived_code",
+    "describe",
+    "e6_roots",
+    "e7_roots",
+    "e8_roots",
+    "golay_code",
+    "kerdock_code",
+    "leech_lattice",
+    "native_codes",
+    "reed_muller_code",
+    "root_system_d",
+]

@@ -1,0 +1,143 @@
+"""Which structured codes fit (d, K), and the best of them — decided from exact parameters, nothing built.
+
+Every code is described by its construction's exact parameters (tabulated
+where they came from an enumeration; the tests rebuild the codes and check
+them). A code native to R^d' fits every d ≥ d' by zero padding.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from spherecodes.errors import SpherecodesError
+from spherecodes.structured.binary import bch_chain, bch_code, golay_code, reed_muller_code
+from spherecodes.structured.code import StructuredCode
+from spherecodes.structured.derived import classical_derived_code, classical_derived_keys
+from spherecodes.structured.kerdock import KERDOCK_LENGTHS, kerdock_code
+from spherecodes.structured.lattices import (
+    barnes_wall_16,
+    e6_roots,
+    e7_roots,
+    e8_roots,
+    leech_lattice,
+    root_system_d,
+)
+
+# Largest native length of the binary families (extended BCH and Reed–Muller: 2^12).
+MAX_BINARY_M = 12
+
+
+def native_codes(max_d: int) -> list[StructuredCode]:
+    """Every structured code whose native dimension is at most ``max_d`` (D_n only for n = max_d).
+
+    Smaller D_n are left out: D_max_d has more points at the same max-cos.
+    Reed–Muller codes are listed for r = 1, 2 only.
+
+    Examples
+    --------
+    >>> sorted({c.family for c in native_codes(8)})
+    ['bch', 'derived', 'lattice', 'reed-muller']
+    """
+    codes: list[StructuredCode] = []
+    for m in range(3, MAX_BINARY_M + 1):
+        if (1 << m) > max_d:
+            break
+        for bose, *_ in bch_chain(m):
+            codes.append(bch_code(m, bose))
+    for m in range(2, MAX_BINARY_M + 1):
+        if (1 << m) > max_d:
+            break
+        # RM(1, m) and RM(2, m); higher orders have max-cos ≥ 3/4 and are matched
+        # or beaten by the extended BCH codes of the same length.
+        for r in (1, 2):
+            if r < m:
+                codes.append(reed_muller_code(r, m))
+    if max_d >= 24:
+        codes.append(golay_code())
+    for n in KERDOCK_LENGTHS:
+        if n <= max_d:
+            codes.append(kerdock_code(n))
+            codes.append(kerdock_code(n, axes=True))
+    if max_d >= 3:
+        codes.append(root_system_d(max_d))
+    for d, make in ((6, e6_roots), (7, e7_roots), (8, e8_roots), (16, barnes_wall_16), (24, leech_lattice)):
+        if d <= max_d:
+            codes.append(make())
+    for key in classical_derived_keys():
+        code = classical_derived_code(key)
+        if code.native_d <= max_d:
+            codes.append(code)
+    return codes
+
+
+def available_codes(d: int, k: int | None = None) -> list[StructuredCode]:
+    """Every structured code that fits R^d (native or zero-padded), with at least k points if k is given.
+
+    Sorted by max-cos for k points (smallest first), then size. Nothing is
+    built: the parameters are those of the constructions.
+
+    Parameters
+    ----------
+    d : int
+        Dimension, ≥ 1.
+    k : int, optional
+        Minimum number of points.
+
+    Examples
+    --------
+    >>> codes = available_codes(8, 200)
+    >>> [(c.name, c.size, str(c.max_cos)) for c in codes]
+    [('E8 roots', 240, '1/2')]
+    """
+    if d < 1:
+        raise SpherecodesError(f"d must be at least 1, got {d}")
+    if k is not None and k < 1:
+        raise SpherecodesError(f"K must be at least 1, got {k}")
+    out = []
+    for code in native_codes(d):
+        if k is not None and code.size < k:
+            continue
+        out.append(code if code.native_d == d else code.embedded(d))
+    kk = k if k is not None and k >= 2 else 2
+    out.sort(key=lambda c: (c.max_cos_bound(min(kk, c.size)), c.size, c.name))
+    return out
+
+
+def best_structured_code(d: int, k: int) -> StructuredCode | None:
+    """The structured code in R^d with at least k points whose k chosen points have the smallest max-cos.
+
+    Ties go to fewer points wasted (smaller N), then a native code, then the
+    larger minimum distance. Decided from the exact parameters alone (nothing
+    built). ``code.points(k)`` then gives the K points and
+    ``code.max_cos_for(k)`` their exact max-cos. None when no code has k points.
+
+    Examples
+    --------
+    >>> code = best_structured_code(64, 1000)
+    >>> code.name, code.max_cos_bound(1000)
+    ('extended BCH [64,10,28]', Fraction(1, 8))
+    >>> best_structured_code(16, 288).name
+    'Nordstrom–Robinson (Kerdock n = 16) + ±e_i'
+    """
+    if k < 2:
+        raise SpherecodesError(f"K must be at least 2, got {k}")
+    candidates = available_codes(d, k)
+    if not candidates:
+        return None
+
+    def key(c: StructuredCode) -> tuple:
+        return (c.max_cos_bound(k), c.size - k, c.native_d != d, -(c.min_distance or 0), c.name)
+
+    return min(candidates, key=key)
+
+
+def describe(code: StructuredCode) -> str:
+    """One line: name, (d, N, max-cos), and whether max-cos is exact.
+
+    Examples
+    --------
+    >>> describe(e8_roots())
+    'E8 roots: 240 points in R^8, max-cos 1/2'
+    """
+    exact = "" if code.max_cos_exact else " (upper bound)"
+    return f"{code.name}: {code.size} points in R^{code.d}, max-cos {Fraction(code.max_cos)}{exact}"

@@ -1,0 +1,360 @@
+"""The description object of a structured code, and the helpers every family shares.
+
+A :class:`StructuredCode` carries the exact parameters of a construction
+(dimension, size, max-cos as a :class:`fractions.Fraction`, minimum distance,
+symmetry, citation) and a *construction* object that builds the points only
+when asked. Families (``binary``, ``kerdock``, ``lattices``, ``derived``) each
+provide a construction with four methods:
+
+``points(k)``
+    the first k points in the family's preferred order (k = None: all), in
+    the native dimension, float64 unit rows;
+``max_cos_bound(k)``
+    an upper bound on the max-cos of those k points, from the structure alone
+    (cheap: no points are built), used to rank codes;
+``max_cos_for(k)``
+    the exact max-cos of those k points (may build or enumerate them);
+``spectrum()``
+    the inner-product spectrum seen from every point, or None.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from spherecodes.errors import SpherecodesError
+
+# Largest Gram block formed at once (rows × cols): 4·10^6 float64 = 32 MB, so
+# that no K×K matrix is ever materialised for large K.
+_BLOCK_ENTRIES = 4_000_000
+# points() refuses outputs larger than this (bytes): ask for K points instead.
+MAX_POINTS_BYTES = 4 * 2**30
+
+
+@dataclass(frozen=True)
+class StructuredCode:
+    """An algebraic spherical code with exact parameters; its points are built on request.
+
+    Attributes
+    ----------
+    name : str
+        Human-readable name, e.g. ``"extended BCH [64,10,28]"``.
+    family : str
+        ``"bch"``, ``"reed-muller"``, ``"golay"``, ``"kerdock"``, ``"lattice"`` or ``"derived"``.
+    d : int
+        Ambient dimension of the points (≥ ``native_d``; zero padding beyond it).
+    size : int
+        Number of points N.
+    max_cos : Fraction
+        Largest inner product between distinct points: exact when
+        ``max_cos_exact``, otherwise an upper bound (e.g. the BCH bound).
+    native_d : int
+        Dimension the construction lives in.
+    min_distance : int or None
+        True minimum Hamming distance, for binary codes.
+    max_cos_exact : bool
+        Whether ``max_cos`` (and ``min_distance``) is the true value.
+    transitive : bool
+        True when a symmetry group of the code is known to act transitively on
+        its points (False means: not claimed).
+    orbits : int or None
+        Number of point orbits under the known symmetry group, where known.
+    citation : str
+        Where the construction and its parameters are published.
+    construction : object
+        Builds the points (see the module docstring).
+
+    Examples
+    --------
+    >>> from spherecodes.structured import e8_roots
+    >>> code = e8_roots()
+    >>> code.d, code.size, code.max_cos
+    (8, 240, Fraction(1, 2))
+    >>> code.points(10).shape
+    (10, 8)
+    """
+
+    name: str
+    family: str
+    d: int
+    size: int
+    max_cos: Fraction
+    native_d: int
+    min_distance: int | None = None
+    max_cos_exact: bool = True
+    transitive: bool = False
+    orbits: int | None = None
+    citation: str = ""
+    construction: Any = field(default=None, repr=False, compare=False)
+
+    def _check_k(self, k: int | None) -> int:
+        k = self.size if k is None else int(k)
+        if not 1 <= k <= self.size:
+            raise SpherecodesError(f"{self.name} has {self.size} points; cannot take K = {k}")
+        return k
+
+    def points(self, k: int | None = None) -> np.ndarray:
+        """The first k points (all when k is None) as (k, d) float64 unit rows.
+
+        The k points are the family's deterministic choice (a subcode, whole
+        bases, or a greedy far-apart subset); memory is O(k·d).
+
+        Examples
+        --------
+        >>> from spherecodes.structured import cross_polytope
+        >>> cross_polytope(3).points().tolist()[:2]
+        [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
+        """
+        k = self._check_k(k)
+        if k * self.d * 8 > MAX_POINTS_BYTES:
+            raise SpherecodesError(
+                f"{k} points in R^{self.d} need {k * self.d * 8 / 2**30:.1f} GiB of memory, over the "
+                f"{MAX_POINTS_BYTES / 2**30:.0f} GiB allowed; ask for fewer points"
+            )
+        pts = self.construction.points(k)
+        if self.d > self.native_d:
+            pts = np.concatenate([pts, np.zeros((len(pts), self.d - self.native_d))], axis=1)
+        return pts
+
+    def max_cos_for(self, k: int | None = None) -> Fraction:
+        """Exact max-cos of ``points(k)`` (may be smaller than the parent's ``max_cos``).
+
+        Examples
+        --------
+        >>> from spherecodes.structured import bch_code
+        >>> code = bch_code(6, 21)          # [64,18,22]: max-cos 5/16
+        >>> code.max_cos, code.max_cos_for(1000)   # 1000 words of the [64,10,28] subcode
+        (Fraction(5, 16), Fraction(1, 8))
+        """
+        k = self._check_k(k)
+        if k < 2:
+            return Fraction(-1)
+        return self.construction.max_cos_for(k)
+
+    def max_cos_bound(self, k: int | None = None) -> Fraction:
+        """Upper bound on the max-cos of ``points(k)`` from the structure alone (nothing is built).
+
+        Examples
+        --------
+        >>> from spherecodes.structured import kerdock_code
+        >>> kerdock_code(64).max_cos_bound(100)   # inside one orthonormal basis pair
+        Fraction(0, 1)
+        """
+        k = self._check_k(k)
+        if k < 2:
+            return Fraction(-1)
+        return self.construction.max_cos_bound(k)
+
+    def spectrum(self) -> dict[Fraction, int] | None:
+        """Inner products seen from any one point (itself included) → counts, or None.
+
+        Given only when every point sees the same spectrum (a distance-invariant
+        code, e.g. any linear binary code or transitive code).
+
+        Examples
+        --------
+        >>> from spherecodes.structured import e8_roots
+        >>> sorted(e8_roots().spectrum().items())
+        [(Fraction(-1, 1), 1), (Fraction(-1, 2), 56), (Fraction(0, 1), 126), (Fraction(1, 2), 56), (Fraction(1, 1), 1)]
+        """
+        return self.construction.spectrum()
+
+    def embedded(self, d: int) -> StructuredCode:
+        """The same code in R^d, d ≥ native_d, padded with zero coordinates.
+
+        Examples
+        --------
+        >>> from spherecodes.structured import e8_roots
+        >>> e8_roots().embedded(10).points(1).shape
+        (1, 10)
+        """
+        if d < self.native_d:
+            raise SpherecodesError(f"{self.name} needs d ≥ {self.native_d}, got d = {d}")
+        return replace(self, d=int(d))
+
+
+def exact_fraction(x: float, max_denominator: int = 10_000) -> Fraction:
+    """The small-denominator rational a float64 inner product stands for (checked to 1e-9).
+
+    Every code here has rational inner products with small denominators, so a
+    float64 value determines its exact value; a value that is not within 1e-9 of
+    such a rational is an error, not something to round.
+
+    Examples
+    --------
+    >>> exact_fraction(1 / 3)
+    Fraction(1, 3)
+    """
+    f = Fraction(float(x)).limit_denominator(max_denominator)
+    if abs(float(f) - float(x)) > 1e-9:
+        raise ArithmeticError(f"{x!r} is not a small-denominator rational")
+    return f
+
+
+def blocked_max_cos(points: np.ndarray, rows: np.ndarray | None = None) -> float:
+    """Largest off-diagonal inner product of ``points`` (rows: only these rows against all), in blocks.
+
+    Examples
+    --------
+    >>> blocked_max_cos(np.eye(3))
+    0.0
+    """
+    n = len(points)
+    rows = np.arange(n) if rows is None else np.asarray(rows)
+    step = max(1, _BLOCK_ENTRIES // max(n, 1))
+    best = -np.inf
+    for s in range(0, len(rows), step):
+        idx = rows[s : s + step]
+        g = points[idx] @ points.T
+        g[np.arange(len(idx)), idx] = -np.inf  # drop each row's inner product with itself
+        best = max(best, float(g.max()))
+    return best
+
+
+def spectrum_of_rows(points: np.ndarray, rows: np.ndarray) -> list[dict[Fraction, int]]:
+    """The exact inner-product spectrum of each listed row against all points (blocked).
+
+    Examples
+    --------
+    >>> spectrum_of_rows(np.eye(2), np.array([0]))
+    [{Fraction(0, 1): 1, Fraction(1, 1): 1}]
+    """
+    out = []
+    step = max(1, _BLOCK_ENTRIES // max(len(points), 1))
+    for s in range(0, len(rows), step):
+        g = points[rows[s : s + step]] @ points.T
+        for line in g:
+            values, counts = np.unique(np.round(line, 9), return_counts=True)
+            out.append({exact_fraction(v): int(c) for v, c in zip(values, counts)})
+    return out
+
+
+def greedy_far_order(points: np.ndarray, k: int, stop_at: float) -> tuple[np.ndarray, float]:
+    """Indices of k points chosen greedily far apart, and the largest inner product they reach.
+
+    Start from point 0; repeatedly add the unchosen point whose largest inner
+    product with the chosen ones is smallest (ties: lowest index, so the choice
+    is deterministic). Once that value reaches ``stop_at`` (the parent's
+    max-cos, which no choice can beat from then on) the rest are taken in
+    index order, which bounds the work. Memory is O(N) beyond the points.
+
+    Examples
+    --------
+    >>> pts = np.array([[1.0, 0.0], [0.8, 0.6], [-1.0, 0.0], [0.0, 1.0]])
+    >>> greedy_far_order(pts, 3, stop_at=0.8)
+    (array([0, 2, 3]), 0.0)
+    """
+    n = len(points)
+    chosen = np.zeros(n, dtype=bool)
+    order = [0]
+    chosen[0] = True
+    worst = points @ points[0]
+    reached = -math.inf
+    while len(order) < k:
+        cand = np.where(chosen, np.inf, worst)
+        j = int(np.argmin(cand))
+        value = float(cand[j])
+        if value >= stop_at - 1e-12:
+            rest = np.flatnonzero(~chosen)[: k - len(order)]
+            order.extend(int(i) for i in rest)
+            reached = max(reached, stop_at)
+            break
+        reached = max(reached, value)
+        order.append(j)
+        chosen[j] = True
+        np.maximum(worst, points @ points[j], out=worst)
+    return np.array(order[:k]), reached
+
+
+@dataclass(frozen=True)
+class PointSetConstruction:
+    """A code given by a function that builds all its (moderately many) points.
+
+    K < N points are chosen by :func:`greedy_far_order`; the points are built
+    once per call (N·d float64, N ≤ ~2·10^5 here).
+
+    Examples
+    --------
+    >>> c = PointSetConstruction(build=lambda: np.eye(3), max_cos=Fraction(0), distance_invariant=True)
+    >>> c.points(2).tolist()
+    [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
+    """
+
+    build: Any
+    max_cos: Fraction
+    distance_invariant: bool = False
+
+    def points(self, k: int) -> np.ndarray:
+        pts = self.build()
+        if k >= len(pts):
+            return pts
+        idx, _ = greedy_far_order(pts, k, float(self.max_cos))
+        return pts[idx]
+
+    def max_cos_bound(self, k: int) -> Fraction:
+        return self.max_cos
+
+    def max_cos_for(self, k: int) -> Fraction:
+        pts = self.build()
+        if k >= len(pts):
+            return self.max_cos
+        idx, reached = greedy_far_order(pts, k, float(self.max_cos))
+        return exact_fraction(reached)
+
+    def spectrum(self) -> dict[Fraction, int] | None:
+        pts = self.build()
+        if self.distance_invariant:
+            return spectrum_of_rows(pts, np.array([0]))[0]
+        if len(pts) > 5000:
+            return None
+        # Not known to be distance-invariant: report a spectrum only if every
+        # point really sees the same one.
+        spectra = spectrum_of_rows(pts, np.arange(len(pts)))
+        return spectra[0] if all(s == spectra[0] for s in spectra) else None
+
+
+def _householder_drop(vectors: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Coordinates of vectors ⊥ p in a fixed orthonormal basis of p⊥ (a Householder reflection).
+
+    The reflection H = I − 2vvᵀ/|v|², v = p + sign(p_last)·e_last, sends p to
+    ∓e_last; for x ⊥ p, Hx has last coordinate 0 and the others are x in the
+    basis {H e_1, …, H e_(d−1)} of p⊥ — explicit and deterministic.
+    """
+    v = p.copy()
+    v[-1] += 1.0 if p[-1] >= 0 else -1.0
+    hx = vectors - np.outer(vectors @ v, 2.0 * v / (v @ v))
+    return hx[:, :-1]
+
+
+def derive_points(points: np.ndarray, fixed: np.ndarray, alphas: list[float]) -> np.ndarray:
+    """The points q with ⟨q, p_i⟩ = α_i for every fixed p_i, projected on span(p_i)⊥ and normalised.
+
+    The result lives in R^(d − f) (f fixed points, linearly independent),
+    expressed in an explicit orthonormal basis (one Householder reflection per
+    fixed point). For a code with max-cos c and one fixed point the result has
+    max-cos ≤ (c − α²)/(1 − α²) (Conway & Sloane 1999, ch. 1 §2).
+
+    Examples
+    --------
+    >>> sq = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])
+    >>> derive_points(sq, sq[:1], [0.0]).tolist()   # the two points ⊥ (1, 0)
+    [[-1.0], [1.0]]
+    """
+    fixed = np.atleast_2d(np.asarray(fixed, dtype=np.float64))
+    ips = points @ fixed.T
+    keep = np.all(np.abs(ips - np.asarray(alphas, dtype=np.float64)) < 1e-9, axis=1)
+    q = points[keep]
+    rest = fixed.copy()
+    for _ in range(len(fixed)):
+        p = rest[0] / np.linalg.norm(rest[0])
+        q = q - np.outer(q @ p, p)
+        q = _householder_drop(q / np.linalg.norm(q, axis=1, keepdims=True), p)
+        rest = rest[1:] - np.outer(rest[1:] @ p, p)
+        if len(rest):
+            rest = _householder_drop(rest, p)
+    return q
