@@ -4,33 +4,39 @@
 which options apply to the method (:data:`METHOD_OPTIONS`,
 :data:`SINGLE_START`, :data:`NEEDS_CLASS_DATA`: the command line reads the
 same tables) and runs the method from a dispatch table: a closed form of
-:mod:`spherecodes.constructions`, an optimiser of :mod:`spherecodes.solvers`,
-or the privileged optimiser of :mod:`spherecodes.semantic`.
+:mod:`spherecodes.constructions`, the best structured code of
+:mod:`spherecodes.structured`, an optimiser of :mod:`spherecodes.solvers`,
+the privileged optimiser of :mod:`spherecodes.semantic`, or the best of
+several of them (``auto``, :mod:`spherecodes.best_of`).
 """
 
 from __future__ import annotations
 
 import time
 
+from .best_of import Candidate, auto_method, best_of, plan_auto, run_structured
 from .checks import check_seed, check_sizes
 from .code import Code, default_code_name, make_code
-from .constructions import CLOSED_FORMS, ROTATIONS, applicable_closed_forms, construct
+from .constructions import CLOSED_FORMS, ROTATIONS, construct
 from .errors import SpherecodesError
 
-#: Optimisers, for any (d, K).  ``auto`` uses ``tammes`` where no closed form
-#: applies; ``privileged`` also needs word embeddings of the class names.
+#: Optimisers, for any (d, K).  ``auto`` compares ``tammes`` with the
+#: structured codes; ``privileged`` also needs word embeddings of the class names.
 OPTIMISERS = ("tammes", "softmax", "maxsep", "privileged")
 
+#: The best structured code for (d, K) (:func:`spherecodes.structured.best_structured_code`).
+STRUCTURED = "structured"
+
 #: Every method ``generate`` accepts besides ``auto``.
-METHODS = CLOSED_FORMS + OPTIMISERS
+METHODS = CLOSED_FORMS + (STRUCTURED,) + OPTIMISERS
 
 #: Options of :func:`generate` that only some methods take: option -> those methods.
 METHOD_OPTIONS = {
     "embeddings": ("privileged",),
     "semantic_weight": ("privileged",),
     "triplets": ("privileged",),
-    "neighbours": ("tammes",),
-    "refresh": ("tammes",),
+    "neighbours": ("tammes", "auto"),
+    "refresh": ("tammes", "auto"),
 }
 
 #: Methods that run a single start (``restarts`` does not apply).
@@ -60,7 +66,7 @@ def options_of(methods: tuple) -> list[str]:
 
     Examples
     --------
-    >>> options_of(("tammes",))
+    >>> options_of(("tammes", "auto"))
     ['neighbours', 'refresh']
     """
     return [name for name, takers in METHOD_OPTIONS.items() if takers == tuple(methods)]
@@ -69,17 +75,19 @@ def options_of(methods: tuple) -> list[str]:
 def resolve_method(d: int, k: int, method: str = "auto") -> str:
     """The method that ``generate`` will run for (d, K).
 
-    ``auto`` takes the first closed form that applies (simplex ETF, then the
-    cross-polytope, the polygon, and the exceptional 24-cell, 600-cell and E8),
-    and the ``tammes`` optimiser everywhere else.  ``softmax`` maximises ρ
-    instead of minimising max-cos; ``privileged`` also follows word embeddings.
+    ``auto`` is a provably optimal closed form where one applies (simplex ETF,
+    cross-polytope, polygon); ``tammes`` where neither a structured code nor
+    another closed form fits; else ``auto`` itself: the best of the
+    structured code, the other closed forms and the optimiser
+    (:mod:`spherecodes.best_of`).  ``softmax`` maximises ρ instead of
+    minimising max-cos; ``privileged`` also follows word embeddings.
 
     Examples
     --------
-    >>> resolve_method(11, 12), resolve_method(3, 5), resolve_method(8, 240)
-    ('etf', 'cross-polytope', 'e8')
-    >>> resolve_method(64, 1000)
-    'tammes'
+    >>> resolve_method(11, 12), resolve_method(3, 5), resolve_method(3, 13)
+    ('etf', 'cross-polytope', 'tammes')
+    >>> resolve_method(64, 1000), resolve_method(8, 240)
+    ('auto', 'auto')
     """
     check_sizes(d, k)
     return _resolve(d, k, method)
@@ -87,8 +95,7 @@ def resolve_method(d: int, k: int, method: str = "auto") -> str:
 
 def _resolve(d: int, k: int, method: str) -> str:
     if method == "auto":
-        applicable = applicable_closed_forms(d, k)
-        return applicable[0] if applicable else "tammes"
+        return auto_method(d, k)
     if method not in METHODS:
         raise SpherecodesError(f"unknown method {method!r}; choose auto or one of {', '.join(METHODS)}")
     return method
@@ -96,7 +103,7 @@ def _resolve(d: int, k: int, method: str) -> str:
 
 def uses_seed(method: str, rotation: str) -> bool:
     """Whether the seed changes the code (so it belongs in the code's name)."""
-    return rotation == "random" or method not in CLOSED_FORMS
+    return rotation == "random" or method not in CLOSED_FORMS + (STRUCTURED,)
 
 
 def planned_code_name(d: int, k: int, method: str = "auto", *, seed: int = 0, rotation: str = "canonical") -> str:
@@ -165,7 +172,9 @@ def generate(
     d, k : int
         Dimension (>= 1) and number of prototypes (>= 2).
     method : str
-        ``"auto"`` or one of :data:`METHODS`.
+        ``"auto"`` (the best of the structured codes, the closed forms and
+        the ``tammes`` optimiser, see :mod:`spherecodes.best_of`) or one of
+        :data:`METHODS` (``"structured"``: the best structured code alone).
     seed : int
         Seed of the optimiser's random starts, or of a closed form's random rotation.
     rotation : {"canonical", "random"}
@@ -193,7 +202,7 @@ def generate(
         Bytes that the statistics, and the ``tammes`` optimiser, may use on
         the device (default: a safe fraction of what is available).
     neighbours, refresh : int, optional
-        ``tammes`` only: neighbour lists of this many prototypes (0: all
+        ``tammes`` and ``auto`` only: neighbour lists of this many prototypes (0: all
         pairs, the dense path), refreshed every ``refresh`` steps; default
         chosen from (d, K) and the memory (see
         :func:`spherecodes.solvers.tammes_defaults`).
@@ -209,6 +218,9 @@ def generate(
     >>> code = generate(d=11, k=12)
     >>> code.method, code.name, round(code.stats.max_cos, 12)
     ('etf', 'etf-d11-k12', -0.090909090909)
+    >>> code = generate(64, 1000)      # extended BCH [64,10,28]: exact max-cos 1/8
+    >>> code.name, code.settings["auto"]["winner"], code.settings["auto"]["exact_max_cos"]
+    ('auto-d64-k1000-s0', 'extended BCH [64,10,28], 1000 of 1024 words', '1/8')
     """
     d, k = check_sizes(d, k)
     seed = check_seed(seed)
@@ -240,6 +252,44 @@ def _listed(names, conjunction: str = "and") -> str:
 # Each runner takes generate's arguments (checked) and returns the Code.  The
 # solvers import torch, so they are imported when an optimiser runs, not when
 # spherecodes is imported.
+
+
+def _structured(d, k, method, *, name, labels, max_memory, **_) -> Code:
+    candidate = run_structured(d, k, max_memory)
+    settings = {**candidate.settings, "label": candidate.label}
+    return make_code(candidate.prototypes, method=STRUCTURED, name=name, labels=labels, settings=settings,
+                     device="cpu", wall_time=candidate.seconds, max_memory=max_memory)
+
+
+def _auto(d, k, method, *, name, labels, seed, used_seed, device, steps, restarts, time_limit, progress,
+          max_memory, neighbours, refresh, **_) -> Code:
+    begin = time.perf_counter()
+    plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=time_limit, neighbours=neighbours,
+                     max_memory=max_memory)
+    winner, candidates = best_of(d, k, plan, seed=seed, device=device, steps=steps, restarts=restarts,
+                                 time_limit=time_limit, progress=progress, max_memory=max_memory,
+                                 neighbours=neighbours, refresh=refresh)
+    settings = {
+        **winner.settings,
+        "auto": {
+            "winner": winner.label,
+            "winner_kind": winner.kind,
+            "exact_max_cos": None if winner.exact is None else str(winner.exact),
+            "candidates": [c.to_dict() for c in candidates],
+        },
+    }
+    if any(c.stop_reason == "interrupted" for c in candidates):
+        settings["stop_reason"] = "interrupted"
+    elif winner.stop_reason:
+        settings["stop_reason"] = winner.stop_reason
+    return make_code(winner.prototypes, method="auto", name=name, labels=labels, settings=settings, seed=used_seed,
+                     device=_where(winner), wall_time=time.perf_counter() - begin,
+                     stats_device=_where(winner), max_memory=max_memory)
+
+
+def _where(candidate: Candidate) -> str:
+    """Where a candidate was computed: the optimiser's device, else the CPU."""
+    return candidate.settings.get("device", "cpu")
 
 
 def _closed_form(d, k, method, *, name, labels, seed, used_seed, rotation, max_memory, **_) -> Code:
@@ -306,6 +356,8 @@ def _privileged(d, k, method, *, embeddings, name, labels, seed, device, steps, 
 #: The dispatch table of :func:`generate`: method -> runner (every closed form uses :func:`_closed_form`).
 _RUNNERS = {
     **{method: _closed_form for method in CLOSED_FORMS},
+    STRUCTURED: _structured,
+    "auto": _auto,
     "tammes": _tammes,
     "softmax": _softmax,
     "maxsep": _maxsep,

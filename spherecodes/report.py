@@ -26,6 +26,7 @@ __all__ = [
     "format_bytes",
     "format_code_report",
     "format_duration",
+    "format_offers",
     "format_entries",
     "format_semantic_report",
 ]
@@ -86,6 +87,8 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
         "rho": None,
         "softmax_rattlers": None,
         "one_vs_rest": None,
+        "exact_max_cos": _exact_max_cos(code.settings),
+        "auto": code.settings.get("auto"),
     }
     if cert is not None:
         report["rho"] = {
@@ -105,6 +108,14 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
             "wall_time_s": cert.wall_time,
         }
     return report
+
+
+def _exact_max_cos(settings: dict) -> str | None:
+    """The exact max-cos of a structured code (``"1/8"``), or of ``auto``'s winner when it is one."""
+    auto = settings.get("auto")
+    if auto is not None:
+        return auto.get("exact_max_cos")
+    return settings.get("exact_max_cos")
 
 
 def bounds_report(d: int, k: int) -> dict:
@@ -153,7 +164,9 @@ def format_code_report(report: dict) -> str:
         f"code {report['name']}: K = {report['k']} prototypes in d = {report['d']}",
         ("bank", report["bank"]) if report["bank"] else None,
         ("made with", made),
-        ("max-cos", f"{_fmt(report['max_cos'])}   (min angle {report['min_angle_deg']:.6f} deg)"),
+        *_origin_lines(report),
+        ("max-cos", f"{_fmt(report['max_cos'])}   (min angle {report['min_angle_deg']:.6f} deg)"
+         + (f"; exactly {report['exact_max_cos']}" if report.get("exact_max_cos") else "")),
         (
             "lower bound",
             f"{_fmt(bound['value'])}   ({bound['method']}; gap {bound['gap']:.3g})",
@@ -182,6 +195,29 @@ def format_code_report(report: dict) -> str:
     if report.get("semantic"):
         text += "".join(f"\n  {label:<17}  {value}" for label, value in format_semantic_report(report["semantic"]))
     return text
+
+
+def _origin_lines(report: dict) -> list:
+    """Which candidate ``auto`` chose and what the others reached; the structured code behind a code."""
+    auto = report.get("auto")
+    settings = report.get("settings") or {}
+    if auto is None:
+        label = settings.get("label")
+        return [("structured code", f"{label}: max-cos {settings['exact_max_cos']}")] if label else []
+    exact = f": max-cos {auto['exact_max_cos']}" if auto.get("exact_max_cos") else ""
+    lines = [("auto chose", f"{auto['winner']}{exact}")]
+    for candidate in auto["candidates"]:
+        if candidate["skipped"]:
+            outcome = candidate["skipped"]
+        else:
+            outcome = f"max-cos {_fmt(candidate['max_cos'])}"
+            if candidate["exact"]:
+                outcome += f" (= {candidate['exact']})"
+            if candidate["rho"] is not None:
+                outcome += f", rho >= {_fmt(candidate['rho'], 8)}"
+            outcome += f", {format_duration(candidate['seconds'])}"
+        lines.append(("  candidate", f"{candidate['label']}: {outcome}"))
+    return lines
 
 
 def _certificate_lines(report: dict) -> list:
@@ -301,6 +337,28 @@ def format_assignment(assignment) -> str:
     head = (f"{assignment.method} assignment ({assignment.stop_reason}), {assignment.swaps} swaps, "
             f"{assignment.wall_time:.3g} s")
     return "\n".join([head] + [f"  {label:<{width}}  {value}" for label, value in rows])
+
+
+def format_offers(offers) -> str:
+    """The structured codes that beat a catalog's banks, as text under ``catalog list``'s table.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> from spherecodes.catalog import StructuredOffer
+    >>> print(format_offers([StructuredOffer("structured-d64-k1000", 64, 1000,
+    ...     "extended BCH [64,10,28], 1000 of 1024 words", Fraction(1, 8), "tammes-d64-k1000", 0.1455622911)]))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    structured codes that beat these banks, built on demand by 'spherecodes fetch NAME':
+      structured-d64-k1000  d=64  K=1000  max-cos 1/8 (tammes-d64-k1000: 0.145562)
+          extended BCH [64,10,28], 1000 of 1024 words
+    """
+    lines = ["structured codes that beat these banks, built on demand by 'spherecodes fetch NAME':"]
+    width = max(len(o.name) for o in offers)
+    for o in offers:
+        lines.append(f"  {o.name:<{width}}  d={o.d}  K={o.k}  max-cos {o.max_cos} ({o.beats}: {o.beats_max_cos:.6f})")
+        lines.append(f"      {o.label}")
+    return "\n".join(lines)
 
 
 def format_entries(entries) -> str:

@@ -4,7 +4,8 @@ A **catalog** is a folder of banks plus a ``registry.json`` that lists them
 (:mod:`._schema`).  :mod:`.publish` writes the registry of a folder of
 certified banks, :mod:`.download` reads catalogs (bundled, a directory, or
 HTTP(S) through pooch into a per-user cache) and fetches verified codes, and
-:mod:`.build` computes a catalog as tasks on Dask distributed.  Text for the
+:mod:`.build` computes a catalog as tasks on Dask distributed; :mod:`.on_demand`
+lists the structured codes that beat the banks, built on demand by ``fetch``.  Text for the
 entries is :func:`spherecodes.report.format_entries`.
 """
 
@@ -37,6 +38,7 @@ from .download import (
     find_entry,
     open_catalog,
 )
+from .on_demand import StructuredOffer, parse_structured_name, structured_name, structured_offers
 from .publish import entry_for_code, fit_budget, publish, scan_directory, select_best
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "Catalog",
     "CatalogEntry",
     "Fetched",
+    "StructuredOffer",
     "build_bank",
     "build_catalog",
     "bundled_catalog",
@@ -71,9 +74,12 @@ __all__ = [
     "parse_grid",
     "parse_methods",
     "parse_registry",
+    "parse_structured_name",
     "plan_build",
     "publish",
     "registry_document",
     "scan_directory",
     "select_best",
+    "structured_name",
+    "structured_offers",
 ]

@@ -12,7 +12,9 @@ Three kinds of catalog are read the same way:
 
 :func:`fetch` looks in the bundled catalog first, then at the closed forms
 (which need no download), then in the configured catalog (``url=`` or the
-``SPHERECODES_BANK_URL`` environment variable).
+``SPHERECODES_BANK_URL`` environment variable), and builds the structured
+code for (d, K) on the spot where it beats what the catalogs have, or where
+they have nothing (:mod:`.on_demand`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ..code import Code
 from ..constructions import CLOSED_FORMS, applicable_closed_forms, optimal_closed_form
 from ..errors import SpherecodesError
 from ..generation import generate
+from .on_demand import beats, parse_structured_name, structured_for
 from ._schema import (
     REGISTRY_FILE,
     Catalog,
@@ -279,11 +282,11 @@ class Fetched:
     code : Code
         The code, read and validated.
     entry : CatalogEntry or None
-        Its catalog entry (``None`` for a closed form).
+        Its catalog entry (``None`` for a code built here).
     path : Path or None
         The verified bank file (bundled, in the catalog folder, or in the cache).
     source : str
-        ``"bundled"``, the catalog's directory or URL, or ``"closed form"``.
+        ``"bundled"``, the catalog's directory or URL, ``"closed form"`` or ``"structured code"``.
     downloaded : bool
         Whether the bank was downloaded by this call (not found in the cache).
     """
@@ -304,6 +307,9 @@ def fetch_bank(name: str | None = None, *, d: int | None = None, k: int | None =
     ``softmax``, or names that closed form), the code is constructed on the
     spot; then the configured catalog (``url`` or
     ``$SPHERECODES_BANK_URL``) is searched, downloading into the cache.
+    Without a method (or with ``structured``), the structured code for
+    (d, K) is built on the spot instead of a bank whose max-cos it beats, and
+    where no catalog has the size; so is a name ``structured-d<D>-k<K>``.
 
     Raises
     ------
@@ -318,10 +324,15 @@ def fetch_bank(name: str | None = None, *, d: int | None = None, k: int | None =
         check_sizes(d, k)
     elif d is not None or k is not None or method is not None:
         raise SpherecodesError("give either a catalog name or (d, K, method), not both")
+    if name is not None and parse_structured_name(name) is not None:
+        return _structured(*parse_structured_name(name))
+    if method == "structured":
+        return _structured(d, k)
+    structured = structured_for(d, k) if name is None and method in (None, "auto") else None
     bundled = bundled_catalog()
     entry = find_entry(bundled.entries, name, d=d, k=k, method=method)
     if entry is not None:
-        return _load(bundled, entry, offline=offline)
+        return _structured(d, k) if beats(structured, k, entry.max_cos) else _load(bundled, entry, offline=offline)
     if name is None:
         closed = _closed_form(d, k, method)
         if closed is not None:
@@ -332,8 +343,10 @@ def fetch_bank(name: str | None = None, *, d: int | None = None, k: int | None =
         remote = open_catalog(location, offline=offline)
         entry = find_entry(remote.entries, name, d=d, k=k, method=method)
         if entry is not None:
-            return _load(remote, entry, offline=offline)
+            return _structured(d, k) if beats(structured, k, entry.max_cos) else _load(remote, entry, offline=offline)
         searched += f" or in {location}"
+    if structured is not None:
+        return _structured(d, k)
     else:
         searched += f" (no other catalog is configured: --url or ${URL_ENV})"
     if name is not None:
@@ -341,6 +354,11 @@ def fetch_bank(name: str | None = None, *, d: int | None = None, k: int | None =
     what = f"d={d}, K={k}" + (f", method {method}" if method else "")
     command = f"spherecodes generate --d {d} --k {k}" + (f" --method {method}" if method else "")
     raise SpherecodesError(f"no bank for {what} in {searched}; make it with: {command}")
+
+
+def _structured(d: int, k: int) -> Fetched:
+    """The structured code for (d, K), built here (a clear error names the closest option when none fits)."""
+    return Fetched(code=generate(d, k, "structured"), entry=None, path=None, source="structured code")
 
 
 def _closed_form(d: int, k: int, method: str | None) -> str | None:
@@ -363,8 +381,10 @@ def fetch(name: str | None = None, *, d: int | None = None, k: int | None = None
     d, k : int, optional
         Dimension and number of prototypes.
     method : str, optional
-        ``"tammes"``, ``"softmax"``, ...; default: a closed form where one
-        is optimal, else the Tammes code, else whatever the catalog has.
+        ``"tammes"``, ``"softmax"``, ``"structured"``, ...; default: a
+        closed form where one is optimal, else the structured code where it
+        beats the catalog's banks (or they have none of this size), else the
+        Tammes code, else whatever the catalog has.
     url : str, optional
         Catalog to search after the bundled one: a directory or HTTP(S) URL
         (default ``$SPHERECODES_BANK_URL``; ``""`` for none).
@@ -378,12 +398,15 @@ def fetch(name: str | None = None, *, d: int | None = None, k: int | None = None
 
     Examples
     --------
-    Closed forms are built on the spot, without a catalog:
+    Closed forms and structured codes are built on the spot, without a catalog:
 
     >>> import spherecodes
     >>> code = spherecodes.fetch(d=11, k=12, url="")
     >>> code.method, code.k, code.d
     ('etf', 12, 11)
+    >>> code = spherecodes.fetch(d=64, k=1000, url="")   # beats the bundled tammes bank (0.1456)
+    >>> code.name, code.settings["exact_max_cos"]
+    ('structured-d64-k1000', '1/8')
     """
     return fetch_bank(name, d=d, k=k, method=method, url=url, offline=offline).code
 

@@ -91,6 +91,7 @@ class TammesOptions:
     neighbours: int | None = None
     refresh: int | None = None
     max_memory: float | None = None
+    init_noise: float | None = None
     steps: int | None = None
     restarts: int | None = None
 
@@ -100,8 +101,15 @@ class TammesOptions:
         return option_names(cls)[:-2]
 
     @classmethod
-    def resolve(cls, d: int, k: int, *, steps=None, restarts=None, device="auto", **options) -> TammesOptions:
-        """The checked settings of a run: defaults for (d, K) and the path, then the options given."""
+    def resolve(cls, d: int, k: int, *, steps=None, restarts=None, device="auto", warm: bool = False,
+                **options) -> TammesOptions:
+        """The checked settings of a run: defaults for (d, K) and the path, then the options given.
+
+        ``warm``: the run starts from a given code, so the annealing begins
+        sharp (``t_start`` = ``t_end`` / 25) with a tenth of the default step
+        sizes, and starts r > 0 perturb that code by up to ``init_noise``
+        (default a quarter of the estimated neighbour angle).
+        """
         d, k = check_sizes(d, k)
         check_options("tammes", options, cls.keywords())
         dev = resolve_device(device)
@@ -109,6 +117,9 @@ class TammesOptions:
         if max_memory is not None:
             max_memory = check_positive("max_memory", max_memory)
         cfg = tammes_defaults(d, k, dev, neighbours=options.get("neighbours"), max_memory=max_memory)
+        if warm:
+            cfg.update(t_start=cfg["t_end"] / 25, lr_start=cfg["lr_start"] / 10, lr_end=cfg["lr_end"] / 10,
+                       init_noise=estimated_angle(d, k) / 4)
         # None, and dtype "auto", mean "the default for (d, K)"; neighbours and
         # max_memory are already resolved in cfg.
         explicit = {key: value for key, value in options.items()
@@ -129,6 +140,10 @@ class TammesOptions:
         cfg["dtype"] = check_dtype(cfg["dtype"], "float64")
         for name in ("t_start", "t_end", "t_spread", "lr_start", "lr_end", "eps"):
             cfg[name] = check_positive(name, cfg[name])
+        if cfg["init_noise"] is not None:
+            if not warm:
+                raise SpherecodesError("init_noise applies to a warm start; give init as well")
+            cfg["init_noise"] = check_positive("init_noise", cfg["init_noise"])
         if cfg["t_spread"] < 1:
             raise SpherecodesError(f"t_spread must be >= 1, got {cfg['t_spread']}")
         for name in ("beta1", "beta2"):

@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 
 from ...catalog import REGISTRY_FILE, build_catalog, parse_grid, parse_methods
-from ...catalog import catalog_entries
+from ...catalog import catalog_entries, structured_offers
 from ...catalog import publish as publish_catalog
 from ...memory import parse_size
-from ...report import format_bytes, format_entries
+from ...report import format_bytes, format_entries, format_offers
 from .._common import BuildProgress, print_json
 from ..main import URL_HELP, main
 
@@ -36,12 +36,21 @@ def catalog_cmd():
 @click.option("--offline", is_flag=True, help="Read a remote catalog's registry from the cache.")
 @click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON (with a 'source' key each).")
 def catalog_list(url, offline, as_json):
-    """List the banks of the bundled catalog and of the configured one."""
+    """List the banks of the bundled catalog and of the configured one.
+
+    Below them: the structured codes that beat those banks at their sizes,
+    which 'spherecodes fetch' builds on demand (they are exact, and built in
+    milliseconds, so they are not stored). With --json they follow the banks,
+    with "source": "built on demand".
+    """
     entries = catalog_entries(url, offline=offline)
+    offers = structured_offers(entries)
     if as_json:
-        print_json([{**e.to_dict(), "source": e.source} for e in entries])
+        print_json([{**e.to_dict(), "source": e.source} for e in entries] + [o.to_dict() for o in offers])
     else:
         click.echo(format_entries(entries))
+        if offers:
+            click.echo(format_offers(offers))
 
 
 @catalog_cmd.command(name="publish")

@@ -17,8 +17,9 @@ from ..main import COUNT, DIM, URL_HELP, main
 @click.option("--d", "d", type=DIM, default=None, help="Dimension of the prototypes.")
 @click.option("--k", "k", type=COUNT, default=None, help="Number of prototypes.")
 @click.option("--method", default=None,
-              help="tammes (smallest max-cos), softmax (largest rho), ... Default: the closed form where one is "
-              "optimal, else tammes, else what the catalog has.")
+              help="tammes (smallest max-cos), softmax (largest rho), structured, ... Default: the closed form where "
+              "one is optimal, else the structured code where it beats the catalog, else tammes, else what the "
+              "catalog has.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also store the code in this bank file (created if missing).")
 @click.option("--overwrite", is_flag=True, help="With --out: replace a code of the same name in the bank.")
@@ -34,8 +35,12 @@ def fetch_cmd(catalog_name, d, k, method, out, overwrite, url, offline, as_json,
     Looks in the bundled catalog first; builds closed forms (simplex,
     cross-polytope, polygon) on the spot; then downloads from the configured
     catalog into the per-user cache ($SPHERECODES_CACHE overrides where), from
-    which --offline reads later.  If no catalog has the code, the message gives
-    the 'spherecodes generate' command that makes it.
+    which --offline reads later.  The structured code for (d, K) (see
+    'spherecodes codes') is built on the spot where it beats the catalogs' bank
+    (e.g. --d 64 --k 1000: extended BCH at max-cos 1/8) or where they have none;
+    --method structured, or a NAME structured-d<D>-k<K>, asks for it.  If
+    nothing fits, the message gives the 'spherecodes generate' command that
+    makes the code.
 
     \b
     Examples:
@@ -52,7 +57,10 @@ def fetch_cmd(catalog_name, d, k, method, out, overwrite, url, offline, as_json,
         check_writable_destination(out)
     fetched = fetch_bank(catalog_name, d=d, k=k, method=method, url=url, offline=offline)
     code = fetched.code
-    if fetched.entry is None:
+    if fetched.source == "structured code":
+        origin = (f"{code.name}: {code.settings['label']}, built here (exact max-cos {code.settings['exact_max_cos']}; "
+                  "no download needed)")
+    elif fetched.entry is None:
         origin = f"{code.name}: a closed form, constructed here (optimal; no download needed)"
     elif fetched.source == "bundled":
         origin = f"{fetched.entry.name}: from the bundled catalog, SHA-256 verified ({fetched.path})"

@@ -9,6 +9,7 @@ import click
 from ...bank import check_writable_destination, list_codes, write_code
 from ...checks import check_sizes
 from ...errors import SpherecodesError
+from ...best_of import describe_plan, plan_auto
 from ...generation import (
     METHODS,
     NEEDS_CLASS_DATA,
@@ -40,7 +41,10 @@ from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_opti
     type=click.Choice(("auto",) + METHODS),
     default="auto",
     show_default=True,
-    help="auto: the closed form that applies to (d, K), else tammes. tammes: minimise "
+    help="auto: a provably optimal closed form where one applies, else the best (smallest max-cos) of the "
+    "structured code for (d, K) (see 'spherecodes codes'), the other closed forms, and tammes from random starts "
+    "and from the structured code where they can compete in the budget. structured: the best structured code "
+    "alone, with its exact max-cos. tammes: minimise "
     "max-cos. softmax: maximise rho, each prototype's distance to the hull of the others (Jiang et al. 2024, "
     "Eq. 3), starting from tammes; slower, one certificate per step. "
     "maxsep: the HPN objective (Mettes et al. 2019, Eq. 5) as published. privileged: Eq. 5 "
@@ -63,8 +67,8 @@ from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_opti
 @click.option("--restarts", type=click.IntRange(min=1), default=None,
               help="Optimisers only: number of random starts. Default: chosen from (d, K).")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
-              metavar="SECONDS", help="Optimisers only: stop then and store the best code so far "
-              "(Ctrl-C does the same).")
+              metavar="SECONDS", help="Optimisers and auto: stop then and store the best code so far "
+              "(Ctrl-C does the same); auto shares it among the optimisers it runs.")
 @click.option("--max-memory", type=MemorySize(), default=None, help=MAX_MEMORY_HELP)
 @click.option("--neighbours", type=click.IntRange(min=0), default=None, metavar="M",
               help="tammes only: optimise on each prototype's M nearest prototypes (lists refreshed from all K), "
@@ -106,6 +110,7 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     \b
     Examples:
       spherecodes generate --d 64 --k 1000
+      spherecodes generate --d 24 --k 4096 --method structured
       spherecodes generate --d 11 --k 12 --rotation random --seed 3
       spherecodes generate --d 128 --k 10000 --time-limit 60 --out big.h5
       spherecodes generate --d 512 --k 1000000 --time-limit 480 --max-memory 60GiB
@@ -146,7 +151,18 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
         class_embeddings(names, embeddings, missing=missing_words, fmt=embeddings_format) if privileged else None
     )
     resolved = resolve_method(d, k, method)
-    if resolved == "tammes":
+    if resolved == "auto":
+        plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=time_limit, neighbours=neighbours,
+                         max_memory=max_memory)
+        if tell(quiet, as_json):
+            click.echo(describe_plan(plan, k), err=True)
+        if not plan.run_random or not plan.run_warm:
+            # Refuses an impossible size here, before any work.
+            estimate = tammes_estimate(d, k, steps=steps, restarts=restarts, device=device, neighbours=neighbours,
+                                       refresh=refresh, max_memory=max_memory)
+            if tell(quiet, as_json):
+                click.echo(estimate.describe(), err=True)
+    elif resolved == "tammes":
         # Refuses an impossible size here, before any work.
         estimate = tammes_estimate(d, k, steps=steps, restarts=restarts, device=device, neighbours=neighbours,
                                    refresh=refresh, max_memory=max_memory)
