@@ -65,18 +65,18 @@ def usable_cores() -> int:
     return max(1, cores)
 
 
-def _cgroup_quota() -> float | None:
-    """CPUs allowed by the cgroup CPU quota (None: no quota, or none readable)."""
+def _cgroup_quota(root: str = "/sys/fs/cgroup") -> float | None:
+    """CPUs allowed by the cgroup CPU quota under ``root`` (None: no quota, or none readable)."""
     try:
-        with open("/sys/fs/cgroup/cpu.max", encoding="ascii") as fh:
+        with open(os.path.join(root, "cpu.max"), encoding="ascii") as fh:
             limit, period = fh.read().split()[:2]
         return None if limit == "max" else int(limit) / int(period)
     except (OSError, ValueError):
         pass
     try:
-        with open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", encoding="ascii") as fh:
+        with open(os.path.join(root, "cpu", "cpu.cfs_quota_us"), encoding="ascii") as fh:
             limit = int(fh.read())
-        with open("/sys/fs/cgroup/cpu/cpu.cfs_period_us", encoding="ascii") as fh:
+        with open(os.path.join(root, "cpu", "cpu.cfs_period_us"), encoding="ascii") as fh:
             period = int(fh.read())
         return None if limit <= 0 or period <= 0 else limit / period
     except (OSError, ValueError):
