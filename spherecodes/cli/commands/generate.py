@@ -20,17 +20,16 @@ from ...generation import (
     planned_code_name,
     resolve_method,
 )
+from ... import semantic
 from ...semantic import (
     DEFAULT_SEMANTIC_WEIGHT,
     TRIPLET_STRATEGIES,
     class_embeddings,
     read_class_names,
-    semantic_report,
 )
-from ...solvers import tammes_estimate
 from .._common import ProgressBar, default_bank_path, show_report, tell
 from .._common import certify as certify_prototypes
-from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_options, main
+from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_options, main, threads_option
 
 @main.command(name="generate")
 @click.option("--d", "d", type=DIM, required=True, help="Dimension of the prototypes (>= 1).")
@@ -102,6 +101,7 @@ from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_opti
               help="privileged only: class triplets of the ranking loss per step: all, a fresh uniform "
               "sample, or each class's nearest embedding neighbours. Default (auto): all up to 200 "
               "classes, sampled beyond.")
+@threads_option
 def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_limit, max_memory, neighbours, refresh,
                  out, name, overwrite, as_json, certify, quiet, classes, embeddings, embeddings_format, missing_words,
                  semantic_weight, triplets):
@@ -151,24 +151,22 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
         class_embeddings(names, embeddings, missing=missing_words, fmt=embeddings_format) if privileged else None
     )
     resolved = resolve_method(d, k, method)
+    optimiser_runs = resolved == "tammes"
     if resolved == "auto":
         plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=time_limit, neighbours=neighbours,
                          max_memory=max_memory)
         if tell(quiet, as_json):
             click.echo(describe_plan(plan, k), err=True)
-        if not plan.run_random or not plan.run_warm:
-            # Refuses an impossible size here, before any work.
-            estimate = tammes_estimate(d, k, steps=steps, restarts=restarts, device=device, neighbours=neighbours,
-                                       refresh=refresh, max_memory=max_memory)
-            if tell(quiet, as_json):
-                click.echo(estimate.describe(), err=True)
-    elif resolved == "tammes":
+        optimiser_runs = not plan.run_random or not plan.run_warm
+    if optimiser_runs:
+        from ...solvers import tammes_estimate  # torch is loaded only for an optimiser
+
         # Refuses an impossible size here, before any work.
         estimate = tammes_estimate(d, k, steps=steps, restarts=restarts, device=device, neighbours=neighbours,
                                    refresh=refresh, max_memory=max_memory)
         if tell(quiet, as_json):
             click.echo(estimate.describe(), err=True)
-    elif inapplicable_options(resolved, neighbours=neighbours, refresh=refresh):
+    elif resolved != "auto" and inapplicable_options(resolved, neighbours=neighbours, refresh=refresh):
         raise click.UsageError(f"{_flags(options_of(('tammes',)))} apply to the tammes method")
     with ProgressBar(enabled=not quiet) as progress:
         code = generate(d, k, method, seed=seed, rotation=rotation, name=name, labels=None if privileged else names,
@@ -188,8 +186,8 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
                    f"{', uncertified' if code.certificate is None else ''}).", err=True)
         raise click.exceptions.Exit(130)
     if as_json or not quiet:
-        semantic = semantic_report(code, class_vectors) if privileged else None
-        show_report(code, str(out), as_json, semantic)
+        report = semantic.semantic_report(code, class_vectors) if privileged else None
+        show_report(code, str(out), as_json, report)
 
 
 
