@@ -239,7 +239,8 @@ def test_impossible_size_is_refused_before_any_work():
 def test_cli_refuses_an_impossible_size_with_one_line(tmp_path):
     out = tmp_path / "bank.h5"
     result = CliRunner().invoke(
-        main, ["generate", "--d", "512", "--k", "1000000", "--max-memory", "4GiB", "--device", "cpu", "--out", str(out)]
+        main, ["generate", "--d", "512", "--k", "1000000", "--method", "tammes", "--max-memory", "4GiB", "--device", "cpu",
+               "--out", str(out)]
     )
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
