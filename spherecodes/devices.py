@@ -100,8 +100,8 @@ def set_cpu_threads(threads: int | None = None) -> int:
 
     Examples
     --------
-    >>> set_cpu_threads(1)
-    1
+    >>> set_cpu_threads() == usable_cores()
+    True
     """
     n = usable_cores() if threads is None else int(threads)
     if n < 1:

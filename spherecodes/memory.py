@@ -84,6 +84,22 @@ def torch_overhead_bytes() -> float:
     return 0.0 if "torch" in sys.modules else float(TORCH_OVERHEAD_BYTES)
 
 
+def process_peak(working_bytes: float, *, loads_torch: bool = False) -> float:
+    """Expected peak resident memory of this process when a computation adds ``working_bytes``.
+
+    Its resident size now, plus the computation's arrays, plus torch's own
+    working set if the computation loads torch and it is not loaded yet.  This
+    is what an :class:`Estimate` reports, so that it can be compared with the
+    peak a tool such as ``/usr/bin/time`` measures.
+
+    Examples
+    --------
+    >>> process_peak(2**20) >= 2**20
+    True
+    """
+    return resident_bytes() + float(working_bytes) + (torch_overhead_bytes() if loads_torch else 0.0)
+
+
 def format_bytes(n: float) -> str:
     """Human-readable size with binary units.
 
@@ -222,7 +238,8 @@ class Estimate:
     device : str
         Where it runs.
     nbytes : float
-        Estimated peak working memory there.
+        Estimated peak resident memory of the process (:func:`process_peak`):
+        what it holds now plus the computation's working set.
     limit : float
         Bytes allowed there (``max_memory``, or a safe fraction of what is free).
     seconds : float

@@ -322,10 +322,9 @@ def certificate_estimate(
         needs_qp = not settled.exact[sample].all()
         if not needs_qp:
             shell_bytes += 16.0 * k * settled.support_indices.shape[1]  # the stored witnesses
-    baseline = memory.resident_bytes()
     if not needs_qp:
         return Estimate(f"certificate of K = {k} classes in d = {d} (nearest shells, no QP)", "cpu",
-                        baseline + shell_bytes, memory_limit("cpu", max_memory), seconds)
+                        memory.process_peak(shell_bytes), memory_limit("cpu", max_memory), seconds)
 
     import torch
 
@@ -346,6 +345,6 @@ def certificate_estimate(
             started = time.perf_counter()
             certify_block(w_t, w_t.to(torch.float32), rows, m, DEFAULT_TOL, no_twins, tile, None, scan_threads)
             seconds += (time.perf_counter() - started) * k / len(rows)
-    nbytes = baseline + max(shell_bytes, qp_bytes) + memory.torch_overhead_bytes()
+    nbytes = memory.process_peak(max(shell_bytes, qp_bytes), loads_torch=True)
     return Estimate(f"certificate of K = {k} classes in d = {d} (QP in blocks of {block})", str(dev), nbytes,
                     memory_limit(str(dev), max_memory), seconds)

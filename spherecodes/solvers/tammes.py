@@ -21,7 +21,7 @@ import torch
 from ..checks import check_sizes
 from ..errors import SpherecodesError
 from ..devices import resolve_device, timed_call, torch_threads
-from ..memory import Estimate, memory_limit, require_memory
+from ..memory import Estimate, memory_limit, process_peak, require_memory
 from ..sphere import normalise_rows, random_start
 from ..stats import max_cos, validate_prototypes
 from ._core import (
@@ -263,20 +263,21 @@ def tammes_estimate(
     cfg = TammesOptions.resolve(d, k, steps=steps, restarts=restarts, device=dev, **options)
     limit = memory_limit(str(dev), cfg.max_memory)
     if cfg.closed_form and closed_form_optimum(d, k) is not None:
-        return Estimate("tammes: a provably optimal closed form", "cpu", 8.0 * k * d, limit, 0.0)
+        return Estimate("tammes: a provably optimal closed form", "cpu", process_peak(8.0 * k * d), limit, 0.0)
     plan = tammes_memory(d, k, cfg, dev)
     runs = f"{cfg.restarts} x {cfg.steps} steps, {cfg.dtype}"
     with torch_threads(cfg.threads):
         if plan is not None:
             what = f"tammes with neighbour lists (m = {plan.m}, refresh every {cfg.refresh} steps), {runs}"
-            return Estimate(what, str(dev), plan.nbytes, limit, cfg.restarts * neighbour_seconds(cfg, plan, dev))
+            return Estimate(what, str(dev), process_peak(plan.nbytes, loads_torch=True), limit,
+                            cfg.restarts * neighbour_seconds(cfg, plan, dev))
         n = min(k, 1024)
         x = torch.nn.functional.normalize(torch.randn(1, n, d, dtype=DTYPES[cfg.dtype]), dim=2).to(dev)
         step = timed_call(lambda: torch.bmm(torch.bmm(x, x.transpose(1, 2)).exp_(), x), dev) * (k / n) ** 2
     itemsize = 4 if cfg.dtype == "float32" else 8
     what = f"tammes, all pairs, {runs}" + (", then the polish" if cfg.polish else "")
-    return Estimate(what, str(dev), dense_bytes(k, d, cfg.batch_size, itemsize), limit,
-                    cfg.restarts * cfg.steps * step)
+    working = dense_bytes(k, d, cfg.batch_size, itemsize)
+    return Estimate(what, str(dev), process_peak(working, loads_torch=True), limit, cfg.restarts * cfg.steps * step)
 
 
 def _anneal_batch(
