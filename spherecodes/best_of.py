@@ -206,15 +206,25 @@ def auto_method(d: int, k: int) -> str:
     return "auto"
 
 
-def annealing_work(d: int, k: int, restarts: int, steps: int) -> float:
-    """Multiply-adds of the annealing: starts × steps × K²·d (the dense path's Gram matrices).
+def annealing_work(d: int, k: int, restarts: int, steps: int, neighbours: int = 0, refresh: int | None = None
+                   ) -> float:
+    """Multiply-adds of the annealing: starts × steps × the work of a step.
+
+    A step costs K²·d on the dense path (the Gram matrix); with neighbour
+    lists of m prototypes 2·K·m·d for the listed pairs plus K²·d per refresh,
+    spread over the ``refresh`` steps between refreshes.
 
     Examples
     --------
     >>> annealing_work(64, 1000, 1, 1000)
     64000000000.0
+    >>> annealing_work(64, 100_000, 1, 1000, neighbours=64, refresh=50) > 1e13
+    True
     """
-    return float(restarts) * steps * float(k) ** 2 * d
+    per_step = float(k) ** 2 * d
+    if neighbours:
+        per_step = 2.0 * k * neighbours * d + per_step / refresh
+    return float(restarts) * steps * per_step
 
 
 def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None = None,
@@ -260,7 +270,7 @@ def _planned_work(d, k, steps, restarts, neighbours, max_memory) -> float:
 
     cfg = TammesOptions.resolve(d, k, steps=steps, restarts=restarts, device="cpu", neighbours=neighbours,
                                 max_memory=max_memory)
-    return annealing_work(d, k, cfg.restarts, cfg.steps)
+    return annealing_work(d, k, cfg.restarts, cfg.steps, cfg.neighbours, cfg.refresh)
 
 
 def structured_candidate(code: StructuredCode, k: int, max_memory: float | None = None) -> Candidate:
