@@ -324,7 +324,17 @@ def closest_structured(d: int, k: int) -> str:
 
 
 def run_structured(d: int, k: int, max_memory: float | None = None) -> Candidate:
-    """The best structured code for (d, K) as a candidate, or a clear error naming the closest option."""
+    """The best structured code for (d, K) as a candidate, or a clear error naming the closest option.
+
+    Examples
+    --------
+    >>> run_structured(24, 4096).label
+    'extended Golay [24,12,8]'
+    >>> run_structured(3, 30)
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: no structured code has 30 points in R^3; the largest in R^3 is ...
+    """
     code = best_structured_code(d, k)
     if code is None:
         raise SpherecodesError(f"no structured code has {k} points in R^{d}; {closest_structured(d, k)} "
@@ -337,6 +347,14 @@ def best_of(d: int, k: int, plan: AutoPlan, *, seed: int, device, steps, restart
     """Run the candidates of ``plan`` and return (winner, all candidates in the order run).
 
     The caller (:func:`spherecodes.generation.generate`) has checked the input.
+
+    Examples
+    --------
+    >>> plan = plan_auto(64, 4000)
+    >>> winner, tried = best_of(64, 4000, plan, seed=0, device="cpu", steps=None, restarts=None, time_limit=None,
+    ...                         progress=None, max_memory=None, neighbours=None, refresh=None)
+    >>> winner.label, winner.exact, [c.kind for c in tried if not c.skipped]
+    ('Kerdock n = 64, 4000 of 4096 points', Fraction(1, 8), ['structured'])
     """
     begin = time.perf_counter()
     candidates: list[Candidate] = []
