@@ -37,13 +37,14 @@ memory estimate) and :func:`neighbour_seconds` (time estimate).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from .devices import timed_call
-from .solvers import _DTYPES, _EXP_FLOOR, _Batch, _Clock, _riemannian_adam_step
+from .solvers import _DTYPES, _EXP_FLOOR, _Batch, _Clock, _riemannian_adam_step, _Schedule
 
 __all__ = [
     "LIST_TOLERANCE", "NEIGHBOUR_MIN_K", "NeighbourPlan", "anneal_neighbours", "neighbour_defaults", "neighbour_plan",
@@ -429,6 +430,7 @@ def anneal_neighbours(
     clock: _Clock,
     history: list,
     step_offset: int,
+    deadline: float = math.inf,
 ) -> _Batch:
     """Anneal one start on the pairs of its neighbour lists (the large-K path of ``tammes``).
 
@@ -440,6 +442,11 @@ def anneal_neighbours(
     maximum over the lists is provably the true max-cos; the last iterate is
     measured with fresh lists.  Ctrl-C ends the annealing early and keeps
     the best iterate so far (``interrupted``).
+
+    ``deadline`` compresses the schedule to the time available, as in the
+    dense annealing; the time of the closing refresh and of the float64
+    re-measurement that follows (about three refreshes, timed on the first)
+    is kept out of it.
     """
     dtype = _DTYPES[cfg["dtype"]]
     steps = cfg["steps"]
@@ -458,14 +465,20 @@ def anneal_neighbours(
     rounding = 2 * d * torch.finfo(dtype).eps
     outside = 2 * math.log(k) + math.log(1 / LIST_TOLERANCE)
 
-    def sharpness(step: int) -> float:
-        return t_start * (cfg["t_end"] / t_start) ** min(1.0, step / max(steps - 1, 1))
+    schedule = _Schedule(steps, deadline)
+
+    def sharpness(position: float) -> float:
+        return t_start * (cfg["t_end"] / t_start) ** min(1.0, position)
 
     def refresh() -> _Lists:
-        nonlocal refreshes
+        nonlocal refreshes, schedule
+        began = time.perf_counter()
         refreshes += 1
         lists = _refresh(x, plan, scratch)
         ref.copy_(x)
+        if refreshes == 1 and not math.isinf(deadline):
+            # Keep the closing refresh and the re-measurement out of the schedule.
+            schedule = _Schedule(steps, deadline - 3 * (time.perf_counter() - began))
         return lists
 
     def keep_if_best(top, bound) -> None:
@@ -476,33 +489,38 @@ def anneal_neighbours(
 
     lists = top = None
     since = refreshes = done = 0
-    timed_out = interrupted = False
+    timed_out = interrupted = compressed = False
     try:
         for step in range(steps):
             if clock.expired():
                 timed_out = True
                 break
-            t = sharpness(step)
-            lr = cfg["lr_start"] * (cfg["lr_end"] / cfg["lr_start"]) ** (step / max(steps - 1, 1))
             if lists is None or (
                 since >= cfg["refresh"]
-                and not _still_complete(top, per_row[2], lists.tau, sharpness(step + cfg["refresh"]), outside, rounding)
+                and not _still_complete(top, per_row[2], lists.tau,
+                                        sharpness(schedule.position(step + cfg["refresh"])), outside, rounding)
             ):
                 lists = None  # free the old lists before the new ones are built
                 lists = refresh()
                 since = 0
             since += 1
+            position = schedule.position(step)
+            t = sharpness(position)
+            lr = cfg["lr_start"] * (cfg["lr_end"] / cfg["lr_start"]) ** position
             top, total, bound = _pair_pass(x, ref, lists, t, grad, per_row, gathered)
             keep_if_best(top, bound)
             for a in range(0, k, _ADAM_ROWS):
                 b = min(a + _ADAM_ROWS, k)
                 _riemannian_adam_step(x[a:b], grad[a:b], moment1[a:b], moment2[a:b], step, lr, cfg)
             done = step + 1
-            if done % cfg["log_every"] == 0 or done == steps:
+            compressed = position >= 1 and done < steps
+            if done % cfg["log_every"] == 0 or done == steps or compressed:
                 # log(total / 2): the lists hold every pair in both directions.
                 smooth = float(top + torch.log(total / 2) / t)
                 history.append((step_offset + done, smooth, float(best_val)))
                 clock.report(first_restart, done, steps, float(best_val))
+            if compressed:
+                break
         if done and not timed_out:
             # The last update has not been measured yet: measure it with fresh lists.
             lists = None
@@ -510,7 +528,7 @@ def anneal_neighbours(
             keep_if_best(*_pair_pass(x, ref, lists, cfg["t_end"], grad, per_row, gathered)[::2])
     except KeyboardInterrupt:
         interrupted = True
-    return _Batch(best_x.double().cpu().numpy()[None], done, timed_out, interrupted, refreshes)
+    return _Batch(best_x.double().cpu().numpy()[None], done, timed_out, interrupted, refreshes, compressed)
 
 
 def _pair_pass(x, ref, lists: _Lists, t: float, grad, per_row, gathered):

@@ -133,6 +133,15 @@ class SolverResult:
         steps.
     refreshes : int
         :func:`tammes` with neighbour lists: refreshes of the lists done.
+    stages : list of dict
+        How the budget was spent, one dict per stage in order: ``stage``
+        (``"anneal"``, ``"polish"``, ``"perturb"``), ``starts`` (codes it
+        worked on), ``steps`` (steps or LP rounds), ``seconds`` and
+        ``max_cos`` (the best code's after the stage); the annealing also
+        says whether a time limit ``compressed`` its schedule.
+    stop_detail : str
+        When and why the run stopped early, or what a time limit changed, in
+        one sentence; empty for a run that did all it planned.
     """
 
     prototypes: np.ndarray
@@ -147,6 +156,8 @@ class SolverResult:
     stop_reason: str
     settings: dict = field(default_factory=dict)
     refreshes: int = 0
+    stages: list = field(default_factory=list)
+    stop_detail: str = ""
 
     def __repr__(self) -> str:
         k, d = self.prototypes.shape
@@ -308,6 +319,31 @@ class _Batch:
     timed_out: bool
     interrupted: bool = False  # stopped by KeyboardInterrupt (Ctrl-C)
     refreshes: int = 0  # neighbour-list refreshes (spherecodes.neighbours)
+    compressed: bool = False  # the schedule was compressed to end by its deadline
+
+
+class _Schedule:
+    """Position in [0, 1] of an annealing schedule of ``steps`` steps that must end by ``deadline``.
+
+    The position is the larger of the fraction of steps done and the fraction
+    of the time from the first step to the deadline elapsed: without a
+    deadline it follows the step count; under a time limit the whole schedule
+    (sharpness up, step size down) fits the time available, instead of being
+    cut off while the surrogate is still smooth and the steps large.
+    """
+
+    def __init__(self, steps: int, deadline: float = math.inf):
+        self.steps = steps
+        self.deadline = deadline
+        self.begin = time.perf_counter()
+
+    def position(self, step: int) -> float:
+        by_steps = step / max(self.steps - 1, 1)
+        if math.isinf(self.deadline):
+            return by_steps
+        span = self.deadline - self.begin
+        by_time = 1.0 if span <= 0 else (time.perf_counter() - self.begin) / span
+        return min(1.0, max(by_steps, by_time))
 
 
 def _riemannian_adam_step(
@@ -342,6 +378,7 @@ def _anneal_batch(
     clock: "_Clock",
     history: list,
     step_offset: int,
+    deadline: float = math.inf,
 ) -> _Batch:
     """Minimise the smoothed maximum ``(1/t) log sum_{i<j} exp(t <p_i, p_j>)``.
 
@@ -352,6 +389,12 @@ def _anneal_batch(
     t makes it the maximum itself.  Adam's moments live in the tangent space:
     the gradient is projected onto it and the iterate is retracted to the sphere
     by re-normalising each row.
+
+    ``deadline`` (a ``time.perf_counter()`` value) compresses the schedule to
+    the time available: the schedule's position is the larger of the fraction
+    of steps done and the fraction of the time to the deadline elapsed, so a
+    run under a time limit still ends sharp and with small steps
+    (``compressed`` in the result says the deadline shortened it).
     """
     dtype = _DTYPES[cfg["dtype"]]
     steps = cfg["steps"]
@@ -366,13 +409,14 @@ def _anneal_batch(
     best_val = torch.full((batch,), math.inf, dtype=dtype, device=device)
     diagonal = torch.arange(k, device=device)
     done = 0
-    timed_out = False
+    timed_out = compressed = False
+    schedule = _Schedule(steps, deadline)
     try:
         for step in range(steps):
             if clock.expired():
                 timed_out = True
                 break
-            frac = step / max(steps - 1, 1)
+            frac = schedule.position(step)
             t = t0 * torch.exp(growth * frac)
             lr = cfg["lr_start"] * lr_ratio**frac
 
@@ -390,13 +434,16 @@ def _anneal_batch(
             grad = torch.bmm(weights, x).div_(total)
             _riemannian_adam_step(x, grad, moment1, moment2, step, lr, cfg)
             done = step + 1
+            compressed = frac >= 1 and done < steps
 
-            if done % cfg["log_every"] == 0 or done == steps:
+            if done % cfg["log_every"] == 0 or done == steps or compressed:
                 # log(total / 2) because the weight matrix counts every pair twice.
                 smooth = current + torch.log(total.view(batch) / 2) / t.view(batch)
                 i = int(torch.argmin(best_val))
                 history.append((step_offset + done * batch, float(smooth[i]), float(best_val[i])))
                 clock.report(first_restart, done, steps, float(best_val[i]))
+            if compressed:
+                break
     except KeyboardInterrupt:
         # Ctrl-C: keep the best iterates so far (the last update is not measured).
         return _Batch(best_x.double().cpu().numpy(), done, timed_out, interrupted=True)
@@ -406,7 +453,7 @@ def _anneal_batch(
     gram[:, diagonal, diagonal] = -math.inf
     improved = gram.amax(dim=(1, 2)) < best_val
     best_x = torch.where(improved.view(batch, 1, 1), x, best_x)
-    return _Batch(best_x.double().cpu().numpy(), done, timed_out)
+    return _Batch(best_x.double().cpu().numpy(), done, timed_out, compressed=compressed)
 
 
 # --------------------------------------------------------------------------- tammes: polish
@@ -666,6 +713,7 @@ _TAMMES_OPTIONS = {
     "neighbours": None,
     "refresh": None,
     "max_memory": None,
+    "init_noise": None,
 }
 
 
@@ -797,6 +845,7 @@ def tammes(
     time_limit: float | None = None,
     device: str | torch.device = "auto",
     progress: Callable[[Progress], None] | None = None,
+    init: np.ndarray | None = None,
     **options,
 ) -> SolverResult:
     """Minimise the largest cosine between K unit vectors in R^d (Tammes problem).
@@ -826,11 +875,22 @@ def tammes(
     restarts : int, optional
         Random starts (default: 64, 16, 4 or 1 as K^2 d grows past 2e4, 2e5, 2e6).
     time_limit : float, optional
-        Seconds; the solver stops cleanly and returns the best code so far.
+        Seconds.  The annealing schedule is compressed to fit the time (its
+        sharpness and step size follow the elapsed time when that is ahead
+        of the step count), leaving time for the polish; the solver stops
+        cleanly and returns the best code so far.
     device : {"auto", "cpu", "cuda", "cuda:N"}
         Where the annealing runs (the polish always runs on the CPU).
     progress : callable, optional
         Called with a :class:`Progress` every ``log_every`` steps and polish rounds.
+    init : array_like, optional
+        A start code, (K, d), rows rescaled to unit length (a structured code, or an earlier
+        result).  Start 0 is this code itself; start r > 0 is the code moved
+        by Gaussian noise of angular size up to ``init_noise`` (default a
+        quarter of the estimated neighbour angle).  The annealing of a warm
+        start begins sharp (``t_start`` = ``t_end`` / 25) with small steps
+        (``lr_start`` a tenth of the default), so it refines the code rather
+        than forgetting it, and the result is never worse than ``init``.
     **options
         Advanced settings, defaults from :func:`tammes_defaults`:
         ``dtype`` ("auto", "float32", "float64"); ``t_start``, ``t_end``
@@ -880,9 +940,10 @@ def tammes(
     begin = time.perf_counter()
     d, k, seed, time_limit = _check_common(d, k, seed, time_limit, progress)
     _check_options("tammes", options, _TAMMES_OPTIONS)
-    cfg, dev = _tammes_config(d, k, steps, restarts, device, options)
+    init = _check_init(init, d, k)
+    cfg, dev = _tammes_config(d, k, steps, restarts, device, options, warm=init is not None)
     settings = {"method": "tammes", "d": d, "k": k, "seed": seed, "time_limit": time_limit,
-                "device": str(dev), **cfg}
+                "device": str(dev), "init": None if init is None else "array", **cfg}
 
     closed = _closed_form_result("tammes", d, k, cfg, dev, begin, settings)
     if closed is not None:
@@ -892,18 +953,39 @@ def tammes(
     clock = _Clock(time_limit, progress, cfg["restarts"], begin)
     with _torch_threads(cfg["threads"]):
         settings["threads"] = torch.get_num_threads()
-        result = _run_tammes(d, k, seed, cfg, dev, clock, plan)
+        result = _run_tammes(d, k, seed, cfg, dev, clock, plan, init)
     result.settings = settings
     return result
 
 
-def _tammes_config(d: int, k: int, steps, restarts, device, options: dict) -> tuple[dict, torch.device]:
-    """The checked settings of a :func:`tammes` run: defaults for (d, K) and the path, then the options given."""
+def _check_init(init, d: int, k: int) -> np.ndarray | None:
+    """A start code given by the caller as float64 unit rows of shape (K, d), or None."""
+    if init is None:
+        return None
+    try:
+        init = validate_prototypes(init, normalize=True)
+    except SpherecodesError as error:
+        raise SpherecodesError(f"init: {error}") from None
+    if init.shape != (k, d):
+        raise SpherecodesError(f"init has shape {init.shape}; expected (K, d) = ({k}, {d})")
+    return init
+
+
+def _tammes_config(d: int, k: int, steps, restarts, device, options: dict, warm: bool = False
+                   ) -> tuple[dict, torch.device]:
+    """The checked settings of a :func:`tammes` run: defaults for (d, K) and the path, then the options given.
+
+    ``warm``: the run starts from a given code, so the annealing begins sharp
+    and with small steps, and starts r > 0 perturb that code by ``init_noise``.
+    """
     dev = resolve_device(device)
     max_memory = options.get("max_memory")
     if max_memory is not None:
         max_memory = _check_positive("max_memory", max_memory)
     cfg = tammes_defaults(d, k, dev, neighbours=options.get("neighbours"), max_memory=max_memory)
+    if warm:
+        cfg.update(t_start=cfg["t_end"] / 25, lr_start=cfg["lr_start"] / 10, lr_end=cfg["lr_end"] / 10,
+                   init_noise=_estimated_angle(d, k) / 4)
     # None, and dtype "auto", mean "the default for (d, K)"; neighbours and
     # max_memory are already resolved in cfg.
     explicit = {key: value for key, value in options.items()
@@ -924,6 +1006,10 @@ def _tammes_config(d: int, k: int, steps, restarts, device, options: dict) -> tu
     cfg["dtype"] = _check_dtype(cfg["dtype"], "float64")
     for name in ("t_start", "t_end", "t_spread", "lr_start", "lr_end", "eps"):
         cfg[name] = _check_positive(name, cfg[name])
+    if cfg["init_noise"] is not None:
+        if not warm:
+            raise SpherecodesError("init_noise applies to a warm start; give init as well")
+        cfg["init_noise"] = _check_positive("init_noise", cfg["init_noise"])
     if cfg["t_spread"] < 1:
         raise SpherecodesError(f"t_spread must be >= 1, got {cfg['t_spread']}")
     for name in ("beta1", "beta2"):
@@ -1035,7 +1121,48 @@ def tammes_estimate(
                     cfg["restarts"] * cfg["steps"] * step)
 
 
-def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: _Clock, plan=None) -> SolverResult:
+#: Share of a time limit that the annealing's schedule is compressed into when
+#: the polish follows (the polish takes about as long as the annealing), and
+#: when it does not (the rest covers the float64 re-measurement).
+_ANNEAL_SHARE = {True: 0.6, False: 0.9}
+
+
+def _starts(seed: int, members: list[int], k: int, d: int, init: np.ndarray | None, noise: float | None) -> np.ndarray:
+    """The starts of restarts ``members``: random, or ``init`` and perturbations of it.
+
+    A perturbed start r moves every row of ``init`` by Gaussian noise of
+    angular size ``u_r * noise`` (u_r uniform in [0, 1) from the stream
+    ``(seed, r, 2)``), so starts near r = 0 stay close to the given code and
+    later ones explore further.
+    """
+    if init is None:
+        return np.stack([_start(seed, r, k, d) for r in members])
+    starts = []
+    for r in members:
+        if r == 0:
+            starts.append(init)
+            continue
+        rng = np.random.default_rng([seed, r, 2])
+        scale = rng.random() * noise / math.sqrt(d)
+        starts.append(_normalise_rows(init + scale * rng.standard_normal((k, d))))
+    return np.stack(starts)
+
+
+def _batch_deadline(clock: _Clock, cfg: dict, batches_left: int) -> float:
+    """When the batch about to run must finish its schedule (``math.inf`` without a time limit).
+
+    The annealing's share of the limit (:data:`_ANNEAL_SHARE`) is divided
+    evenly among the batches still to run.
+    """
+    if clock.limit is None:
+        return math.inf
+    end = clock.begin + _ANNEAL_SHARE[bool(cfg["polish"])] * clock.limit
+    now = time.perf_counter()
+    return now + max(end - now, 0.0) / batches_left
+
+
+def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: _Clock, plan=None,
+                init: np.ndarray | None = None) -> SolverResult:
     """Anneal every start (on neighbour lists when ``plan`` is given), polish the best few, return the best code."""
     history: list[tuple[float, float, float]] = []
     spread = np.array([cfg["t_spread"] ** np.random.default_rng([seed, r, 1]).random() if r else 1.0
@@ -1043,22 +1170,28 @@ def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: 
     codes = []
     total_steps = refreshes = 0
     stop_reason = "steps"
-    for first in range(0, cfg["restarts"], cfg["batch_size"]):
+    compressed = False
+    firsts = list(range(0, cfg["restarts"], cfg["batch_size"]))
+    anneal_begin = clock.elapsed()
+    for n_batch, first in enumerate(firsts):
         # The first batch always runs, so that a result exists however short the limit.
         if first and clock.expired():
             stop_reason = "time_limit"
             break
         members = list(range(first, min(first + cfg["batch_size"], cfg["restarts"])))
-        starts = np.stack([_start(seed, r, k, d) for r in members])
+        starts = _starts(seed, members, k, d, init, cfg["init_noise"])
         t_start = np.minimum(cfg["t_start"] * spread[members], cfg["t_end"])
+        deadline = _batch_deadline(clock, cfg, len(firsts) - n_batch)
         if plan is None:
-            batch = _anneal_batch(starts, t_start, cfg, dev, first, clock, history, total_steps)
+            batch = _anneal_batch(starts, t_start, cfg, dev, first, clock, history, total_steps, deadline)
         else:
             from .neighbours import anneal_neighbours
 
-            batch = anneal_neighbours(starts[0], float(t_start[0]), cfg, plan, dev, first, clock, history, total_steps)
+            batch = anneal_neighbours(starts[0], float(t_start[0]), cfg, plan, dev, first, clock, history,
+                                      total_steps, deadline)
             refreshes += batch.refreshes
         total_steps += batch.steps * len(members)
+        compressed |= batch.compressed
         codes.extend(_normalise_rows(code) for code in batch.codes)
         if batch.interrupted:
             stop_reason = "interrupted"
@@ -1066,6 +1199,8 @@ def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: 
         if batch.timed_out:
             stop_reason = "time_limit"
             break
+    stages = [{"stage": "anneal", "starts": len(codes), "steps": total_steps,
+               "seconds": clock.elapsed() - anneal_begin, "compressed": compressed}]
 
     # Re-measure in float64: the annealing may have run in float32.  Large
     # codes are measured in tiles of the upper triangle on the device.
@@ -1074,8 +1209,10 @@ def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: 
     order = np.argsort(values, kind="stable")
     best = int(order[0])
     best_code, best_value = codes[best], float(values[best])
+    stages[0]["max_cos"] = best_value
     # S^0 has no tangent directions to move along, so there is nothing to polish.
     if cfg["polish"] and d > 1 and stop_reason not in ("time_limit", "interrupted"):
+        polish_begin, polish_steps = clock.elapsed(), total_steps
         # Starts whose annealed values agree closely are usually the same
         # configuration; polishing one of each spends the polish on distinct ones.
         chosen: list[int] = []
@@ -1108,6 +1245,17 @@ def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: 
             stop_reason = "interrupted"
         if stop_reason != "interrupted":
             stop_reason = "time_limit" if clock.expired() else ("converged" if all_converged else "steps")
+        stages.append({"stage": "polish", "starts": len(chosen), "steps": total_steps - polish_steps,
+                       "seconds": clock.elapsed() - polish_begin, "max_cos": best_value})
+    if compressed and stop_reason in ("steps", "converged"):
+        # The limit shortened the planned work, even though the schedule ran to its end.
+        stop_reason = "time_limit"
+    if init is not None:
+        # Never return a code worse than the one given (the annealing may have
+        # run in float32, and every start may have left its basin).
+        given = max_cos(init)
+        if given <= best_value:
+            best, best_code, best_value = 0, init, given
 
     return SolverResult(
         prototypes=best_code,
@@ -1121,7 +1269,25 @@ def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: 
         device=str(dev),
         stop_reason=stop_reason,
         refreshes=refreshes,
+        stages=stages,
+        stop_detail=_stop_detail(stop_reason, cfg, len(codes), stages, clock),
     )
+
+
+def _stop_detail(stop_reason: str, cfg: dict, starts_run: int, stages: list[dict], clock: _Clock) -> str:
+    """One sentence on when and why a run stopped, or what the time limit changed; "" for a full run."""
+    anneal = stages[0]
+    planned = cfg["restarts"] * cfg["steps"]
+    if stop_reason == "interrupted":
+        return f"interrupted (Ctrl-C) after {clock.elapsed():.3g} s; the best code so far is returned"
+    if stop_reason == "time_limit" and not anneal["compressed"]:
+        what = (f"{starts_run} of {cfg['restarts']} starts, {anneal['steps']} of {planned} annealing steps"
+                + (", polish cut short" if len(stages) > 1 else ", no polish" if cfg["polish"] else ""))
+        return f"stopped early at the time limit of {clock.limit:.3g} s ({what}); the best code so far is returned"
+    if anneal["compressed"]:
+        return (f"the annealing schedule was compressed into {anneal['seconds']:.3g} s to fit the time limit of "
+                f"{clock.limit:.3g} s ({anneal['steps']} of {planned} steps)")
+    return ""
 
 
 # --------------------------------------------------------------------------- maxsep
@@ -1141,6 +1307,7 @@ def maxsep(
     time_limit: float | None = None,
     device: str | torch.device = "auto",
     progress: Callable[[Progress], None] | None = None,
+    init: np.ndarray | None = None,
     **options,
 ) -> SolverResult:
     """The hyperspherical-prototype objective of seed 002 (Eq. 5), as published.
@@ -1175,6 +1342,9 @@ def maxsep(
         Where the steps run.
     progress : callable, optional
         Called with a :class:`Progress` every ``log_every`` steps.
+    init : array_like, optional
+        A start code, (K, d) unit rows: start 0 begins there instead of at
+        random vectors (the other starts stay random).
     **options
         ``momentum`` (heavy-ball coefficient whose buffer *is* kept across
         steps; 0 reproduces the published procedure), ``dtype`` ("auto" =
@@ -1199,6 +1369,7 @@ def maxsep(
     steps = 1000 if steps is None else _check_int("steps", steps, 1)
     restarts = 1 if restarts is None else _check_int("restarts", restarts, 1)
     lr = _check_positive("lr", lr)
+    init = _check_init(init, d, k)
     dev = resolve_device(device)
     cfg = dict(_MAXSEP_OPTIONS)
     cfg.update({key: value for key, value in options.items() if value is not None})
@@ -1214,7 +1385,8 @@ def maxsep(
     else:
         cfg["threads"] = _check_int("threads", cfg["threads"], 1)
     settings = {"method": "maxsep", "d": d, "k": k, "seed": seed, "steps": steps, "lr": lr,
-                "restarts": restarts, "time_limit": time_limit, "device": str(dev), **cfg}
+                "restarts": restarts, "time_limit": time_limit, "device": str(dev),
+                "init": None if init is None else "array", **cfg}
 
     itemsize = 4 if cfg["dtype"] == "float32" else 8
     require_memory(
@@ -1225,7 +1397,7 @@ def maxsep(
     clock = _Clock(time_limit, progress, restarts, begin)
     with _torch_threads(cfg["threads"]):
         settings["threads"] = torch.get_num_threads()
-        result = _run_maxsep(d, k, seed, steps, lr, restarts, cfg, dev, clock)
+        result = _run_maxsep(d, k, seed, steps, lr, restarts, cfg, dev, clock, init)
     result.settings = settings
     return result
 
@@ -1247,7 +1419,7 @@ def _lhp_gradient(x: torch.Tensor, nearest: torch.Tensor) -> torch.Tensor:
     return (chosen + chosen_by) / k
 
 
-def _run_maxsep(d, k, seed, steps, lr, restarts, cfg, dev, clock) -> SolverResult:
+def _run_maxsep(d, k, seed, steps, lr, restarts, cfg, dev, clock, init=None) -> SolverResult:
     """Plain (or heavy-ball) gradient steps on L_HP for every start; return the best final code."""
     dtype = _DTYPES[cfg["dtype"]]
     history: list[tuple[float, float, float]] = []
@@ -1261,7 +1433,8 @@ def _run_maxsep(d, k, seed, steps, lr, restarts, cfg, dev, clock) -> SolverResul
             break
         members = range(first, min(first + cfg["batch_size"], restarts))
         batch = len(members)
-        x = torch.as_tensor(np.stack([_start(seed, r, k, d) for r in members]), dtype=dtype, device=dev)
+        starts = [init if r == 0 and init is not None else _start(seed, r, k, d) for r in members]
+        x = torch.as_tensor(np.stack(starts), dtype=dtype, device=dev)
         velocity = torch.zeros_like(x)
         done = 0
         for step in range(steps):
@@ -1485,6 +1658,7 @@ def softmax_code(
     time_limit: float | None = None,
     device: str | torch.device = "auto",
     progress: Callable[[Progress], None] | None = None,
+    init: np.ndarray | None = None,
     **options,
 ) -> SolverResult:
     """Maximise ρ, the smallest distance from a prototype to the hull of the others (Softmax Code).
@@ -1523,6 +1697,9 @@ def softmax_code(
     progress : callable, optional
         Called with a :class:`Progress` every ``log_every`` steps; its
         ``max_cos`` field carries the certified ρ of the best code so far.
+    init : array_like, optional
+        A start code, (K, d) unit rows (the same as ``start=init``); the
+        result is never worse than it.
     **options
         ``start`` ("tammes", "random", or a (K, d) array of unit rows);
         ``lr`` (first step, as an angle; default a tenth of the typical
@@ -1558,6 +1735,10 @@ def softmax_code(
     dev = resolve_device(device)
     cfg = dict(_SOFTMAX_OPTIONS)
     cfg.update({key: value for key, value in options.items() if value is not None})
+    if init is not None:
+        if "start" in options:
+            raise SpherecodesError("give the start code as init or as start, not both")
+        cfg["start"] = init
     small = k * d <= 20_000
     cfg["steps"] = (300 if small else 50) if steps is None else _check_int("steps", steps, 1)
     if cfg["polish"] is None:
