@@ -78,6 +78,10 @@ def code_from_result(
         "best_restart": int(result.best_restart),
         "stop_reason": result.stop_reason,
     }
+    if result.stop_detail:
+        settings["stop_detail"] = result.stop_detail
+    if result.stages:
+        settings["stages"] = result.stages
     if result.refreshes:
         settings["refreshes_run"] = int(result.refreshes)
     return make_code(
@@ -107,6 +111,8 @@ def generate(
     max_memory: float | None = None,
     neighbours: int | None = None,
     refresh: int | None = None,
+    effort: str = "default",
+    init=None,
 ) -> Code:
     """Compute a K-prototype code in R^d and its float64 statistics.
 
@@ -147,6 +153,12 @@ def generate(
         pairs, the dense path), refreshed every ``refresh`` steps; default
         chosen from (d, K) and the memory (see
         :func:`spherecodes.solvers.tammes_defaults`).
+    effort : {"low", "default", "high"}
+        ``tammes`` only: how much work to spend (see
+        :func:`spherecodes.solvers.tammes`).
+    init : array_like, optional
+        An optimiser's start code, (K, d) (``tammes``, ``softmax``,
+        ``maxsep``); the result records ``init`` in its settings.
 
     Returns
     -------
@@ -165,6 +177,9 @@ def generate(
         raise SpherecodesError(f"rotation must be one of {', '.join(ROTATIONS)}, got {rotation!r}")
     used_seed = seed if uses_seed(method, rotation) else None
     name = name or default_code_name(method, d, k, used_seed)
+    if init is not None and method not in _SOLVERS:
+        raise SpherecodesError(f"init (a start code) applies to the optimisers {', '.join(_SOLVERS)}, "
+                               f"not {method!r}")
     if method == "privileged":
         return _privileged(d, k, embeddings, name=name, labels=labels, seed=seed, device=device, steps=steps,
                            restarts=restarts, time_limit=time_limit, progress=progress,
@@ -173,16 +188,17 @@ def generate(
         raise SpherecodesError(
             f"embeddings, semantic_weight and triplets apply to the privileged method, not {method!r}"
         )
-    if method != "tammes" and (neighbours is not None or refresh is not None):
-        raise SpherecodesError(f"neighbours and refresh apply to the tammes method, not {method!r}")
-    large = {"max_memory": max_memory, "neighbours": neighbours, "refresh": refresh} if method == "tammes" else {}
+    if method != "tammes" and (neighbours is not None or refresh is not None or effort != "default"):
+        raise SpherecodesError(f"neighbours, refresh and effort apply to the tammes method, not {method!r}")
+    large = {"max_memory": max_memory, "neighbours": neighbours, "refresh": refresh,
+             "effort": effort} if method == "tammes" else {}
     if method in OPTIMISERS:
         from . import solvers  # torch is imported only when an optimiser runs
 
         solve = getattr(solvers, _SOLVERS[method])
         result = solve(
             d, k, seed=seed, steps=steps, restarts=restarts, time_limit=time_limit,
-            device=device, progress=progress, **large,
+            device=device, progress=progress, init=init, **large,
         )
         return code_from_result(result, name=name, labels=labels, seed=used_seed, max_memory=max_memory)
     start = time.perf_counter()

@@ -714,6 +714,16 @@ _TAMMES_OPTIONS = {
     "refresh": None,
     "max_memory": None,
     "init_noise": None,
+    "perturb_rounds": None,
+    "symmetric_starts": None,
+}
+
+#: What each ``effort`` adds to the defaults: a factor on the random starts and
+#: the perturb-and-repolish rounds (:mod:`spherecodes.basin`) after the polish.
+EFFORTS = {
+    "low": {"restarts": 0.25, "perturb_rounds": 0, "symmetric": 0.5},
+    "default": {"restarts": 1.0, "perturb_rounds": 0, "symmetric": 0.5},
+    "high": {"restarts": 4.0, "perturb_rounds": 40, "symmetric": 0.5},
 }
 
 
@@ -846,6 +856,7 @@ def tammes(
     device: str | torch.device = "auto",
     progress: Callable[[Progress], None] | None = None,
     init: np.ndarray | None = None,
+    effort: str = "default",
     **options,
 ) -> SolverResult:
     """Minimise the largest cosine between K unit vectors in R^d (Tammes problem).
@@ -891,6 +902,14 @@ def tammes(
         start begins sharp (``t_start`` = ``t_end`` / 25) with small steps
         (``lr_start`` a tenth of the default), so it refines the code rather
         than forgetting it, and the result is never worse than ``init``.
+    effort : {"low", "default", "high"}
+        How much work to spend (:data:`EFFORTS`): "low" runs a quarter of
+        the random starts; "high" four times as many, then rounds of
+        perturb-and-repolish of the best code (:mod:`spherecodes.basin`:
+        reinsert the points of the tightest contacts or the rattlers into
+        the deepest holes, or shake the code; re-anneal; polish), for codes
+        small enough to polish.  ``result.stages`` records what each stage
+        spent.
     **options
         Advanced settings, defaults from :func:`tammes_defaults`:
         ``dtype`` ("auto", "float32", "float64"); ``t_start``, ``t_end``
@@ -916,7 +935,8 @@ def tammes(
         pairs; m: neighbour lists of m prototypes; default chosen from K
         and the memory); ``refresh`` (steps between refreshes of the lists);
         ``max_memory`` (bytes the run may use on the device; default 80% of
-        what is free).  :func:`tammes_estimate` gives the memory and time a
+        what is free); ``perturb_rounds`` (rounds of perturb-and-repolish
+        after the polish; default from ``effort``).  :func:`tammes_estimate` gives the memory and time a
         call will take before making it.
 
     Returns
@@ -941,7 +961,7 @@ def tammes(
     d, k, seed, time_limit = _check_common(d, k, seed, time_limit, progress)
     _check_options("tammes", options, _TAMMES_OPTIONS)
     init = _check_init(init, d, k)
-    cfg, dev = _tammes_config(d, k, steps, restarts, device, options, warm=init is not None)
+    cfg, dev = _tammes_config(d, k, steps, restarts, device, options, warm=init is not None, effort=effort)
     settings = {"method": "tammes", "d": d, "k": k, "seed": seed, "time_limit": time_limit,
                 "device": str(dev), "init": None if init is None else "array", **cfg}
 
@@ -971,8 +991,8 @@ def _check_init(init, d: int, k: int) -> np.ndarray | None:
     return init
 
 
-def _tammes_config(d: int, k: int, steps, restarts, device, options: dict, warm: bool = False
-                   ) -> tuple[dict, torch.device]:
+def _tammes_config(d: int, k: int, steps, restarts, device, options: dict, warm: bool = False,
+                   effort: str = "default") -> tuple[dict, torch.device]:
     """The checked settings of a :func:`tammes` run: defaults for (d, K) and the path, then the options given.
 
     ``warm``: the run starts from a given code, so the annealing begins sharp
@@ -983,6 +1003,14 @@ def _tammes_config(d: int, k: int, steps, restarts, device, options: dict, warm:
     if max_memory is not None:
         max_memory = _check_positive("max_memory", max_memory)
     cfg = tammes_defaults(d, k, dev, neighbours=options.get("neighbours"), max_memory=max_memory)
+    if effort not in EFFORTS:
+        raise SpherecodesError(f"effort must be one of {', '.join(EFFORTS)}, got {effort!r}")
+    cfg["effort"] = effort
+    if not cfg["neighbours"]:
+        cfg["restarts"] = max(1, round(cfg["restarts"] * EFFORTS[effort]["restarts"]))
+        cfg["batch_size"] = max(1, min(cfg["restarts"], int(2**20 // k**2)))
+    # Perturbation rounds need the polish (they compare polished codes).
+    cfg["perturb_rounds"] = EFFORTS[effort]["perturb_rounds"] if cfg["polish"] else 0
     if warm:
         cfg.update(t_start=cfg["t_end"] / 25, lr_start=cfg["lr_start"] / 10, lr_end=cfg["lr_end"] / 10,
                    init_noise=_estimated_angle(d, k) / 4)
@@ -998,6 +1026,10 @@ def _tammes_config(d: int, k: int, steps, restarts, device, options: dict, warm:
         cfg["restarts"] = _check_int("restarts", restarts, 1)
         if "batch_size" not in explicit:
             cfg["batch_size"] = max(1, min(cfg["restarts"], int(2**20 // k**2)))
+    if "symmetric_starts" not in explicit:
+        # Symmetric starts exist on the 2-sphere only; a warm start perturbs its code instead.
+        symmetric = d == 3 and not warm and k >= 4 and not cfg["neighbours"]
+        cfg["symmetric_starts"] = int(cfg["restarts"] * EFFORTS[effort]["symmetric"]) if symmetric else 0
     if cfg["neighbours"]:
         cfg["refresh"] = _check_int("refresh", cfg["refresh"], 1)
         cfg["batch_size"] = 1  # the neighbour-list path runs one start at a time
@@ -1006,6 +1038,10 @@ def _tammes_config(d: int, k: int, steps, restarts, device, options: dict, warm:
     cfg["dtype"] = _check_dtype(cfg["dtype"], "float64")
     for name in ("t_start", "t_end", "t_spread", "lr_start", "lr_end", "eps"):
         cfg[name] = _check_positive(name, cfg[name])
+    cfg["symmetric_starts"] = _check_int("symmetric_starts", cfg["symmetric_starts"], 0)
+    if cfg["symmetric_starts"] > cfg["restarts"] or (cfg["symmetric_starts"] and (d != 3 or warm)):
+        raise SpherecodesError(f"symmetric_starts must be at most restarts ({cfg['restarts']}), in R^3 only and "
+                               f"without init, got {cfg['symmetric_starts']}")
     if cfg["init_noise"] is not None:
         if not warm:
             raise SpherecodesError("init_noise applies to a warm start; give init as well")
@@ -1014,7 +1050,7 @@ def _tammes_config(d: int, k: int, steps, restarts, device, options: dict, warm:
         raise SpherecodesError(f"t_spread must be >= 1, got {cfg['t_spread']}")
     for name in ("beta1", "beta2"):
         cfg[name] = _check_fraction(name, cfg[name])
-    for name, minimum in (("batch_size", 1), ("log_every", 1), ("polish_top", 1)):
+    for name, minimum in (("batch_size", 1), ("log_every", 1), ("polish_top", 1), ("perturb_rounds", 0)):
         cfg[name] = _check_int(name, cfg[name], minimum)
     if "polish_work" not in explicit:
         cfg["polish_work"] = _default_polish_work(cfg, k, d)
@@ -1068,7 +1104,7 @@ def tammes_memory(d: int, k: int, cfg: dict, device: torch.device):
 
 def tammes_estimate(
     d: int, k: int, *, steps: int | None = None, restarts: int | None = None,
-    device: str | torch.device = "auto", **options,
+    device: str | torch.device = "auto", effort: str = "default", **options,
 ) -> Estimate:
     """Memory and time that :func:`tammes` with these arguments is expected to take.
 
@@ -1100,7 +1136,7 @@ def tammes_estimate(
     d = _check_int("d", d, 1)
     k = _check_int("K", k, 2)
     _check_options("tammes", options, _TAMMES_OPTIONS)
-    cfg, dev = _tammes_config(d, k, steps, restarts, device, options)
+    cfg, dev = _tammes_config(d, k, steps, restarts, device, options, effort=effort)
     limit = memory_limit(str(dev), cfg["max_memory"])
     if cfg["closed_form"] and _closed_form_optimum(d, k) is not None:
         return Estimate("tammes: a provably optimal closed form", "cpu", 8.0 * k * d, limit, 0.0)
@@ -1117,8 +1153,12 @@ def tammes_estimate(
         step = timed_call(lambda: torch.bmm(torch.bmm(x, x.transpose(1, 2)).exp_(), x), dev) * (k / n) ** 2
     itemsize = 4 if cfg["dtype"] == "float32" else 8
     what = f"tammes, all pairs, {runs}" + (", then the polish" if cfg["polish"] else "")
+    if cfg["perturb_rounds"]:
+        what += f", then {cfg['perturb_rounds']} perturbation rounds"
+    # A perturbation round re-anneals a batch (spherecodes.basin) and polishes its best code.
+    rounds = cfg["perturb_rounds"] * min(16, max(1, 2**20 // k**2)) * 500
     return Estimate(what, str(dev), _dense_bytes(k, d, cfg["batch_size"], itemsize), limit,
-                    cfg["restarts"] * cfg["steps"] * step)
+                    (cfg["restarts"] * cfg["steps"] + rounds) * step)
 
 
 #: Share of a time limit that the annealing's schedule is compressed into when
@@ -1127,16 +1167,26 @@ def tammes_estimate(
 _ANNEAL_SHARE = {True: 0.6, False: 0.9}
 
 
-def _starts(seed: int, members: list[int], k: int, d: int, init: np.ndarray | None, noise: float | None) -> np.ndarray:
-    """The starts of restarts ``members``: random, or ``init`` and perturbations of it.
+def _starts(seed: int, members: list[int], k: int, d: int, init: np.ndarray | None, cfg: dict) -> np.ndarray:
+    """The starts of restarts ``members``: random or symmetric, or ``init`` and perturbations of it.
 
-    A perturbed start r moves every row of ``init`` by Gaussian noise of
-    angular size ``u_r * noise`` (u_r uniform in [0, 1) from the stream
-    ``(seed, r, 2)``), so starts near r = 0 stay close to the given code and
-    later ones explore further.
+    Without ``init``, the last ``cfg["symmetric_starts"]`` restarts are unions
+    of orbits of a rotation group (:func:`spherecodes.symmetric.symmetric_start`,
+    stream ``(seed, r, 4)``; d = 3 only) and the others random.  A perturbed
+    start r moves every row of ``init`` by Gaussian noise of angular size
+    ``u_r * init_noise`` (u_r uniform in [0, 1) from the stream ``(seed, r, 2)``),
+    so starts near r = 0 stay close to the given code and later ones explore further.
     """
     if init is None:
-        return np.stack([_start(seed, r, k, d) for r in members])
+        first_symmetric = cfg["restarts"] - cfg["symmetric_starts"]
+        if members[-1] < first_symmetric:
+            return np.stack([_start(seed, r, k, d) for r in members])
+        from .symmetric import orbit_choices, symmetric_start
+
+        choices = orbit_choices(k)
+        return np.stack([_start(seed, r, k, d) if r < first_symmetric
+                         else symmetric_start(k, np.random.default_rng([seed, r, 4]), choices)[0] for r in members])
+    noise = cfg["init_noise"]
     starts = []
     for r in members:
         if r == 0:
@@ -1179,7 +1229,7 @@ def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: 
             stop_reason = "time_limit"
             break
         members = list(range(first, min(first + cfg["batch_size"], cfg["restarts"])))
-        starts = _starts(seed, members, k, d, init, cfg["init_noise"])
+        starts = _starts(seed, members, k, d, init, cfg)
         t_start = np.minimum(cfg["t_start"] * spread[members], cfg["t_end"])
         deadline = _batch_deadline(clock, cfg, len(firsts) - n_batch)
         if plan is None:
@@ -1247,6 +1297,16 @@ def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: 
             stop_reason = "time_limit" if clock.expired() else ("converged" if all_converged else "steps")
         stages.append({"stage": "polish", "starts": len(chosen), "steps": total_steps - polish_steps,
                        "seconds": clock.elapsed() - polish_begin, "max_cos": best_value})
+        if cfg["perturb_rounds"] and stop_reason not in ("time_limit", "interrupted"):
+            perturb_begin = clock.elapsed()
+            best_code, best_value, record = _perturbation_stage(best_code, best_value, seed, cfg, dev, clock,
+                                                                history, total_steps)
+            total_steps += record["steps"]
+            if stop_reason != "interrupted" and clock.expired():
+                stop_reason = "time_limit"
+            stages.append({"stage": "perturb", "starts": record["rounds"], "steps": record["steps"],
+                           "seconds": clock.elapsed() - perturb_begin, "max_cos": best_value,
+                           "improvements": record["improvements"]})
     if compressed and stop_reason in ("steps", "converged"):
         # The limit shortened the planned work, even though the schedule ran to its end.
         stop_reason = "time_limit"
@@ -1274,12 +1334,31 @@ def _run_tammes(d: int, k: int, seed: int, cfg: dict, dev: torch.device, clock: 
     )
 
 
+def _perturbation_stage(w, value, seed, cfg, dev, clock, history, step_offset):
+    """Perturb-and-repolish rounds (:func:`spherecodes.basin.perturbation_rounds`) with this run's annealing and polish."""
+    from .basin import perturbation_rounds
+
+    def anneal(starts, t_start, local):
+        batch = _anneal_batch(starts, t_start, local, dev, 0, clock, [], 0)
+        return [_normalise_rows(code) for code in batch.codes], batch.steps
+
+    def polish(code):
+        polished, rounds, _ = _polish(code, _PairCosines(), cfg, clock, _PolishBudget(cfg), [], 0)
+        return polished, rounds
+
+    return perturbation_rounds(w, value, cfg["perturb_rounds"], seed, cfg, dev, clock, history, step_offset,
+                               anneal=anneal, polish=polish)
+
+
 def _stop_detail(stop_reason: str, cfg: dict, starts_run: int, stages: list[dict], clock: _Clock) -> str:
     """One sentence on when and why a run stopped, or what the time limit changed; "" for a full run."""
     anneal = stages[0]
     planned = cfg["restarts"] * cfg["steps"]
     if stop_reason == "interrupted":
         return f"interrupted (Ctrl-C) after {clock.elapsed():.3g} s; the best code so far is returned"
+    if stop_reason == "time_limit" and len(stages) == 3:
+        return (f"stopped early at the time limit of {clock.limit:.3g} s, after {stages[2]['starts']} of "
+                f"{cfg['perturb_rounds']} perturbation rounds; the best code so far is returned")
     if stop_reason == "time_limit" and not anneal["compressed"]:
         what = (f"{starts_run} of {cfg['restarts']} starts, {anneal['steps']} of {planned} annealing steps"
                 + (", polish cut short" if len(stages) > 1 else ", no polish" if cfg["polish"] else ""))

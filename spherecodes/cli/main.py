@@ -154,6 +154,14 @@ def embedding_options(command):
               metavar="SECONDS", help="Optimisers only: stop then and store the best code so far "
               "(Ctrl-C does the same).")
 @click.option("--max-memory", type=MemorySize(), default=None, help=MAX_MEMORY_HELP)
+@click.option("--effort", type=click.Choice(("low", "default", "high")), default="default", show_default=True,
+              help="tammes only: how much work to spend. low: a quarter of the random starts; high: four times "
+              "as many, then rounds of perturb-and-repolish of the best code (small codes).")
+@click.option("--init", "init_path", type=FILE, default=None, metavar="BANK|FILE",
+              help="Optimisers only: start from this code (a bank, or a (K, d) matrix in .npy, .pt, .txt or "
+              ".csv; rows are rescaled to unit length). tammes refines it and never returns anything worse.")
+@click.option("--init-code", default=None, metavar="NAME",
+              help="With --init BANK: the code to start from; may be omitted if the bank holds one.")
 @click.option("--neighbours", type=click.IntRange(min=0), default=None, metavar="M",
               help="tammes only: optimise on each prototype's M nearest prototypes (lists refreshed from all K), "
               "in memory O(K(d + M)); 0 uses all pairs (K x K matrices). Default: all pairs up to K = 10,000 "
@@ -186,8 +194,8 @@ def embedding_options(command):
               help="privileged only: class triplets of the ranking loss per step: all, a fresh uniform "
               "sample, or each class's nearest embedding neighbours. Default (auto): all up to 200 "
               "classes, sampled beyond.")
-def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_limit, max_memory, neighbours, refresh,
-                 out, name, overwrite, as_json, certify, quiet, classes, embeddings, embeddings_format, missing_words,
+def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_limit, max_memory, effort, init_path,
+                 init_code, neighbours, refresh, out, name, overwrite, as_json, certify, quiet, classes, embeddings, embeddings_format, missing_words,
                  semantic_weight, triplets):
     """Compute a code for (d, K), store it in a bank, and print its report.
 
@@ -198,6 +206,8 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
       spherecodes generate --d 128 --k 10000 --time-limit 60 --out big.h5
       spherecodes generate --d 512 --k 1000000 --time-limit 480 --max-memory 60GiB
       spherecodes generate --d 64 --method privileged --classes classes.txt --embeddings glove.txt
+      spherecodes generate --d 3 --k 120 --effort high
+      spherecodes generate --d 64 --k 1000 --init start.npy
 
     Before the work starts, the memory and time it is expected to take are
     printed on stderr (not with --quiet; with --json only to a terminal), and
@@ -232,12 +242,22 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     class_vectors = (
         class_embeddings(names, embeddings, missing=missing_words, fmt=embeddings_format) if privileged else None
     )
+    if init_code is not None and init_path is None:
+        raise click.UsageError("--init-code names a code in the bank given with --init")
+    init = None
+    if init_path is not None:
+        from ..loading import load_code
+
+        init = load_code(init_path, init_code, normalize=True).prototypes
+        if init.shape != (k, d):
+            raise SpherecodesError(f"--init {init_path} holds {init.shape[0]} prototypes in d = {init.shape[1]}; "
+                                   f"expected (K, d) = ({k}, {d})")
     if resolve_method(d, k, method) == "tammes":
         from ..solvers import tammes_estimate
 
         # Refuses an impossible size here, before any work.
         estimate = tammes_estimate(d, k, steps=steps, restarts=restarts, device=device, neighbours=neighbours,
-                                   refresh=refresh, max_memory=max_memory)
+                                   refresh=refresh, max_memory=max_memory, effort=effort)
         if _tell(quiet, as_json):
             click.echo(estimate.describe(), err=True)
     elif neighbours is not None or refresh is not None:
@@ -246,7 +266,7 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
         code = generate(d, k, method, seed=seed, rotation=rotation, name=name, labels=None if privileged else names,
                         device=device, steps=steps, restarts=restarts, time_limit=time_limit, progress=progress,
                         embeddings=class_vectors, semantic_weight=semantic_weight, triplets=triplets or "auto",
-                        max_memory=max_memory, neighbours=neighbours, refresh=refresh)
+                        max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort, init=init)
     interrupted = code.settings.get("stop_reason") == "interrupted"
     if certify and not interrupted:
         try:
