@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from spherecodes.cli import main
-from spherecodes.basin import perturb
+from spherecodes.solvers._basin import perturb
 from spherecodes.errors import SpherecodesError
 from spherecodes.solvers import EFFORTS, tammes
 from spherecodes.stats import max_cos
-from spherecodes.symmetric import orbit_choices, symmetric_start
+from spherecodes.solvers._symmetric import orbit_choices, symmetric_start
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -161,7 +161,8 @@ def test_generate_refuses_a_start_of_the_wrong_shape(run, tmp_path):
     result = run("generate", "--d", 3, "--k", 6, "--method", "tammes", "--init", "start.npy")
     assert result.exit_code != 0
     lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: ") and "holds 5 prototypes in d = 3; expected (K, d) = (6, 3)" in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("Error: ")
+    assert "holds 5 prototypes in d = 3; expected (K, d) = (6, 3)" in lines[0]
     np.save(tmp_path / "start.npy", np.random.default_rng(0).standard_normal((4, 3)))
     result = run("generate", "--d", 3, "--k", 4, "--method", "etf", "--init", "start.npy")
-    assert result.exit_code != 0 and "init (a start code) applies to the optimisers" in result.output
+    assert result.exit_code != 0 and "--init applies to the optimisers tammes, softmax and maxsep" in result.output

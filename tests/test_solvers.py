@@ -18,6 +18,7 @@ from spherecodes.errors import SpherecodesError
 from spherecodes.devices import resolve_device
 from spherecodes.stats import max_cos as stats_max_cos
 from spherecodes.solvers import Progress, SolverResult, maxsep, tammes
+from spherecodes.sphere import random_start
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -90,6 +91,7 @@ def test_tammes_reaches_the_3d_optimum(n):
     assert res.stop_reason == "converged"
 
 
+@pytest.mark.slow
 def test_tammes_finds_the_600_cell_from_random_starts():
     res = tammes(4, 120, seed=0, restarts=2, device="cpu")
     _check_code(res, 4, 120)
@@ -194,10 +196,11 @@ def _published_hpn_steps(start: np.ndarray, steps: int, lr: float) -> np.ndarray
     return prototypes.detach().numpy()
 
 
+@pytest.mark.slow
 def test_maxsep_follows_the_published_procedure():
     d, k, seed, steps = 5, 12, 3, 40
     res = maxsep(d, k, seed=seed, steps=steps, device="cpu", dtype="float64")
-    expected = _published_hpn_steps(solvers._start(seed, 0, k, d), steps, lr=0.1)
+    expected = _published_hpn_steps(random_start(seed, 0, k, d), steps, lr=0.1)
     np.testing.assert_allclose(res.prototypes, expected, atol=1e-12)
 
 
@@ -401,5 +404,14 @@ def test_maxsep_starts_from_init():
 def test_softmax_starts_from_init():
     from spherecodes.solvers import softmax_code
 
+    start = np.random.default_rng(0).standard_normal((8, 3))
     with pytest.raises(SpherecodesError, match="not both"):
-        softmax_code(3, 8, init=np.eye(8, 3), start="random", device="cpu")
+        softmax_code(3, 8, init=start, start="random", device="cpu")
+    # The result is never worse than its start, whose rho a second method (the certificate) gives.
+    from spherecodes.certificate import one_vs_rest_distances
+
+    res = softmax_code(3, 8, init=start, steps=3, polish=False, device="cpu")
+    assert res.settings["start"] == "array"
+    unit = start / np.linalg.norm(start, axis=1, keepdims=True)
+    assert res.settings["rho_start"] == pytest.approx(one_vs_rest_distances(unit).rho_lower, abs=1e-12)
+    assert res.settings["rho"] >= res.settings["rho_start"]

@@ -1,7 +1,7 @@
 """Perturb-and-repolish (iterated local search) for the Tammes problem.
 
 After the annealing and polish of :func:`spherecodes.solvers.tammes`, a larger
-budget (``effort``) is spent on the best code found, in rounds.  Each round
+budget (``effort="high"``, or ``perturb_rounds``) is spent on the best code found, in rounds.  Each round
 makes a batch of perturbed copies of the current code, each by one of the
 moves that work for jammed packings (Lai, Yue, Hao, Glover & Lü 2023,
 iterated dynamic neighbourhood search, use the same two ideas):
@@ -15,7 +15,7 @@ iterated dynamic neighbourhood search, use the same two ideas):
 
 The batch is re-annealed together with a short, sharp schedule (it begins
 where the smoothing is already close to the maximum, with small steps), the
-best few are polished by the float64 linear-programming polish, and the
+best one is polished by the float64 linear-programming polish, and the
 round's best replaces the current code when it is better.  Rounds are counted,
 not timed, so the same seed and settings give the same code; a time limit
 stops the rounds early.
@@ -23,13 +23,14 @@ stops the rounds early.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import time
 
 import numpy as np
-import torch
 
-from .stats import max_cos
+from ..stats import max_cos
+
+__all__ = ["LOCAL_STEPS", "perturb", "perturbation_rounds"]
 
 #: Margin (relative to 1 - max-cos) within which a pair counts as a contact.
 _CONTACT_MARGIN = 1e-3
@@ -38,7 +39,7 @@ _CONTACT_MARGIN = 1e-3
 _HOLE_CANDIDATES = 200
 
 #: Steps of the local re-annealing of a perturbed batch.
-_LOCAL_STEPS = 500
+LOCAL_STEPS = 500
 
 
 def _contacts(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -87,20 +88,20 @@ def perturb(w: np.ndarray, rng: np.random.Generator, angle: float) -> np.ndarray
     return w / np.linalg.norm(w, axis=1, keepdims=True)
 
 
-def perturbation_rounds(w: np.ndarray, value: float, rounds: int, seed: int, cfg: dict, device: torch.device,
-                        clock, history: list, step_offset: int, *, anneal, polish) -> tuple[np.ndarray, float, dict]:
+def perturbation_rounds(w: np.ndarray, value: float, rounds: int, seed: int, cfg, clock, history: list,
+                        step_offset: int, *, anneal, polish) -> tuple[np.ndarray, float, dict]:
     """Run ``rounds`` perturb / re-anneal / polish rounds from the code ``w`` (max-cos ``value``).
 
-    ``anneal(starts, t_start, cfg)`` anneals a batch and returns its codes
-    (float64, unit rows) and steps per start; ``polish(code)`` returns the
-    polished code and its LP rounds.  Round r draws from the stream
-    ``(seed, r, 3)``.  Returns the best code, its max-cos and a record of the
-    stage (rounds run, improvements, steps).
+    ``cfg`` holds the run's :class:`spherecodes.solvers.TammesOptions`;
+    ``anneal(starts, t_start, options)`` anneals a batch with those options
+    and returns its codes (float64, unit rows) and steps per start;
+    ``polish(code)`` returns the polished code and its LP rounds.  Round r
+    draws from the stream ``(seed, r, 3)``.  Returns the best code, its
+    max-cos and a record of the stage (rounds run, improvements, steps).
     """
     k, d = w.shape
     angle = math.acos(min(1.0, max(-1.0, value)))
     batch = max(1, min(16, int(2**20 // k**2)))
-    local = dict(cfg, steps=_LOCAL_STEPS, log_every=10**9)
     done = improvements = steps = 0
     for r in range(rounds):
         if clock.expired():
@@ -111,21 +112,19 @@ def perturbation_rounds(w: np.ndarray, value: float, rounds: int, seed: int, cfg
         # to repair the perturbation and re-settle the code, not to forget it
         # (with the full step size, 500 steps from t_end / 100 end 1e-4 to
         # 5e-3 above the code; with a third, within 3e-5, like the full run).
-        sharpness = cfg["t_end"] / float(rng.choice([1000.0, 100.0, 30.0]))
-        local["lr_start"] = cfg["lr_start"] / 3
-        local["lr_end"] = local["lr_start"] / 100
+        sharpness = cfg.t_end / float(rng.choice([1000.0, 100.0, 30.0]))
+        local = dataclasses.replace(cfg, steps=LOCAL_STEPS, log_every=10**9, lr_start=cfg.lr_start / 3,
+                                    lr_end=cfg.lr_start / 300)
         codes, anneal_steps = anneal(starts, np.full(batch, sharpness), local)
         steps += anneal_steps * batch
+        # The polish costs more than the batch's annealing: polish its best code only.
         values = np.array([max_cos(code) for code in codes])
-        for i in np.argsort(values, kind="stable")[:1]:
-            began = time.perf_counter()
-            polished, rounds_used = polish(codes[i])
-
-            steps += rounds_used
-            polished_value = max_cos(polished)
-            if polished_value < value:
-                w, value = polished, polished_value
-                improvements += 1
+        polished, rounds_used = polish(codes[int(np.argmin(values))])
+        steps += rounds_used
+        polished_value = max_cos(polished)
+        if polished_value < value:
+            w, value = polished, polished_value
+            improvements += 1
         done += 1
         history.append((step_offset + steps, value, value))
         clock.report(clock.restarts, done, rounds, value)
