@@ -1,17 +1,13 @@
-"""Spending more work well: effort presets, symmetric starts, perturb-and-repolish, warm starts from the CLI.
+"""Spending more work well: effort presets, symmetric starts, perturb-and-repolish.
 
 Expected values are independent facts (closed forms, the orders of the
 rotation groups, Sloane's tables of spherical codes), never this code's output.
 """
 
-import json
 import math
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
-
-from spherecodes.cli import main
 from spherecodes.solvers._basin import perturb
 from spherecodes.errors import SpherecodesError
 from spherecodes.solvers import EFFORTS, tammes
@@ -120,49 +116,3 @@ def test_high_effort_reaches_sloanes_record_for_88_points():
     # codes: pack.3.88.txt, max-cos 0.9240939126261072 (min angle 22.46788 degrees).
     res = tammes(3, 88, seed=0, effort="high", device="cpu")
     assert res.max_cos < 0.9240939126261072 + 1e-9
-
-
-# --------------------------------------------------------------------------- the CLI
-
-
-@pytest.fixture
-def run(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    runner = CliRunner()
-
-    def invoke(*args):
-        return runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
-
-    return invoke
-
-
-def test_generate_with_init_and_effort(run, tmp_path):
-    # Start from a perturbed octahedron: the result is the octahedron's max-cos 0
-    # (Fejes Toth 1943; Rankin's bound for 2d points), however it was reached.
-    octahedron = np.concatenate([np.eye(3), -np.eye(3)])
-    start = octahedron + 0.05 * np.random.default_rng(0).standard_normal((6, 3))
-    np.save(tmp_path / "start.npy", start)
-    result = run("generate", "--d", 3, "--k", 6, "--method", "maxsep", "--init", "start.npy", "--steps", 1,
-                 "--no-certify", "--json")
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.output[result.output.index("{"):])
-    assert report["settings"]["init"] == "array"
-    result = run("generate", "--d", 3, "--k", 40, "--effort", "low", "--no-certify", "-q")
-    assert result.exit_code == 0, result.output
-    report = json.loads(run("report", "spherecodes_d3_k40.h5", "--json").output)
-    assert report["settings"]["effort"] == "low"
-    assert [st["stage"] for st in report["settings"]["stages"]] == ["anneal", "polish"]
-    text = run("report", "spherecodes_d3_k40.h5").output
-    assert "time spent" in text and "anneal 16 starts" in text
-
-
-def test_generate_refuses_a_start_of_the_wrong_shape(run, tmp_path):
-    np.save(tmp_path / "start.npy", np.random.default_rng(0).standard_normal((5, 3)))
-    result = run("generate", "--d", 3, "--k", 6, "--method", "tammes", "--init", "start.npy")
-    assert result.exit_code != 0
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: ")
-    assert "holds 5 prototypes in d = 3; expected (K, d) = (6, 3)" in lines[0]
-    np.save(tmp_path / "start.npy", np.random.default_rng(0).standard_normal((4, 3)))
-    result = run("generate", "--d", 3, "--k", 4, "--method", "etf", "--init", "start.npy")
-    assert result.exit_code != 0 and "--init applies to the optimisers tammes, softmax and maxsep" in result.output
