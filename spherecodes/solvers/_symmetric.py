@@ -72,28 +72,49 @@ def _axial(order: int, dihedral: bool) -> np.ndarray:
     return np.concatenate([turns, turns @ flip])
 
 
-@functools.lru_cache(maxsize=8)
-def _groups(n: int) -> dict[str, tuple[np.ndarray, list[np.ndarray]]]:
-    """{name: (rotations, special orbits)} for the groups whose orders can matter for N = n."""
-    golden = (1 + math.sqrt(5)) / 2
-    groups = {}
-    # I: 5-fold axes through the icosahedron's vertices (0, ±1, ±golden), 3-fold through its faces.
-    five, three = np.array([0.0, 1.0, golden]), np.array([1.0, 1.0, 1.0])
-    icosahedral = _close([_rotation(five, 2 * math.pi / 5), _rotation(three, 2 * math.pi / 3)])
-    groups["I"] = icosahedral, [five, three, np.array([0.0, 0.0, 1.0])]
-    octahedral = _close([_rotation([0, 0, 1], math.pi / 2), _rotation([1, 1, 1], 2 * math.pi / 3)])
-    groups["O"] = octahedral, [np.array([0.0, 0.0, 1.0]), np.array([1.0, 1.0, 1.0]), np.array([1.0, 1.0, 0.0])]
-    tetrahedral = _close([_rotation([0, 0, 1], math.pi), _rotation([1, 1, 1], 2 * math.pi / 3)])
-    groups["T"] = tetrahedral, [np.array([1.0, 1.0, 1.0]), np.array([-1.0, -1.0, -1.0]), np.array([0.0, 0.0, 1.0])]
-    for order in range(2, n // 2 + 1):
-        half = np.array([math.cos(math.pi / order), math.sin(math.pi / order), 0.0])
-        groups[f"D{order}"] = _axial(order, True), [np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]), half]
-        groups[f"C{order}"] = _axial(order, False), [np.array([0.0, 0.0, 1.0]), np.array([0.0, 0.0, -1.0])]
-    return {name: (g, [_orbit(g, p / np.linalg.norm(p)) for p in special]) for name, (g, special) in groups.items()}
+#: Orbit sizes of the polyhedral rotation groups: (order, special orbits).
+_POLYHEDRAL = {"I": (60, (12, 20, 30)), "O": (24, (6, 8, 12)), "T": (12, (4, 4, 6))}
+
+
+def _orbit_sizes(name: str) -> tuple[int, tuple[int, ...]]:
+    """(order, sizes of the special orbits) of the group ``name``: I, O, T, D<n> or C<n>."""
+    if name in _POLYHEDRAL:
+        return _POLYHEDRAL[name]
+    order = int(name[1:])
+    # D_n: the two poles together, and two sets of n points on its half-turn axes; C_n: each pole alone.
+    return (2 * order, (2, order, order)) if name[0] == "D" else (order, (1, 1))
+
+
+@functools.lru_cache(maxsize=16)
+def _group(name: str) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(rotations, special orbits as arrays of unit vectors) of the group ``name``."""
+    if name in _POLYHEDRAL:
+        golden = (1 + math.sqrt(5)) / 2
+        if name == "I":
+            # 5-fold axes through the icosahedron's vertices (0, ±1, ±golden), 3-fold through its faces.
+            five, three = np.array([0.0, 1.0, golden]), np.array([1.0, 1.0, 1.0])
+            group = _close([_rotation(five, 2 * math.pi / 5), _rotation(three, 2 * math.pi / 3)])
+            axes = [five, three, np.array([0.0, 0.0, 1.0])]
+        elif name == "O":
+            group = _close([_rotation([0, 0, 1], math.pi / 2), _rotation([1, 1, 1], 2 * math.pi / 3)])
+            axes = [np.array([0.0, 0.0, 1.0]), np.array([1.0, 1.0, 1.0]), np.array([1.0, 1.0, 0.0])]
+        else:
+            group = _close([_rotation([0, 0, 1], math.pi), _rotation([1, 1, 1], 2 * math.pi / 3)])
+            axes = [np.array([1.0, 1.0, 1.0]), np.array([-1.0, -1.0, -1.0]), np.array([0.0, 0.0, 1.0])]
+        return group, [_orbit(group, axis / np.linalg.norm(axis)) for axis in axes]
+    order = int(name[1:])
+    poles = [np.array([[0.0, 0.0, 1.0]]), np.array([[0.0, 0.0, -1.0]])]
+    if name[0] == "C":
+        return _axial(order, False), poles
+    angles = 2 * math.pi * np.arange(order) / order
+    equator = [np.stack([np.cos(a), np.sin(a), np.zeros(order)], axis=1) for a in (angles, angles + math.pi / order)]
+    return _axial(order, True), [np.concatenate(poles), *equator]
 
 
 def orbit_choices(n: int) -> list[tuple[str, tuple[int, ...], int]]:
     """Every way to make N points from one group's orbits: (group, special orbits used, generic orbits).
+
+    The groups are I, O, T and D_m, C_m for every m whose generic orbit fits in N.
 
     Examples
     --------
@@ -102,13 +123,15 @@ def orbit_choices(n: int) -> list[tuple[str, tuple[int, ...], int]]:
     >>> [c for c in orbit_choices(12) if c[0] == "I"]
     [('I', (0,), 0)]
     """
+    names = [*_POLYHEDRAL, *(f"{family}{m}" for m in range(2, n // 2 + 1) for family in "DC")]
     choices = []
-    for name, (group, special) in _groups(n).items():
+    for name in names:
+        order, special = _orbit_sizes(name)
         for used in itertools.chain.from_iterable(itertools.combinations(range(len(special)), r)
                                                   for r in range(len(special) + 1)):
-            rest = n - sum(len(special[i]) for i in used)
-            if rest >= 0 and rest % len(group) == 0 and (used or rest):
-                choices.append((name, used, rest // len(group)))
+            rest = n - sum(special[i] for i in used)
+            if rest >= 0 and rest % order == 0 and (used or rest):
+                choices.append((name, used, rest // order))
     return choices
 
 
@@ -137,7 +160,7 @@ def symmetric_start(n: int, rng: np.random.Generator, choices=None) -> tuple[np.
     family = families[int(rng.integers(len(families)))]
     members = [choice for choice in choices if choice[0][0] == family]
     name, used, generic = members[int(rng.integers(len(members)))]
-    group, special = _groups(n)[name]
+    group, special = _group(name)
     parts = [special[i] for i in used]
     for _ in range(generic):
         point = rng.standard_normal(3)
