@@ -359,7 +359,8 @@ class Schedule:
 
     The position of step i is the larger of ``i / (steps - 1)`` and the
     fraction of the time from the first step to ``deadline`` (a
-    ``time.perf_counter()`` value) elapsed.  Without a deadline it follows
+    ``time.perf_counter()`` value) that will have elapsed when the step ends
+    (at the mean step time so far).  Without a deadline it follows
     the step count; under a time limit the whole annealing schedule
     (sharpness up, step size down) fits the time available, instead of
     being cut off while the surrogate is still smooth and the steps large.
@@ -382,7 +383,10 @@ class Schedule:
         if math.isinf(self.deadline):
             return by_steps
         span = self.deadline - self.begin
-        by_time = 1.0 if span <= 0 else (time.perf_counter() - self.begin) / span
+        elapsed = time.perf_counter() - self.begin
+        # Where the schedule will be when this step ends (at the mean step time so
+        # far), so that the last step still ends by the deadline.
+        by_time = 1.0 if span <= 0 else (elapsed + elapsed / max(step, 1)) / span
         return min(1.0, max(by_steps, by_time))
 
 

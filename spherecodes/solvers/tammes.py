@@ -540,8 +540,8 @@ def _stop_detail(stop_reason: str, cfg: TammesOptions, stages: list[dict], clock
         return (f"stopped early at the time limit of {clock.limit:.3g} s, after {stages[-1]['starts']} of "
                 f"{cfg.perturb_rounds} perturbation rounds; the best code so far is returned")
     if anneal["compressed"]:
-        return (f"the annealing schedule was compressed into {anneal['seconds']:.3g} s to fit the time limit of "
-                f"{clock.limit:.3g} s ({anneal['steps']} of {planned} steps)"
+        return (f"the annealing schedule was compressed to fit the time limit of {clock.limit:.3g} s: "
+                f"{anneal['steps']} of {planned} steps in {anneal['seconds']:.3g} s"
                 + ("; the polish was cut short" if len(stages) > 1 and clock.expired() else ""))
     what = (f"{anneal['starts']} of {cfg.restarts} starts, {anneal['steps']} of {planned} annealing steps"
             + (", polish cut short" if len(stages) > 1 else ", no polish" if cfg.polish else ""))
