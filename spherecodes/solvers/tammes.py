@@ -102,8 +102,8 @@ def tammes(
         then rounds of perturb-and-repolish of the best code (reinsert the
         points of the tightest contacts or the rattlers into the deepest
         holes, or shake the code; re-anneal; polish) for codes small enough
-        to polish.  In R^3 half the starts are symmetric (unions of orbits of
-        a rotation group).  ``result.stages`` records what each stage spent.
+        to polish, and in R^3 half its starts are symmetric (unions of orbits
+        of a rotation group).  ``result.stages`` records what each stage spent.
     **options
         Advanced settings, defaults from :func:`tammes_defaults`:
         ``dtype`` ("auto", "float32", "float64"); ``t_start``, ``t_end``
