@@ -34,7 +34,7 @@ from .softmax import softmax_code
 from .tammes import tammes, tammes_estimate, tammes_memory
 
 __all__ = [
-    "ADAM_DEFAULTS", "DTYPES", "EFFORTS", "EXP_FLOOR", "HISTORY_COLUMNS", "Clock", "MaxsepOptions", "Progress", "SoftmaxOptions",
-    "SolverResult", "TammesOptions", "descend_on_sphere", "maxsep", "softmax_code", "tammes", "tammes_defaults",
-    "tammes_estimate", "tammes_memory",
+    "ADAM_DEFAULTS", "DTYPES", "EFFORTS", "EXP_FLOOR", "HISTORY_COLUMNS", "Clock", "MaxsepOptions", "Progress",
+    "SoftmaxOptions", "SolverResult", "TammesOptions", "descend_on_sphere", "maxsep", "softmax_code", "tammes",
+    "tammes_defaults", "tammes_estimate", "tammes_memory",
 ]

@@ -1,24 +1,23 @@
 """Perturb-and-repolish (iterated local search) for the Tammes problem.
 
 After the annealing and polish of :func:`spherecodes.solvers.tammes`, a larger
-budget (``effort="high"``, or ``perturb_rounds``) is spent on the best code found, in rounds.  Each round
-makes a batch of perturbed copies of the current code, each by one of the
-moves that work for jammed packings (Lai, Yue, Hao, Glover & Lü 2023,
-iterated dynamic neighbourhood search, use the same two ideas):
+budget (``effort="high"``, or ``perturb_rounds``) is spent on the best code
+found, in rounds.  Each round makes a batch of perturbed copies of the current
+code with the moves that work for jammed packings (Lai, Yue, Hao, Glover & Lü
+2023, iterated dynamic neighbourhood search, rest on the same two ideas):
 
-* **reinsert**: take one to three points from the tightest contacts (the pairs
-  within a small margin of max-cos) or the rattlers (points with no such
-  contact) and put each into the deepest hole found among random candidates
-  (the candidate whose largest cosine to the other points is smallest);
-* **shake**: move every point by Gaussian noise of a random size (2–30 % of
-  the neighbour angle).
+* **reinsert** one to four points of the tightest contacts (the pairs within
+  a small margin of max-cos) or, one time in four, of the rattlers (points in
+  no such contact) into the deepest holes found among random candidates (the
+  candidate whose largest cosine to the other points is smallest);
+* **shake** every point by Gaussian noise of a random size (2–30 % of the
+  neighbour angle).
 
-The batch is re-annealed together with a short, sharp schedule (it begins
-where the smoothing is already close to the maximum, with small steps), the
-best one is polished by the float64 linear-programming polish, and the
-round's best replaces the current code when it is better.  Rounds are counted,
-not timed, so the same seed and settings give the same code; a time limit
-stops the rounds early.
+The batch is re-annealed together with a short, fairly sharp schedule with
+small steps, its best code is polished by the float64 linear-programming
+polish, and the result replaces the current code when it is better.  Rounds
+are counted, not timed, so the same seed and settings give the same code; a
+time limit stops the rounds early.
 """
 
 from __future__ import annotations

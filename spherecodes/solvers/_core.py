@@ -26,8 +26,8 @@ from ..stats import max_cos, validate_prototypes
 
 __all__ = [
     "ADAM_DEFAULTS", "DTYPES", "EXP_FLOOR", "HISTORY_COLUMNS", "Batch", "Clock", "LoopEnd", "PolishBudget",
-    "Progress", "Schedule", "SolverResult", "check_common", "check_dtype", "check_init", "closed_form_optimum", "closed_form_result",
-    "descend_on_sphere", "estimated_angle", "geometric", "riemannian_adam_step", "run_steps",
+    "Progress", "Schedule", "SolverResult", "check_common", "check_dtype", "check_init", "closed_form_optimum",
+    "closed_form_result", "descend_on_sphere", "estimated_angle", "geometric", "riemannian_adam_step", "run_steps",
 ]
 
 #: Columns of :attr:`SolverResult.history`.

@@ -108,8 +108,8 @@ from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_opti
               "sample, or each class's nearest embedding neighbours. Default (auto): all up to 200 "
               "classes, sampled beyond.")
 def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_limit, max_memory, effort, init_path,
-                 init_code, neighbours, refresh, out, name, overwrite, as_json, certify, quiet, classes, embeddings, embeddings_format, missing_words,
-                 semantic_weight, triplets):
+                 init_code, neighbours, refresh, out, name, overwrite, as_json, certify, quiet, classes, embeddings,
+                 embeddings_format, missing_words, semantic_weight, triplets):
     """Compute a code for (d, K), store it in a bank, and print its report.
 
     \b
