@@ -93,7 +93,8 @@ def test_effort_sets_the_starts_and_the_rounds():
 
 
 def test_perturbation_rounds_are_recorded_and_deterministic():
-    runs = [tammes(3, 20, seed=1, restarts=4, steps=300, perturb_rounds=3, device="cpu") for _ in range(2)]
+    runs = [tammes(3, 20, seed=1, restarts=4, steps=300, perturb_rounds=3, symmetric_starts=2, device="cpu")
+            for _ in range(2)]
     assert np.array_equal(runs[0].prototypes, runs[1].prototypes)
     stages = runs[0].stages
     assert [st["stage"] for st in stages] == ["anneal", "polish", "perturb"]
