@@ -2,7 +2,7 @@
 
 Every row runs ``spherecodes`` as a fresh process (so import and start-up
 costs are included), takes the median wall time over ``--repeats`` runs,
-and records the process's peak resident memory (from ``wait4``) next to the
+and records the process's peak resident memory (GNU ``time``) next to the
 memory estimate the command printed on stderr.  The thread count the code
 chose (``spherecodes.devices.usable_cores``) and the machine's load average
 are printed with the table: on a shared machine the load says how far the
@@ -49,24 +49,23 @@ CLI = [sys.executable, "-m", "spherecodes"]
 
 
 def run_cli(args: list[str], *, timeout: float | None = None) -> dict:
-    """Run one ``spherecodes`` process; wall seconds, peak RSS bytes, exit code, stdout, stderr."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    """Run one ``spherecodes`` process; wall seconds, peak RSS bytes, exit code, stdout, stderr.
+
+    The peak comes from GNU time (``%M``) run between this process and the
+    command: a child forked straight from this (large) process would report
+    this process's resident size as its own peak.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        peak_file = Path(tmp) / "peak"
         started = time.perf_counter()
-        proc = subprocess.Popen(CLI + args, stdout=out, stderr=err)
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        except KeyboardInterrupt:
-            proc.kill()
-            raise
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", str(peak_file), *CLI, *args],
+                              capture_output=True, text=True)
         wall = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read().decode(), err.read().decode()
+        peak = float(peak_file.read_text().split()[-1]) * 1024.0
+    stderr = proc.stderr
     if timeout is not None and wall > timeout:
         stderr += f"\n(ran {wall:.0f} s, past the {timeout:.0f} s budget)"
-    return {"wall": wall, "peak": usage.ru_maxrss * 1024.0, "rc": proc.returncode, "stdout": stdout,
-            "stderr": stderr}
+    return {"wall": wall, "peak": peak, "rc": proc.returncode, "stdout": proc.stdout, "stderr": stderr}
 
 
 def estimate_bytes(stderr: str) -> float | None:
@@ -83,9 +82,7 @@ def timed(label: str, args: list[str], repeats: int, target: str) -> dict:
     row = {"what": label, "seconds": statistics.median(r["wall"] for r in runs), "runs": len(runs),
            "peak_bytes": max(r["peak"] for r in runs), "estimate_bytes": estimate_bytes(runs[0]["stderr"]),
            "target": target, "stdout": runs[-1]["stdout"]}
-    report = _json_or_none(row["stdout"])
-    if report is not None:
-        row["report"] = report
+    print(f"  {label}: {row['seconds']:.2f} s, peak {row['peak_bytes'] / 2**20:.0f} MiB", flush=True)
     return row
 
 
@@ -97,11 +94,12 @@ def certified_width(report: str) -> float:
     return float(found.group(1))
 
 
-def _json_or_none(text: str):
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
+def max_cos(report: str) -> float:
+    """The max-cos of a text report (``max-cos  0.1455...  (min angle ...)``)."""
+    found = re.search(r"^\s*max-cos\s+([^ ]+)", report, flags=re.M)
+    if found is None:
+        raise SystemExit(f"no max-cos in the report:\n{report}")
+    return float(found.group(1))
 
 
 def closed_form_rows(work: Path, repeats: int) -> list[dict]:
@@ -128,12 +126,12 @@ def certify_rows(work: Path, repeats: int) -> list[dict]:
 def time_limit_rows(work: Path) -> list[dict]:
     bank = str(work / "c.h5")
     default = timed("generate --d 64 --k 1000 (default)", ["generate", "--d", "64", "--k", "1000", "--out", bank,
-                                                           "--overwrite", "--json", "--no-certify"], 1, "reference")
+                                                           "--overwrite", "--no-certify"], 1, "reference")
     limited = timed("generate --d 64 --k 1000 --steps 5000 --time-limit 3",
                     ["generate", "--d", "64", "--k", "1000", "--steps", "5000", "--time-limit", "3", "--out", bank,
-                     "--overwrite", "--json", "--no-certify"], 1, "max-cos within 0.003 of the default run")
+                     "--overwrite", "--no-certify"], 1, "max-cos within 0.003 of the default run")
     for row in (default, limited):
-        row["max_cos"] = row["report"]["stats"]["max_cos"]
+        row["max_cos"] = max_cos(row["stdout"])
     limited["gap"] = limited["max_cos"] - default["max_cos"]
     return [default, limited]
 
@@ -141,19 +139,19 @@ def time_limit_rows(work: Path) -> list[dict]:
 def large_k_rows(work: Path) -> list[dict]:
     bank = str(work / "large.h5")
     run = timed("generate --d 64 --k 100000 --time-limit 120", ["generate", "--d", "64", "--k", "100000",
-                "--time-limit", "120", "--out", bank, "--overwrite", "--json", "--no-certify"], 1,
+                "--time-limit", "120", "--out", bank, "--overwrite", "--no-certify"], 1,
                 "max-cos <= 0.45 (random: 0.68)")
-    run["max_cos"] = run["report"]["stats"]["max_cos"]
+    run["max_cos"] = max_cos(run["stdout"])
     cert = timed("certify (64, 100000) code", ["certify", bank], 1, "<= 60 s")
     cert["width"] = certified_width(cert["stdout"])
     return [run, cert]
 
 
 def contention_rows(work: Path) -> list[dict]:
-    """The README main job alone and next to a CPU-bound process of as many threads as there are cores."""
+    """The README main job alone and next to another CPU-bound (single-threaded) process."""
     args = ["generate", "--d", "64", "--k", "1000", "--out", str(work / "m.h5"), "--overwrite"]
     idle = timed("README main job, alone", args, 1, "reference")
-    burner = subprocess.Popen([sys.executable, "-c", _BURN, str(usable_cores())])
+    burner = subprocess.Popen([sys.executable, "-c", _BURN, "1"])
     try:
         time.sleep(1.0)
         busy = timed("README main job, next to a CPU-bound process", args, 1, "<= 1.5 x alone")
@@ -164,7 +162,7 @@ def contention_rows(work: Path) -> list[dict]:
     return [idle, busy]
 
 
-# A process that keeps `n` cores busy with NumPy work until it is killed.
+# A process that keeps `n` threads busy with NumPy work until it is killed.
 _BURN = """
 import sys, threading, numpy as np
 def spin():
@@ -193,6 +191,8 @@ def show(rows: list[dict]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="closed forms and certificates only")
+    parser.add_argument("--no-large", action="store_true", help="leave out the (64, 10^5) rows (~25 min on 2 cores)")
+    parser.add_argument("--large-only", action="store_true", help="only the (64, 10^5) rows")
     parser.add_argument("--repeats", type=int, default=3, help="runs per fast row (median)")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows to this file")
     args = parser.parse_args()
@@ -200,18 +200,20 @@ def main() -> None:
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        rows += closed_form_rows(work, args.repeats)
-        rows += certify_rows(work, args.repeats)
+        parts = [lambda: closed_form_rows(work, args.repeats), lambda: certify_rows(work, args.repeats)]
         if not args.quick:
-            rows += time_limit_rows(work)
-            rows += contention_rows(work)
-            rows += large_k_rows(work)
+            parts += [lambda: time_limit_rows(work), lambda: contention_rows(work)]
+        if args.large_only:
+            parts = []
+        if (not args.quick and not args.no_large) or args.large_only:
+            parts.append(lambda: large_k_rows(work))
+        for part in parts:
+            rows += part()
     show(rows)
     print(f"load average after: {os.getloadavg()}")
     if args.json is not None:
         for r in rows:
             r.pop("stdout", None)
-            r.pop("report", None)
         args.json.write_text(json.dumps(rows, indent=2))
 
 

@@ -17,7 +17,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammaln
 
 from .checks import check_sizes
 
@@ -85,10 +84,10 @@ def theorem_3_9(d: int, k: int) -> Theorem39Bounds:
     if d < 2 or k < threshold:
         return Theorem39Bounds(None, None, False, condition)
     log_lower_base = (
-        0.5 * math.log(math.pi) - math.log(k) + gammaln((d + 1) / 2) - gammaln(d / 2 + 1)
+        0.5 * math.log(math.pi) - math.log(k) + math.lgamma((d + 1) / 2) - math.lgamma(d / 2 + 1)
     )
     log_upper_base = (
-        math.log(2) + 0.5 * math.log(math.pi) - math.log(k) + gammaln((d + 1) / 2) - gammaln(d / 2)
+        math.log(2) + 0.5 * math.log(math.pi) - math.log(k) + math.lgamma((d + 1) / 2) - math.lgamma(d / 2)
     )
     lower = 0.5 * math.exp(2.0 / (d - 1) * log_lower_base)
     upper = 2.0 * math.exp(log_upper_base / (d - 1))
@@ -151,6 +150,10 @@ def max_cos_lower_bound(d: int, k: int) -> MaxCosLowerBound:
         classical = MaxCosLowerBound(-1.0 / (k - 1), "simplex bound -1/(K-1)")
     else:
         classical = MaxCosLowerBound(0.0, "Rankin bound (K >= d+2)")
+    if k <= 2 * d:
+        # Attained (simplex ETF, cross-polytope vertices): no bound can exceed
+        # it, so the LP (and loading its solver) is skipped.
+        return classical
     lp = lp_max_cos_lower_bound(d, k)
     return lp if lp.value > classical.value else classical
 

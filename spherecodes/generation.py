@@ -37,6 +37,8 @@ METHOD_OPTIONS = {
     "triplets": ("privileged",),
     "neighbours": ("tammes", "auto"),
     "refresh": ("tammes", "auto"),
+    "effort": ("tammes",),
+    "init": ("tammes", "softmax", "maxsep"),
 }
 
 #: Methods that run a single start (``restarts`` does not apply).
@@ -68,6 +70,8 @@ def options_of(methods: tuple) -> list[str]:
     --------
     >>> options_of(("tammes", "auto"))
     ['neighbours', 'refresh']
+    >>> options_of(("tammes",))
+    ['effort']
     """
     return [name for name, takers in METHOD_OPTIONS.items() if takers == tuple(methods)]
 
@@ -135,6 +139,10 @@ def code_from_result(
         "best_restart": int(result.best_restart),
         "stop_reason": result.stop_reason,
     }
+    if result.stop_detail:
+        settings["stop_detail"] = result.stop_detail
+    if result.stages:
+        settings["stages"] = result.stages
     if result.refreshes:
         settings["refreshes_run"] = int(result.refreshes)
     return make_code(
@@ -164,6 +172,8 @@ def generate(
     max_memory: float | None = None,
     neighbours: int | None = None,
     refresh: int | None = None,
+    effort: str = "default",
+    init=None,
 ) -> Code:
     """Compute a K-prototype code in R^d and its float64 statistics.
 
@@ -206,6 +216,10 @@ def generate(
         pairs, the dense path), refreshed every ``refresh`` steps; default
         chosen from (d, K) and the memory (see
         :func:`spherecodes.solvers.tammes_defaults`).
+    effort : {"low", "default", "high"}
+        ``tammes`` only: how much work to spend (see :func:`spherecodes.solvers.tammes`).
+    init : array_like, optional
+        ``tammes``, ``softmax`` and ``maxsep``: the optimiser's start code, (K, d).
 
     Returns
     -------
@@ -229,7 +243,7 @@ def generate(
         raise SpherecodesError(f"rotation must be one of {', '.join(ROTATIONS)}, got {rotation!r}")
     wrong = inapplicable_options(method, embeddings=embeddings, semantic_weight=semantic_weight,
                                  triplets=None if triplets == "auto" else triplets, neighbours=neighbours,
-                                 refresh=refresh)
+                                 refresh=refresh, effort=None if effort == "default" else effort, init=init)
     if wrong:
         takers = METHOD_OPTIONS[wrong[0]]
         raise SpherecodesError(f"{_listed(options_of(takers))} apply to the {_listed(takers, 'or')} method, "
@@ -240,7 +254,7 @@ def generate(
     return run(d, k, method, name=name, labels=labels, seed=seed, used_seed=used_seed, rotation=rotation,
                device=device, steps=steps, restarts=restarts, time_limit=time_limit, progress=progress,
                embeddings=embeddings, semantic_weight=semantic_weight, triplets=triplets, max_memory=max_memory,
-               neighbours=neighbours, refresh=refresh)
+               neighbours=neighbours, refresh=refresh, effort=effort, init=init)
 
 
 def _listed(names, conjunction: str = "and") -> str:
@@ -302,17 +316,17 @@ def _closed_form(d, k, method, *, name, labels, seed, used_seed, rotation, max_m
 
 
 def _optimise(solver, d, k, *, name, labels, seed, used_seed, device, steps, restarts, time_limit, progress,
-              max_memory, solver_options=None) -> Code:
+              init, max_memory, solver_options=None) -> Code:
     result = solver(d, k, seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device,
-                    progress=progress, **(solver_options or {}))
+                    progress=progress, init=init, **(solver_options or {}))
     return code_from_result(result, name=name, labels=labels, seed=used_seed, max_memory=max_memory)
 
 
-def _tammes(d, k, method, *, max_memory, neighbours, refresh, **options) -> Code:
+def _tammes(d, k, method, *, max_memory, neighbours, refresh, effort, **options) -> Code:
     from .solvers import tammes
 
     # Only tammes sizes its working set (dense or neighbour lists) to the memory limit.
-    large = {"neighbours": neighbours, "refresh": refresh, "max_memory": max_memory}
+    large = {"neighbours": neighbours, "refresh": refresh, "max_memory": max_memory, "effort": effort}
     return _optimise(tammes, d, k, max_memory=max_memory, solver_options=large, **_common(options))
 
 
@@ -329,7 +343,7 @@ def _maxsep(d, k, method, *, max_memory, **options) -> Code:
 
 
 def _common(options: dict) -> dict:
-    keys = ("name", "labels", "seed", "used_seed", "device", "steps", "restarts", "time_limit", "progress")
+    keys = ("name", "labels", "seed", "used_seed", "device", "steps", "restarts", "time_limit", "progress", "init")
     return {key: options[key] for key in keys}
 
 

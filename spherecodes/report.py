@@ -139,6 +139,13 @@ def _fmt(x: float | None, digits: int = 10) -> str:
     return "n/a" if x is None else f"{x:.{digits}g}"
 
 
+def _format_stages(stages: list[dict]) -> str:
+    """How an optimiser spent its time, e.g. "anneal 64 starts 5.2 s; polish 3 codes 1.1 s"."""
+    units = {"anneal": "starts", "polish": "codes", "perturb": "rounds"}
+    return "; ".join(f"{st['stage']} {st['starts']} {units.get(st['stage'], 'items')} {st['seconds']:.3g} s"
+                     for st in stages)
+
+
 def format_code_report(report: dict) -> str:
     """Render :func:`code_report` as a short, aligned text block.
 
@@ -164,6 +171,8 @@ def format_code_report(report: dict) -> str:
         f"code {report['name']}: K = {report['k']} prototypes in d = {report['d']}",
         ("bank", report["bank"]) if report["bank"] else None,
         ("made with", made),
+        ("time spent", _format_stages(report["settings"].get("stages"))) if report["settings"].get("stages") else None,
+        ("stopped", report["settings"]["stop_detail"]) if report["settings"].get("stop_detail") else None,
         *_origin_lines(report),
         ("max-cos", f"{_fmt(report['max_cos'])}   (min angle {report['min_angle_deg']:.6f} deg)"
          + (f"; exactly {report['exact_max_cos']}" if report.get("exact_max_cos") else "")),

@@ -163,3 +163,16 @@ def test_large_supports_are_certified_exactly():
     assert cert.certified and cert.width <= 1e-12
     assert (cert.support_indices >= 0).sum(axis=1).min() == 256
     assert abs(cert.rho_lower - 257 / 256) <= 1e-12
+
+
+@pytest.mark.parametrize("noise", [1e-15, 1e-14, 1e-13])
+def test_nearly_balanced_shells_store_bounds_their_witness_reproduces(noise):
+    """Rounding-level noise leaves the shells almost balanced: what is stored must still check."""
+    rng = np.random.default_rng(11)
+    w = rotated(e8_roots(), seed=2) + noise * rng.standard_normal((240, 8))
+    w /= np.linalg.norm(w, axis=1, keepdims=True)
+    cert = one_vs_rest_distances(w, device="cpu")
+    assert cert.certified
+    lo, hi = verify_witness(w, cert)  # raises if a stored end is not reproduced
+    assert np.all(lo >= cert.lo - 1e-12) and np.abs(hi - cert.hi).max() <= 1e-12
+    assert abs(cert.rho_lower - 0.5) <= 100 * noise + 1e-12

@@ -31,7 +31,10 @@ import numpy as np
 
 from ._blocks import assemble_supports
 
-__all__ = ["EXACT_WIDTH", "PAIR_ATTEMPTS", "GATHER_SHELL", "GIVE_UP_AFTER", "SHELL_TOL", "ShellBounds", "shell_block_rows", "shell_bounds"]
+__all__ = [
+    "EXACT_WIDTH", "GATHER_SHELL", "GIVE_UP_AFTER", "PAIR_ATTEMPTS", "SHELL_TOL", "ShellBounds", "shell_block_rows",
+    "shell_bounds",
+]
 
 #: Inner products within this of the largest count as the nearest shell.
 #: Rounding in a product of unit vectors is ~d·1e-16; anything looser only
@@ -62,8 +65,10 @@ class ShellBounds:
     Attributes
     ----------
     lo : ndarray, shape (K,)
-        The dual bound from ``h = w_k/‖w_k‖`` for the classes examined
-        (a class is not examined when the pass gave up, see :data:`GIVE_UP_AFTER`).
+        The dual bound from ``h = w_k/‖w_k‖`` for the classes examined (less
+        ``2‖r_k/‖r_k‖ − w_k/‖w_k‖‖`` for the settled ones, so that the bound of
+        their witness's own direction is never below it), 0 for a class not
+        examined when the pass gave up (see :data:`GIVE_UP_AFTER`).
     hi : ndarray, shape (K,)
         ``‖w_k − Σ v_j w_j‖`` where a balanced witness was found, else ``inf``.
     exact : ndarray of bool, shape (K,)
@@ -122,13 +127,13 @@ def shell_bounds(
     for start in range(0, len(todo), rows_per_block):
         if start >= GIVE_UP_AFTER and not np.isfinite(hi[todo[:start]]).any():
             break  # no balanced shell so far: an optimised code; the QP takes the rest
-        rows = todo[start : start + rows_per_block]
-        n = len(rows)
-        gram = w[rows] @ w.T
-        gram[np.arange(n), rows] = -np.inf
+        block = todo[start : start + rows_per_block]
+        n = len(block)
+        gram = w[block] @ w.T
+        gram[np.arange(n), block] = -np.inf
         best = gram.max(axis=1)
-        own = norms[rows]
-        lo[rows] = np.maximum(own - best / own, 0.0)
+        own = norms[block]
+        lo[block] = np.maximum(own - best / own, 0.0)
         shell = gram >= (best - SHELL_TOL)[:, None]
         del gram
         count = shell.sum(axis=1)
@@ -136,12 +141,21 @@ def shell_bounds(
 
         def settle(local, idx, wt, mixed):
             """Keep the witnesses whose bounds meet; the others stay unsettled."""
-            r = w[rows[local]] - mixed
+            classes = block[local]
+            r = w[classes] - mixed
             h = np.sqrt(np.einsum("nd,nd->n", r, r))
+            # The witness is checked later with the direction r/‖r‖, whose
+            # bound is within 2‖r/‖r‖ − w_k/‖w_k‖‖ of that of w_k/‖w_k‖
+            # (Cauchy–Schwarz, ‖w_k − w_j‖ <= 2): store the smaller one.  A
+            # duplicated prototype has r = 0 and distance 0.
+            with np.errstate(invalid="ignore", divide="ignore"):
+                drift = np.linalg.norm(r / h[:, None] - w[classes] / norms[classes, None], axis=1)
+            low = np.where(h > 0, lo[classes] - 2.0 * drift, 0.0)
             # lo <= dist <= hi, so lo can exceed hi only by rounding.
-            good = np.abs(h - lo[rows[local]]) <= accept * (1.0 + h)
-            hi[rows[local[good]]] = h[good]
-            pieces.append((rows[local[good]], idx[good], wt[good]))
+            good = np.abs(h - low) <= accept * (1.0 + h)
+            hi[classes[good]] = h[good]
+            lo[classes[good]] = np.minimum(low[good], h[good])
+            pieces.append((classes[good], idx[good], wt[good]))
             unsettled[local[good]] = False
 
         # Carathéodory: some optimal witness has at most d + 1 points, so a
@@ -157,10 +171,9 @@ def shell_bounds(
                 chosen = np.flatnonzero(unsettled & eligible & (count >= 2))
                 if chosen.size == 0:
                     break
-                settle(chosen, *_pair_witness(w, rows[chosen], shell[chosen], best[chosen], attempt))
+                settle(chosen, *_pair_witness(w, block[chosen], shell[chosen], best[chosen], attempt))
         del shell
     exact = np.isfinite(hi)
-    lo = np.where(exact, np.minimum(lo, hi), lo)
     indices, weights = assemble_supports(k, pieces)
     return ShellBounds(lo=lo, hi=hi, exact=exact, support_indices=indices, support_weights=weights)
 
