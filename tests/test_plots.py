@@ -6,13 +6,15 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from spherecodes.bank import make_code, write_code
+from spherecodes.bank import write_code
+from spherecodes.code import make_code
 from spherecodes.certificate import one_vs_rest_distances
 from spherecodes.cli import main
 from spherecodes.constructions import regular_polygon
 from spherecodes.errors import SpherecodesError
-from spherecodes.plots import closed_form_rho, cosine_histogram, plot_bounds, plot_code
-from spherecodes.registry import publish
+from spherecodes.catalog import publish
+from spherecodes.constructions import closed_form_rho
+from spherecodes.plots import cosine_histogram, plot_bounds, plot_code
 
 from conftest import dense_offdiagonal_cos, random_code
 
@@ -48,6 +50,7 @@ def test_cosine_histogram_counts_every_pair_once():
     assert dense_offdiagonal_cos(w).size == 2 * counts.sum()
 
 
+@pytest.mark.slow
 def test_report_plot_png_and_pdf(bank, tmp_path):
     runner = CliRunner()
     out = tmp_path / "code.png"
@@ -70,6 +73,7 @@ def test_report_plot_bad_file_name_fails_before_any_work(bank, tmp_path):
     assert list(tmp_path.glob("*.gif")) == []
 
 
+@pytest.mark.slow
 def test_plot_code_panels(tmp_path, monkeypatch):
     import spherecodes.plots as plots
 
@@ -97,6 +101,7 @@ def test_plot_code_panels(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d16.png", "d3.svg", "polygon.png"]
 
 
+@pytest.mark.slow
 def test_bounds_plot_overlays_catalog_banks(tmp_path, monkeypatch):
     folder = tmp_path / "cat"
     folder.mkdir()
