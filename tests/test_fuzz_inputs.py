@@ -105,7 +105,6 @@ REPLACEMENTS = st.one_of(
 )
 
 
-@pytest.mark.xfail(strict=True, reason="not handled yet")
 @FUZZ
 @given(data=st.data())
 def test_retyped_or_deleted_fields_are_refused_in_one_line(tmp_path, data):
@@ -135,7 +134,6 @@ def test_retyped_or_deleted_fields_are_refused_in_one_line(tmp_path, data):
         assert "\n" not in str(err)
 
 
-@pytest.mark.xfail(strict=True, reason="not handled yet")
 @FUZZ
 @given(flips=st.lists(st.tuples(st.integers(0, len(GOOD_BANK) - 1), st.integers(1, 255)), min_size=1, max_size=8))
 def test_flipped_bytes_are_refused_or_harmless(tmp_path, flips):
@@ -217,7 +215,6 @@ def test_npy_with_any_numbers(tmp_path, array):
         assert code.prototypes.shape == array.shape
 
 
-@pytest.mark.xfail(strict=True, reason="not handled yet")
 @FUZZ
 @given(data=st.binary(max_size=4096), suffix=st.sampled_from([".npy", ".csv", ".txt", ".pt", ".pth"]))
 def test_random_bytes_under_any_suffix(tmp_path, data, suffix):
@@ -260,7 +257,6 @@ TORCH_OBJECTS = st.one_of(
 )
 
 
-@pytest.mark.xfail(strict=True, reason="not handled yet")
 @FUZZ
 @given(obj=TORCH_OBJECTS, damage=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), max_size=3))
 def test_torch_files(tmp_path, obj, damage):

@@ -29,7 +29,7 @@ from ...semantic import (
 from ...solvers import tammes_estimate
 from .._common import ProgressBar, default_bank_path, show_report, tell
 from .._common import certify as certify_prototypes
-from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_options, main
+from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, SECONDS, SEED, FiniteFloat, MemorySize, embedding_options, main
 
 @main.command(name="generate")
 @click.option("--d", "d", type=DIM, required=True, help="Dimension of the prototypes (>= 1).")
@@ -47,7 +47,7 @@ from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_opti
     "plus the ranking loss of Mettes et al. 2019, Eq. 6 on word embeddings of the class names "
     "(needs --classes and --embeddings). The others are closed forms for the sizes where they apply.",
 )
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the optimiser's random starts or of the random rotation.")
 @click.option(
     "--rotation",
@@ -62,7 +62,7 @@ from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_opti
               help="Optimisers only: steps per start. Default: chosen from (d, K).")
 @click.option("--restarts", type=click.IntRange(min=1), default=None,
               help="Optimisers only: number of random starts. Default: chosen from (d, K).")
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--time-limit", type=SECONDS, default=None,
               metavar="SECONDS", help="Optimisers only: stop then and store the best code so far "
               "(Ctrl-C does the same).")
 @click.option("--max-memory", type=MemorySize(), default=None, help=MAX_MEMORY_HELP)
@@ -91,7 +91,7 @@ from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_opti
               help="privileged only: word vectors for the class names (word2vec, GloVe or a gensim save); "
               "multi-word names use the mean of their words.")
 @embedding_options
-@click.option("--semantic-weight", type=click.FloatRange(min=0), default=None,
+@click.option("--semantic-weight", type=FiniteFloat(min=0), default=None,
               help=f"privileged only: weight of the ranking loss against separation; higher follows the "
               f"embeddings more closely at a higher max-cos. Default: {DEFAULT_SEMANTIC_WEIGHT:g}.")
 @click.option("--triplets", type=click.Choice(TRIPLET_STRATEGIES), default=None,
