@@ -39,7 +39,7 @@ def rounding_tolerance(dtype, d: int) -> float:
 
     Examples
     --------
-    >>> rounding_tolerance(np.float32, 4) == 2 * np.finfo(np.float32).eps
+    >>> bool(rounding_tolerance(np.float32, 4) == 2 * np.finfo(np.float32).eps)
     True
     >>> rounding_tolerance(np.float64, 4) == UNIT_TOL
     True

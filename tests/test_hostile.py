@@ -413,6 +413,20 @@ _damaged("bank-nearest-cos-wrong-length", lambda g: _replace(g["stats"], "neares
 _damaged("bank-labels-integers", lambda g: g.create_dataset("labels", data=np.arange(10)), ("labels",))
 
 
+_damaged("bank-support-weights-nan",
+         lambda g: _replace(g["certificate"], "support_weights", np.full(g["certificate/support_weights"].shape, np.nan)),
+         ("support_weights", "NaN"))
+_damaged("bank-rattlers-invented", lambda g: _replace(g["stats"], "rattlers", np.array([0, 1])), ("rattlers",))
+_damaged("bank-prototypes-float32",
+         lambda g: _replace(g, "prototypes", g["prototypes"][()].astype(np.float32)), ("prototypes", "float64"))
+
+
+@case("word2vec-header-claims-a-billion-words", says=(r"vectors\.txt", "1000000000"))
+def _(f, web):
+    (f / "vectors.txt").write_text("1000000000 300\n" + "cat " + " ".join(["0.1"] * 300) + "\n")
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", f / "vectors.txt"]
+
+
 @case("bank-prototypes-external-link", says=("prototypes", "link"))
 def _(f, web):
     def edit(group):

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ...bank import check_writable_destination, list_codes, write_code
+from ...bounds import max_cos_lower_bound
 from ...checks import check_sizes
 from ...errors import SpherecodesError
 from ...generation import (
@@ -160,12 +161,15 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
                         embeddings=class_vectors, semantic_weight=semantic_weight, triplets=triplets or "auto",
                         max_memory=max_memory, neighbours=neighbours, refresh=refresh)
     interrupted = code.settings.get("stop_reason") == "interrupted"
-    if certify and not interrupted:
-        try:
+    try:
+        if certify and not interrupted:
             code.certificate = certify_prototypes(code.prototypes, device=device, max_memory=max_memory,
                                                   quiet=not tell(quiet, as_json))
-        except KeyboardInterrupt:
-            interrupted = True
+        # The LP bound the bank stores takes seconds at large sizes: computed here (and remembered), so that
+        # Ctrl-C during it keeps the code instead of abandoning the write.
+        max_cos_lower_bound(d, k)
+    except KeyboardInterrupt:
+        interrupted = True
     write_code(out, code, overwrite=overwrite)
     if interrupted:
         click.echo(f"Interrupted; kept the best code so far as {code.name} in {out} (max-cos {code.stats.max_cos:.10g}"
