@@ -483,13 +483,14 @@ def write_code(path, code: Code, *, overwrite: bool = False) -> None:
     >>> write_code(path, make_code(e8_roots(), method="e8"))
     Traceback (most recent call last):
     ...
-    spherecodes.errors.SpherecodesError: code 'e8-d8-k240' already exists in ...; pass overwrite=True (--overwrite) to replace it
+    spherecodes.errors.SpherecodesError: code 'e8-d8-k240' already exists in ...; pass overwrite=True to replace it
     """
     path = Path(path)
     existing = _existing_names(path)
     if code.name in existing and not overwrite:
         raise SpherecodesError(
-            f"code {code.name!r} already exists in {path}; pass overwrite=True (--overwrite) to replace it"
+            f"code {code.name!r} already exists in {path}; pass overwrite=True to replace it",
+            flags={"overwrite=True": "--overwrite"},
         )
     # Everything stored is computed before the temporary file exists: Ctrl-C meanwhile leaves nothing behind.
     _rewrite(path, keep=[n for n in existing if n != code.name], add=(code, _bounds_of(code)))

@@ -815,6 +815,13 @@ def _(f, web):
 # ---- writing banks: nothing half-written, the old bank kept
 
 
+@case("fetch-out-over-an-existing-code", says=("already exists", "--overwrite"))
+def _(f, web):
+    first = CliRunner().invoke(main, ["fetch", "--d", "11", "--k", "12", "--url", "", "--out", str(f / "b.h5"), "-q"])
+    assert first.exit_code == 0, first.output
+    return ["fetch", "--d", "11", "--k", "12", "--url", "", "--out", f / "b.h5"]
+
+
 @case("out-is-immutable", says=("bank.h5", "cannot|not writable|permission|immutable"))
 def _(f, web):
     bank = _bank(f)
@@ -907,6 +914,7 @@ def test_hostile_input_gets_one_line_and_changes_nothing(name, tmp_path, web, mo
     assert "Traceback" not in stderr + stdout
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("Error: "), stderr
+    print(f"{name} | exit {code} | {lines[0]}")  # the table of outcomes (pytest -rP shows it)
     for pattern in case_.says:
         assert re.search(pattern, lines[0], re.IGNORECASE), f"{pattern!r} not in {lines[0]!r}"
     assert not re.search(r"\b[a-z_]+=(True|False|None)\b", lines[0]), f"names a Python argument: {lines[0]}"
