@@ -106,7 +106,8 @@ def _read_matrix(path: Path, suffix: str) -> np.ndarray:
             warnings.simplefilter("error")  # numpy warns, then guesses, on an empty or odd text file
             return np.loadtxt(path, delimiter=delimiter, ndmin=2)
     except (ValueError, OSError, UnicodeDecodeError, UserWarning) as err:
-        message = str(err).splitlines()[0] if str(err) else type(err).__name__
+        # NumPy's own advice names its Python arguments (usecols=...): keep only what is wrong.
+        message = str(err).splitlines()[0].split(";")[0] if str(err) else type(err).__name__
         if isinstance(err, UnicodeDecodeError):
             message = f"not UTF-8 text (byte {err.start})"
         raise SpherecodesError(f"cannot read {path} as {MATRIX_SUFFIXES[suffix]}: {message[:200]}") from None

@@ -160,7 +160,7 @@ def test_unreadable_embedding_files_are_one_line_errors(keyed_vectors, tmp_path)
     with pytest.raises(SpherecodesError, match=r"cannot read .* as word2vec-text embeddings") as err:
         load_embeddings(tmp_path / "v.bin", "word2vec-text")
     assert "\n" not in str(err.value)
-    with pytest.raises(SpherecodesError, match="no such embedding file"):
+    with pytest.raises(SpherecodesError, match="no such word-vector file"):
         load_embeddings(tmp_path / "absent.bin")
     with pytest.raises(SpherecodesError, match="unknown embedding format 'fasttext'"):
         load_embeddings(tmp_path / "v.bin", "fasttext")

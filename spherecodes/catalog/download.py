@@ -513,5 +513,8 @@ def _download(location: str, entry: CatalogEntry, *, offline: bool) -> Fetched:
                 f"{url} was refused: its size and SHA-256 must both match the catalog: size expected {entry.size} "
                 f"bytes, got {size}; SHA-256 expected {entry.sha256}, got {digest}; nothing was cached"
             )
-        code = _read_entry(tmp, entry)
+        try:
+            code = _read_entry(tmp, entry)
+        except SpherecodesError as err:  # name the download, not its temporary file
+            raise SpherecodesError(f"{str(err).replace(str(tmp), url)}; nothing was cached", flags=err.flags) from None
     return Fetched(code=code, entry=entry, path=target, source=location, downloaded=True)

@@ -140,7 +140,7 @@ def load_embeddings(path, fmt: str = "auto"):
 
     if fmt not in EMBEDDING_FORMATS:
         raise SpherecodesError(f"unknown embedding format {fmt!r}; choose one of {', '.join(EMBEDDING_FORMATS)}")
-    path = check_input_file(path, "embedding file")
+    path = check_input_file(path, "word-vector file (word2vec, GloVe or a gensim save)")
     if fmt == "auto":
         fmt = _sniff_embedding_format(path)
     try:
