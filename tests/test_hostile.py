@@ -1069,6 +1069,26 @@ def test_ctrl_c_during_the_rename_is_delivered_after_it(tmp_path, monkeypatch):
     assert _hidden_temporaries(tmp_path) == []
 
 
+def test_ctrl_c_swallowed_while_writing_still_abandons_the_write(tmp_path):
+    """A library may catch the KeyboardInterrupt of a Ctrl-C (h5py's C callbacks do); the write is still abandoned."""
+    import signal
+
+    from spherecodes.atomic import replace_atomically
+
+    target = tmp_path / "data.txt"
+    target.write_text("old")
+    with pytest.raises(KeyboardInterrupt):
+        with replace_atomically(target) as tmp:
+            tmp.write_text("new")
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(1)
+            except KeyboardInterrupt:
+                pass  # swallowed
+    assert target.read_text() == "old"
+    assert _hidden_temporaries(tmp_path) == []
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.0, 0.5, 1.5])
 def test_ctrl_c_at_any_moment_of_generate_keeps_a_valid_bank(tmp_path, delay):
