@@ -1008,6 +1008,13 @@ def test_python_readers_refuse_a_certificate_that_does_not_check(tmp_path):
         PrototypeClassifier.from_bank(bank)
 
 
+def test_a_seed_past_2_63_is_refused_where_a_code_is_made():
+    import spherecodes
+
+    with pytest.raises(spherecodes.SpherecodesError, match=r"seed must be an integer in \[0, 2\*\*63\)"):
+        spherecodes.make_code(_simplex(3, np.float64), method="etf", seed=2**70)
+
+
 # --------------------------------------------------------------------------- signals and dead writers
 
 
