@@ -21,21 +21,15 @@ from ..memory import require_memory
 from ..solvers import DTYPES, Clock, SolverResult, descend_on_sphere, tammes_defaults
 from ..sphere import random_start
 from ..stats import max_cos
+from ._options import (
+    ALL_TRIPLETS_UP_TO_K,
+    DEFAULT_NEIGHBOURS,
+    DEFAULT_SEMANTIC_WEIGHT,
+    DEFAULT_TRIPLET_SAMPLES,
+    TRIPLET_STRATEGIES,
+)
 from .embeddings import ClassEmbeddings, vectors_of
 
-
-#: Ways to choose the triplet set T of Eq. 6; ``auto`` is ``all`` up to :data:`ALL_TRIPLETS_UP_TO_K` classes,
-#: ``sampled`` beyond.
-TRIPLET_STRATEGIES = ("auto", "all", "sampled", "neighbours")
-
-#: Largest K for which ``auto`` uses every triplet (K = 200 gives 3.9 million per step).
-ALL_TRIPLETS_UP_TO_K = 200
-
-#: Triplets drawn per step by the ``sampled`` and ``neighbours`` strategies.
-DEFAULT_TRIPLET_SAMPLES = 1 << 16
-
-#: Nearest embedding neighbours per class for the ``neighbours`` strategy.
-DEFAULT_NEIGHBOURS = 10
 
 # Up to this K the ``sampled`` strategy keeps the K x K embedding cosines (128 MiB at the limit).
 _EMBEDDING_GRAM_UP_TO_K = 4096
@@ -227,10 +221,6 @@ def privileged_information_loss(gram, near, far, target):
 
 
 # --------------------------------------------------------------------------- the privileged optimiser
-
-#: Weight of L_PI in ``L_HP + weight · L_PI``; Mettes et al. (2019) sums the two losses.
-DEFAULT_SEMANTIC_WEIGHT = 1.0
-
 
 def privileged(
     d: int,

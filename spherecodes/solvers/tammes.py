@@ -22,7 +22,7 @@ import torch
 
 from ..checks import check_sizes
 from ..devices import resolve_device, timed_call, torch_threads
-from ..memory import Estimate, memory_limit, require_memory
+from ..memory import Estimate, memory_limit, process_peak, require_memory
 from ..sphere import normalise_rows, random_start
 from ..stats import max_cos
 from ._basin import LOCAL_STEPS, perturbation_rounds
@@ -248,13 +248,14 @@ def tammes_estimate(
     cfg = TammesOptions.resolve(d, k, steps=steps, restarts=restarts, device=dev, effort=effort, **options)
     limit = memory_limit(str(dev), cfg.max_memory)
     if cfg.closed_form and closed_form_optimum(d, k) is not None:
-        return Estimate("tammes: a provably optimal closed form", "cpu", 8.0 * k * d, limit, 0.0)
+        return Estimate("tammes: a provably optimal closed form", "cpu", process_peak(8.0 * k * d), limit, 0.0)
     plan = tammes_memory(d, k, cfg, dev)
     runs = f"{cfg.restarts} x {cfg.steps} steps, {cfg.dtype}"
     with torch_threads(cfg.threads):
         if plan is not None:
             what = f"tammes with neighbour lists (m = {plan.m}, refresh every {cfg.refresh} steps), {runs}"
-            return Estimate(what, str(dev), plan.nbytes, limit, cfg.restarts * neighbour_seconds(cfg, plan, dev))
+            return Estimate(what, str(dev), process_peak(plan.nbytes, loads_torch=True), limit,
+                            cfg.restarts * neighbour_seconds(cfg, plan, dev))
         n = min(k, 1024)
         x = torch.nn.functional.normalize(torch.randn(1, n, d, dtype=DTYPES[cfg.dtype]), dim=2).to(dev)
         step = timed_call(lambda: torch.bmm(torch.bmm(x, x.transpose(1, 2)).exp_(), x), dev) * (k / n) ** 2
@@ -264,7 +265,8 @@ def tammes_estimate(
     perturbing = cfg.perturb_rounds * min(16, max(1, 2**20 // k**2)) * LOCAL_STEPS if cfg.polish else 0
     if perturbing:
         what += f", then {cfg.perturb_rounds} perturbation rounds"
-    return Estimate(what, str(dev), dense_bytes(k, d, cfg.batch_size, itemsize), limit,
+    working = dense_bytes(k, d, cfg.batch_size, itemsize)
+    return Estimate(what, str(dev), process_peak(working, loads_torch=True), limit,
                     (cfg.restarts * cfg.steps + perturbing) * step)
 
 

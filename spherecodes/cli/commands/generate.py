@@ -19,18 +19,17 @@ from ...generation import (
     planned_code_name,
     resolve_method,
 )
+from ... import semantic
 from ...loading import load_code
 from ...semantic import (
     DEFAULT_SEMANTIC_WEIGHT,
     TRIPLET_STRATEGIES,
     class_embeddings,
     read_class_names,
-    semantic_report,
 )
-from ...solvers import tammes_estimate
 from .._common import ProgressBar, default_bank_path, show_report, tell
 from .._common import certify as certify_prototypes
-from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_options, main
+from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_options, main, threads_option
 
 @main.command(name="generate")
 @click.option("--d", "d", type=DIM, required=True, help="Dimension of the prototypes (>= 1).")
@@ -107,6 +106,7 @@ from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_opti
               help="privileged only: class triplets of the ranking loss per step: all, a fresh uniform "
               "sample, or each class's nearest embedding neighbours. Default (auto): all up to 200 "
               "classes, sampled beyond.")
+@threads_option
 def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_limit, max_memory, effort, init_path,
                  init_code, neighbours, refresh, out, name, overwrite, as_json, certify, quiet, classes, embeddings,
                  embeddings_format, missing_words, semantic_weight, triplets):
@@ -159,6 +159,8 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     resolved = resolve_method(d, k, method)
     init = _read_start(init_path, init_code, d, k, resolved)
     if resolved == "tammes":
+        from ...solvers import tammes_estimate  # torch is loaded only for an optimiser
+
         # Refuses an impossible size here, before any work.
         estimate = tammes_estimate(d, k, steps=steps, restarts=restarts, device=device, neighbours=neighbours,
                                    refresh=refresh, max_memory=max_memory, effort=effort)
@@ -185,8 +187,8 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
                    f"{', uncertified' if code.certificate is None else ''}).", err=True)
         raise click.exceptions.Exit(130)
     if as_json or not quiet:
-        semantic = semantic_report(code, class_vectors) if privileged else None
-        show_report(code, str(out), as_json, semantic)
+        report = semantic.semantic_report(code, class_vectors) if privileged else None
+        show_report(code, str(out), as_json, report)
 
 
 
