@@ -18,7 +18,9 @@ unit rows and the SHA-256 of the prototype bytes, and refuses anything else.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import stat
 import tempfile
 from pathlib import Path
 
@@ -28,7 +30,8 @@ import numpy as np
 from . import __version__
 from .atomic import replace_atomically
 from .bounds import known_optimal, max_cos_lower_bound, theorem_3_9
-from .certificate import OneVsRestCertificate, support_residuals
+from .certificate import OneVsRestCertificate, support_residuals, verify_witness
+from .checks import SEED_LIMIT
 from .code import Code, check_labels, prototype_checksum
 from .errors import SpherecodesError
 from .memory import require_memory
@@ -48,10 +51,16 @@ _COMPRESS_UP_TO_BYTES = 512 * 2**20
 def _open_bank(path) -> h5py.File:
     """Open an existing bank read-only after checking that it is one this version reads."""
     path = Path(path)
-    if not path.exists():
-        raise SpherecodesError(f"no such bank file: {path}")
-    if path.is_dir():
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise SpherecodesError(f"no such bank file: {path}") from None
+    except OSError as err:
+        raise SpherecodesError(f"cannot read {path}: {err.strerror or err}") from None
+    if stat.S_ISDIR(info.st_mode):
         raise SpherecodesError(f"{path} is a directory, not a bank file")
+    if not stat.S_ISREG(info.st_mode):
+        raise SpherecodesError(f"{path} is not a regular file (a fifo, device or socket); a bank is an HDF5 file")
     try:
         is_hdf5 = h5py.is_hdf5(path)
     except OSError as err:
@@ -73,28 +82,139 @@ def _open_bank(path) -> h5py.File:
 
 
 def _check_root(fh: h5py.File, path) -> None:
-    fmt = _as_str(fh.attrs.get("format"))
+    try:
+        fmt = _as_str(fh.attrs.get("format"))
+        version = fh.attrs.get("schema_version")
+    except (OSError, TypeError, ValueError, UnicodeDecodeError):
+        fmt, version = None, None
     if fmt != FORMAT_NAME:
         raise SpherecodesError(
             f"{path} is an HDF5 file but not a spherecodes bank (root attribute "
             f"format={fmt!r}, expected {FORMAT_NAME!r})"
         )
-    version = fh.attrs.get("schema_version")
-    if version is None or not np.issubdtype(np.asarray(version).dtype, np.integer):
+    if version is None or not np.issubdtype(np.asarray(version).dtype, np.integer) or np.ndim(version) != 0:
         raise SpherecodesError(f"{path} has no integer schema_version attribute; the bank is damaged")
     if int(version) > SCHEMA_VERSION:
         raise SpherecodesError(
             f"{path} uses bank schema version {int(version)}, newer than the version {SCHEMA_VERSION} "
             f"this spherecodes ({__version__}) reads; upgrade spherecodes"
         )
-    if "codes" not in fh or not isinstance(fh["codes"], h5py.Group):
+    if not isinstance(fh.get("codes", getlink=True), h5py.HardLink) or not isinstance(fh["codes"], h5py.Group):
         raise SpherecodesError(f"{path} has no /codes group; the bank is damaged")
+
+
+@contextlib.contextmanager
+def _reading(path):
+    """Turn what HDF5 raises on a damaged file (structures it cannot parse, bytes that are not text) into one line."""
+    try:
+        yield
+    except SpherecodesError:
+        raise
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError, UnicodeDecodeError) as err:
+        first = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
+        raise SpherecodesError(f"{path} is damaged: HDF5 cannot read it ({first})") from None
 
 
 def _as_str(value) -> str | None:
     if isinstance(value, bytes):
         return value.decode("utf-8")
     return None if value is None else str(value)
+
+
+def _shown(value) -> str:
+    """A stored value as one short line, for messages."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+#: Marks an attribute without a default (it must be present).
+_REQUIRED = object()
+_KIND_NAMES = {"f": "floating-point numbers", "iu": "integers", "OSU": "text"}
+
+
+class _Fields:
+    """Reads the datasets and attributes of one code, each checked; errors name the one at fault.
+
+    A bank may come from anywhere, so nothing is taken on trust: every member
+    must be stored in the bank file itself (no soft or external link, no
+    external or virtual storage), have the type and shape it should, and hold
+    finite numbers where numbers are meant.
+    """
+
+    def __init__(self, group: h5py.Group, where: str, prefix: str = ""):
+        self.group = group
+        self.where = where
+        self.prefix = prefix  # the group's path inside the code, for messages
+
+    def damaged(self, field: str, problem: str) -> SpherecodesError:
+        return SpherecodesError(f"{self.where}: {field} {problem}; the bank is damaged")
+
+    def member(self, name: str):
+        link = self.group.get(name, getlink=True)
+        if link is None:
+            raise self.damaged(self.prefix + name, "is missing")
+        if not isinstance(link, h5py.HardLink):
+            raise self.damaged(self.prefix + name, "is a link to elsewhere, not stored in the bank")
+        return self.group[name]
+
+    def has(self, name: str) -> bool:
+        return self.group.get(name, getlink=True) is not None
+
+    def subgroup(self, name: str) -> "_Fields":
+        obj = self.member(name)
+        if not isinstance(obj, h5py.Group):
+            raise self.damaged(self.prefix + name, "is not a group")
+        return _Fields(obj, self.where, f"{name}/")
+
+    def array(self, name: str, kinds: str, shape: tuple) -> np.ndarray:
+        """Dataset ``name`` with a dtype kind in ``kinds`` and ``shape`` (``None`` entries: any length)."""
+        field = self.prefix + name
+        obj = self.member(name)
+        if not isinstance(obj, h5py.Dataset):
+            raise self.damaged(field, "is not a dataset")
+        if obj.is_virtual or obj.external:
+            raise self.damaged(field, "is stored outside the bank file (external or virtual storage)")
+        if obj.dtype.kind not in kinds:
+            raise self.damaged(field, f"holds {obj.dtype} values; expected {_KIND_NAMES[kinds]}")
+        if len(obj.shape) != len(shape) or any(want is not None and got != want for got, want in zip(obj.shape, shape)):
+            expected = "(" + ", ".join("n" if n is None else str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+            raise self.damaged(field, f"has shape {obj.shape}; expected {expected}")
+        require_memory(2.0 * obj.size * obj.dtype.itemsize, f"reading {field} of {self.where}")
+        try:
+            data = obj[()]
+        except (OSError, ValueError, TypeError) as err:
+            raise self.damaged(field, f"cannot be read ({str(err).splitlines()[0][:120]})") from None
+        if data.dtype.kind == "f" and not np.all(np.isfinite(data)):
+            raise self.damaged(field, "holds NaN or infinity")
+        return data
+
+    def attr(self, key: str, kind: str, default=_REQUIRED):
+        """Attribute ``key`` as a float (finite), int or str; ``default`` when it is absent (else required)."""
+        field = self.prefix + key
+        if key not in self.group.attrs:
+            if default is _REQUIRED:
+                raise self.damaged(f"attribute {field}", "is missing")
+            return default
+        try:
+            value = self.group.attrs[key]
+        except (OSError, TypeError, ValueError) as err:
+            raise self.damaged(f"attribute {field}", f"cannot be read ({err})") from None
+        if kind == "str":
+            if isinstance(value, (bytes, str)):
+                try:
+                    return _as_str(value)
+                except UnicodeDecodeError:
+                    pass
+            raise self.damaged(f"attribute {field}", f"must be UTF-8 text, found {_shown(value)}")
+        if np.ndim(value) != 0 or isinstance(value, (bool, np.bool_, str, bytes)):
+            raise self.damaged(f"attribute {field}", f"must be a number, found {_shown(value)}")
+        if kind == "int":
+            if not isinstance(value, (int, np.integer)):
+                raise self.damaged(f"attribute {field}", f"must be an integer, found {_shown(value)}")
+            return int(value)
+        if not isinstance(value, (int, float, np.integer, np.floating)) or not np.isfinite(value):
+            raise self.damaged(f"attribute {field}", f"must be a finite number, found {_shown(value)}")
+        return float(value)
 
 
 def list_codes(path) -> list[dict]:
@@ -116,25 +236,39 @@ def list_codes(path) -> list[dict]:
     >>> [c["name"] for c in list_codes(path)]
     ['etf-d2-k3']
     """
-    with _open_bank(path) as fh:
+    with _reading(path), _open_bank(path) as fh:
         rows = []
-        for name, group in fh["codes"].items():
-            stats = group.get("stats")
+        for name in fh["codes"]:
+            fields = _code_fields(fh["codes"], name, path)
             rows.append(
                 {
                     "name": name,
-                    "method": _as_str(group.attrs.get("method")),
-                    "d": int(group.attrs.get("d", -1)),
-                    "k": int(group.attrs.get("k", -1)),
-                    "max_cos": float(stats.attrs["max_cos"]) if stats is not None else None,
-                    "created_utc": _as_str(group.attrs.get("created_utc")),
+                    "method": fields.attr("method", "str"),
+                    "d": fields.attr("d", "int"),
+                    "k": fields.attr("k", "int"),
+                    "max_cos": fields.subgroup("stats").attr("max_cos", "float"),
+                    "created_utc": fields.attr("created_utc", "str", ""),
                 }
             )
     return sorted(rows, key=lambda row: row["name"])
 
 
-def read_code(path, name: str | None = None) -> Code:
+def _code_fields(codes: h5py.Group, name: str, path) -> _Fields:
+    fields = _Fields(codes, f"code {name!r} in {path}")
+    group = fields.member(name)
+    if not isinstance(group, h5py.Group):
+        raise fields.damaged("its entry in /codes", "is not a group")
+    return _Fields(group, fields.where)
+
+
+def read_code(path, name: str | None = None, *, verify_certificate: bool = True) -> Code:
     """Read and validate one code of a bank.
+
+    Every dataset and attribute is checked before it is used, the prototypes
+    against their SHA-256, the statistics against the prototypes, and a stored
+    certificate against its witness
+    (:func:`spherecodes.certificate.verify_witness`): the intervals must
+    follow from the stored prototypes and supports.
 
     Parameters
     ----------
@@ -142,12 +276,17 @@ def read_code(path, name: str | None = None) -> Code:
         The bank file.
     name : str, optional
         The code; may be omitted when the bank holds exactly one.
+    verify_certificate : bool
+        Check a stored certificate against its witness (one pass over all
+        pairs of prototypes).  Turn off only to replace the certificate.
 
     Raises
     ------
     SpherecodesError
         The file is missing, not a bank, from a newer schema, the code is
-        absent, or its prototypes fail validation or the checksum.
+        absent, a field is missing or damaged (the message names it), the
+        prototypes fail validation or the checksum, or the certificate does
+        not check.
 
     Examples
     --------
@@ -160,7 +299,7 @@ def read_code(path, name: str | None = None) -> Code:
     >>> code.name, code.prototypes.shape
     ('600-cell-d4-k120', (120, 4))
     """
-    with _open_bank(path) as fh:
+    with _reading(path), _open_bank(path) as fh:
         codes = fh["codes"]
         if name is None:
             if len(codes) != 1:
@@ -172,27 +311,26 @@ def read_code(path, name: str | None = None) -> Code:
         if name not in codes:
             available = ", ".join(sorted(codes)) or "none"
             raise SpherecodesError(f"no code {name!r} in {path} (available: {available})")
-        return _read_group(codes[name], name, path)
+        code = _read_group(_code_fields(codes, name, path), name)
+    if verify_certificate and code.certificate is not None:
+        verify_witness(code.prototypes, code.certificate, where=f"code {name!r} in {path}")
+    return code
 
 
-def _read_group(group: h5py.Group, name: str, path) -> Code:
-    where = f"code {name!r} in {path}"
-    if "prototypes" not in group or not isinstance(group["prototypes"], h5py.Dataset):
-        raise SpherecodesError(f"{where} has no prototypes dataset; the bank is damaged")
-    dataset = group["prototypes"]
-    if dataset.ndim != 2 or dataset.dtype != np.float64:
-        raise SpherecodesError(
-            f"{where}: prototypes must be a 2-D float64 array, found {dataset.ndim}-D {dataset.dtype}"
-        )
+def _read_group(fields: _Fields, name: str) -> Code:
+    where = fields.where
+    dataset = fields.member("prototypes")
+    if not isinstance(dataset, h5py.Dataset) or dataset.ndim != 2:
+        raise fields.damaged("prototypes", "must be a 2-D dataset")
     k, d = dataset.shape
-    if (group.attrs.get("k"), group.attrs.get("d")) != (k, d):
-        raise SpherecodesError(
-            f"{where}: prototypes have shape {(k, d)} but the attributes say "
-            f"K={group.attrs.get('k')}, d={group.attrs.get('d')}; the bank is damaged"
-        )
+    if (fields.attr("k", "int"), fields.attr("d", "int")) != (k, d):
+        raise fields.damaged("prototypes", f"have shape {(k, d)} but the attributes say "
+                             f"K={fields.attr('k', 'int')}, d={fields.attr('d', 'int')}")
     require_memory(8.0 * k * d * 3, f"reading {where} (K={k}, d={d})")
-    prototypes = dataset[()]
-    stored = _as_str(group.attrs.get("sha256"))
+    prototypes = fields.array("prototypes", "f", (k, d))
+    if prototypes.dtype != np.float64:
+        raise fields.damaged("prototypes", f"must be float64, found {prototypes.dtype}")
+    stored = fields.attr("sha256", "str")
     actual = prototype_checksum(prototypes)
     if stored != actual:
         raise SpherecodesError(
@@ -204,69 +342,117 @@ def _read_group(group: h5py.Group, name: str, path) -> Code:
     except SpherecodesError as err:
         raise SpherecodesError(f"{where} is invalid: {err}") from None
     labels = None
-    if "labels" in group:
-        labels = [_as_str(x) for x in group["labels"][()]]
-        check_labels(labels, k)
-    seed = group.attrs.get("seed")
-    certificate = None
-    if "certificate" in group:
-        certificate = _read_certificate(group["certificate"], prototypes, actual, where)
+    if fields.has("labels"):
+        raw = fields.array("labels", "OSU", (k,))
+        try:
+            labels = [_as_str(x) for x in raw]
+        except UnicodeDecodeError:
+            raise fields.damaged("labels", "must be UTF-8 text") from None
+        try:
+            check_labels(labels, k)
+        except SpherecodesError as err:
+            raise fields.damaged("labels", f"are invalid ({err})") from None
+    seed = fields.attr("seed", "int", -1)
+    if not -1 <= seed < SEED_LIMIT:
+        raise fields.damaged("attribute seed", f"is {seed}; a seed lies in [0, 2**63) (-1: none)")
+    try:
+        settings = json.loads(fields.attr("settings", "str", "{}"))
+    except json.JSONDecodeError as err:
+        raise fields.damaged("attribute settings", f"is not JSON ({err})") from None
+    if not isinstance(settings, dict):
+        raise fields.damaged("attribute settings", f"must be a JSON object, found {type(settings).__name__}")
+    wall_time = fields.attr("wall_time_s", "float", 0.0)
+    certificate = _read_certificate(fields.subgroup("certificate"), prototypes, actual) if fields.has("certificate") else None
     return Code(
         name=name,
         prototypes=prototypes,
-        method=_as_str(group.attrs.get("method")),
-        stats=_read_stats(group["stats"], k, d),
+        method=fields.attr("method", "str"),
+        stats=_read_stats(fields.subgroup("stats"), prototypes),
         sha256=actual,
         labels=labels,
-        settings=json.loads(_as_str(group.attrs.get("settings")) or "{}"),
-        seed=None if seed is None or int(seed) < 0 else int(seed),
-        package_version=_as_str(group.attrs.get("package_version")),
-        device=_as_str(group.attrs.get("device")),
-        wall_time=float(group.attrs.get("wall_time_s", 0.0)),
-        created_utc=_as_str(group.attrs.get("created_utc")),
+        settings=settings,
+        seed=None if seed < 0 else seed,
+        package_version=fields.attr("package_version", "str", ""),
+        device=fields.attr("device", "str", ""),
+        wall_time=wall_time,
+        created_utc=fields.attr("created_utc", "str", ""),
         certificate=certificate,
     )
 
 
-def _read_certificate(group: h5py.Group, prototypes: np.ndarray, sha256: str, where: str):
+def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str) -> OneVsRestCertificate:
     """Rebuild a stored certificate; the optimal features follow from the stored supports."""
-    a = group.attrs
-    if _as_str(a.get("prototypes_sha256")) != sha256:
-        raise SpherecodesError(f"{where}: the stored certificate belongs to other prototypes; the bank is damaged")
-    indices = group["support_indices"][()]
-    weights = group["support_weights"][()]
-    residuals = support_residuals(prototypes, indices, weights)
+    k = prototypes.shape[0]
+    if fields.attr("prototypes_sha256", "str") != sha256:
+        raise fields.damaged("certificate", "belongs to other prototypes")
+    indices = fields.array("support_indices", "iu", (k, None))
+    weights = fields.array("support_weights", "f", indices.shape)
+    if indices.size and (indices.min() < -1 or indices.max() >= k):
+        raise fields.damaged("certificate/support_indices", f"hold indices outside [-1, {k})")
+    lo = fields.array("lo", "f", (k,)).astype(np.float64)
+    hi = fields.array("hi", "f", (k,)).astype(np.float64)
+    tol = fields.attr("tol", "float")
+    if tol <= 0:
+        raise fields.damaged("attribute certificate/tol", f"is {tol}; a tolerance is positive")
+    try:
+        duplicates = [tuple(int(i) for i in group) for group in json.loads(fields.attr("duplicates", "str", "[]"))]
+    except (json.JSONDecodeError, TypeError, ValueError) as err:
+        raise fields.damaged("attribute certificate/duplicates", f"is not a JSON list of index lists ({err})") from None
+    if any(not 0 <= i < k for group in duplicates for i in group):
+        raise fields.damaged("attribute certificate/duplicates", f"names indices outside [0, {k})")
+    residuals = support_residuals(prototypes, indices.astype(np.int64), weights.astype(np.float64))
     norms = np.linalg.norm(residuals, axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         features = np.where(norms > 0, residuals / norms, np.nan)
     return OneVsRestCertificate(
-        lo=group["lo"][()],
-        hi=group["hi"][()],
-        tol=float(a["tol"]),
-        rattler_tol=float(a["rattler_tol"]),
-        support_indices=indices,
-        support_weights=weights,
+        lo=lo,
+        hi=hi,
+        tol=tol,
+        rattler_tol=fields.attr("rattler_tol", "float"),
+        support_indices=indices.astype(np.int64),
+        support_weights=weights.astype(np.float64),
         features=features,
-        duplicates=[tuple(g) for g in json.loads(_as_str(a["duplicates"]))],
-        rounds=int(a["rounds"]),
-        device=_as_str(a["device"]),
-        wall_time=float(a["wall_time_s"]),
+        duplicates=duplicates,
+        rounds=fields.attr("rounds", "int", 0),
+        device=fields.attr("device", "str", ""),
+        wall_time=fields.attr("wall_time_s", "float", 0.0),
     )
 
 
-def _read_stats(group: h5py.Group, k: int, d: int) -> SeparationStats:
-    a = group.attrs
-    return SeparationStats(
-        k=k,
-        d=d,
-        max_cos=float(a["max_cos"]),
-        min_cos=float(a["min_cos"]),
-        mean_cos=float(a["mean_cos"]),
-        nearest_cos=group["nearest_cos"][()],
-        nearest_index=group["nearest_index"][()],
-        rattlers=group["rattlers"][()],
-        rattler_tol=float(a["rattler_tol"]),
-    )
+#: How far a stored statistic may differ from the same quantity recomputed from the prototypes.
+_STATS_SLACK = 1e-10
+
+
+def _read_stats(fields: _Fields, prototypes: np.ndarray) -> SeparationStats:
+    """The stored statistics, after checking them against the prototypes where that is cheap.
+
+    Each stored nearest cosine must be the cosine of the pair it names, max-cos
+    the largest of them, the rattlers exactly the classes they define; the
+    full scan over all pairs is not repeated (it is what the statistics save).
+    """
+    k, d = prototypes.shape
+    nearest_cos = fields.array("nearest_cos", "f", (k,)).astype(np.float64)
+    nearest_index = fields.array("nearest_index", "iu", (k,)).astype(np.int64)
+    rattlers = fields.array("rattlers", "iu", (None,)).astype(np.int64)
+    max_cos, min_cos, mean_cos = (fields.attr(key, "float") for key in ("max_cos", "min_cos", "mean_cos"))
+    rattler_tol = fields.attr("rattler_tol", "float")
+    if np.any((nearest_index < 0) | (nearest_index >= k) | (nearest_index == np.arange(k))):
+        raise fields.damaged("stats/nearest_index", f"names a class outside [0, {k}) or the class itself")
+    pair_cos = np.einsum("ij,ij->i", prototypes, prototypes[nearest_index])
+    if np.abs(pair_cos - nearest_cos).max() > _STATS_SLACK:
+        worst = int(np.argmax(np.abs(pair_cos - nearest_cos)))
+        raise fields.damaged("stats/nearest_cos", f"does not match the prototypes (class {worst} stores "
+                             f"{nearest_cos[worst]:.12g}, its pair has cosine {pair_cos[worst]:.12g})")
+    if abs(max_cos - nearest_cos.max()) > _STATS_SLACK:
+        raise fields.damaged("attribute stats/max_cos", f"is {max_cos:.12g} but the largest nearest cosine is "
+                             f"{nearest_cos.max():.12g}")
+    if not -1 - _STATS_SLACK <= min_cos <= mean_cos + _STATS_SLACK <= max_cos + 2 * _STATS_SLACK:
+        raise fields.damaged("attributes stats/min_cos, mean_cos", "are not ordered min <= mean <= max-cos")
+    expected = np.flatnonzero(nearest_cos < max_cos - rattler_tol)
+    if not np.array_equal(np.sort(rattlers), expected):
+        raise fields.damaged("stats/rattlers", "are not the classes whose nearest cosine is below max-cos - rattler_tol")
+    return SeparationStats(k=k, d=d, max_cos=max_cos, min_cos=min_cos, mean_cos=mean_cos, nearest_cos=nearest_cos,
+                           nearest_index=nearest_index, rattlers=rattlers, rattler_tol=rattler_tol)
 
 
 # --------------------------------------------------------------------------- writing
@@ -297,15 +483,17 @@ def write_code(path, code: Code, *, overwrite: bool = False) -> None:
     >>> write_code(path, make_code(e8_roots(), method="e8"))
     Traceback (most recent call last):
     ...
-    spherecodes.errors.SpherecodesError: code 'e8-d8-k240' already exists in ...; pass overwrite=True (--overwrite) to replace it
+    spherecodes.errors.SpherecodesError: code 'e8-d8-k240' already exists in ...; pass overwrite=True to replace it
     """
     path = Path(path)
     existing = _existing_names(path)
     if code.name in existing and not overwrite:
         raise SpherecodesError(
-            f"code {code.name!r} already exists in {path}; pass overwrite=True (--overwrite) to replace it"
+            f"code {code.name!r} already exists in {path}; pass overwrite=True to replace it",
+            flags={"overwrite=True": "--overwrite"},
         )
-    _rewrite(path, keep=[n for n in existing if n != code.name], add=code)
+    # Everything stored is computed before the temporary file exists: Ctrl-C meanwhile leaves nothing behind.
+    _rewrite(path, keep=[n for n in existing if n != code.name], add=(code, _bounds_of(code)))
 
 
 def delete_code(path, name: str) -> None:
@@ -368,7 +556,7 @@ def _existing_names(path: Path, must_exist: bool = False) -> list[str]:
         return list(fh["codes"])
 
 
-def _rewrite(path: Path, keep: list[str], add: Code | None) -> None:
+def _rewrite(path: Path, keep: list[str], add: tuple[Code, dict] | None) -> None:
     """Write a new bank with the kept codes of the old one plus ``add``, then rename it over."""
     with replace_atomically(path) as tmp:
         with h5py.File(tmp, "w") as dst:
@@ -381,10 +569,11 @@ def _rewrite(path: Path, keep: list[str], add: Code | None) -> None:
                     for name in keep:
                         src.copy(src["codes"][name], codes, name=name)
             if add is not None:
-                _write_group(codes.create_group(add.name), add)
+                code, bounds = add
+                _write_group(codes.create_group(code.name), code, bounds)
 
 
-def _write_group(group: h5py.Group, code: Code) -> None:
+def _write_group(group: h5py.Group, code: Code, bounds: dict) -> None:
     w = code.prototypes
     compress = w.nbytes <= _COMPRESS_UP_TO_BYTES
     group.create_dataset(
@@ -408,7 +597,7 @@ def _write_group(group: h5py.Group, code: Code) -> None:
     a["wall_time_s"] = float(code.wall_time)
     a["created_utc"] = code.created_utc
     a["sha256"] = code.sha256
-    _write_stats(group.create_group("stats"), code)
+    _write_stats(group.create_group("stats"), code, bounds)
     if code.certificate is not None:
         _write_certificate(group.create_group("certificate"), code)
 
@@ -438,7 +627,23 @@ def _write_certificate(group: h5py.Group, code: Code) -> None:
     group.create_dataset("support_weights", data=cert.support_weights, compression="gzip", shuffle=True)
 
 
-def _write_stats(group: h5py.Group, code: Code) -> None:
+def _bounds_of(code: Code) -> dict:
+    """The bounds stored beside a code's statistics (the LP bound can take seconds: computed before writing)."""
+    thm = theorem_3_9(code.d, code.k)
+    bound = max_cos_lower_bound(code.d, code.k)
+    optimal = known_optimal(code.d, code.k, code.stats.max_cos)
+    return {
+        "theorem_3_9_applicable": thm.applicable,
+        "theorem_3_9_lower": np.nan if thm.lower is None else thm.lower,
+        "theorem_3_9_upper": np.nan if thm.upper is None else thm.upper,
+        "max_cos_lower_bound": bound.value,
+        "max_cos_lower_bound_method": bound.method,
+        "known_optimal": optimal.value,
+        "known_optimal_reason": optimal.reason,
+    }
+
+
+def _write_stats(group: h5py.Group, code: Code, bounds: dict) -> None:
     s = code.stats
     a = group.attrs
     a["max_cos"] = s.max_cos
@@ -449,16 +654,8 @@ def _write_stats(group: h5py.Group, code: Code) -> None:
         a[f"separation_{key}"] = value
     a["rattler_tol"] = s.rattler_tol
     a["rattler_count"] = np.int64(len(s.rattlers))
-    thm = theorem_3_9(code.d, code.k)
-    a["theorem_3_9_applicable"] = thm.applicable
-    a["theorem_3_9_lower"] = np.nan if thm.lower is None else thm.lower
-    a["theorem_3_9_upper"] = np.nan if thm.upper is None else thm.upper
-    bound = max_cos_lower_bound(code.d, code.k)
-    a["max_cos_lower_bound"] = bound.value
-    a["max_cos_lower_bound_method"] = bound.method
-    optimal = known_optimal(code.d, code.k, s.max_cos)
-    a["known_optimal"] = optimal.value
-    a["known_optimal_reason"] = optimal.reason
+    for key, value in bounds.items():
+        a[key] = value
     group.create_dataset("nearest_cos", data=s.nearest_cos)
     group.create_dataset("nearest_index", data=s.nearest_index)
     group.create_dataset("rattlers", data=np.asarray(s.rattlers, dtype=np.int64))

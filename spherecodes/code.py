@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import __version__
+from .checks import check_seed
 from .errors import SpherecodesError
 from .stats import SeparationStats, separation_statistics, validate_prototypes
 
@@ -186,7 +187,7 @@ def make_code(
         sha256=prototype_checksum(w),
         labels=labels,
         settings=settings,
-        seed=None if seed is None else int(seed),
+        seed=None if seed is None else check_seed(seed),
         device=str(device),
         wall_time=float(wall_time),
         created_utc=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

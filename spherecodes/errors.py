@@ -19,3 +19,23 @@ class SpherecodesError(ValueError):
     ...     print(err)
     K must be at least 2, got 1
     """
+
+    def __init__(self, message: str, *, flags: dict[str, str] | None = None):
+        super().__init__(message)
+        #: Python arguments quoted in the message (``"normalize=True"``) and the
+        #: command-line flag that sets each (``"--normalize"``).
+        self.flags = dict(flags or {})
+
+    def for_cli(self) -> str:
+        """The message with each Python argument replaced by its command-line flag.
+
+        Examples
+        --------
+        >>> SpherecodesError("pass normalize=True", flags={"normalize=True": "--normalize"}).for_cli()
+        'pass --normalize'
+        """
+        text = str(self)
+        for argument, flag in self.flags.items():
+            text = text.replace(argument, flag)
+        return text
+

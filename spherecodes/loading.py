@@ -6,14 +6,21 @@ tools can be checked with the same certificate as spherecodes' own.
 
 from __future__ import annotations
 
+import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from .bank import read_code
+from .inputs import check_input_file, read_npy
+from .memory import require_memory
 from .code import NAME_PUNCTUATION, Code, make_code
 from .errors import SpherecodesError
 from .stats import validate_prototypes
+
+#: Integer tensor types read as numbers (bool is not).
+_TORCH_INTEGERS = ("torch.int8", "torch.int16", "torch.int32", "torch.int64", "torch.uint8")
 
 #: File name endings and what they hold.
 MATRIX_SUFFIXES = {
@@ -64,44 +71,66 @@ def load_code(
     if suffix not in MATRIX_SUFFIXES:
         allowed = ", ".join(MATRIX_SUFFIXES)
         raise SpherecodesError(f"cannot read {path}: unknown file type {suffix or '(none)'!r}; use one of {allowed}")
-    if not path.exists():
-        raise SpherecodesError(f"no such file: {path}")
-    if MATRIX_SUFFIXES[suffix] == "spherecodes bank":
+    kind = MATRIX_SUFFIXES[suffix]
+    if kind == "spherecodes bank":
         return read_code(path, name)
     if name is not None:
-        raise SpherecodesError(f"--code selects a code inside a bank; {path} is a {MATRIX_SUFFIXES[suffix]}")
+        raise SpherecodesError(f"--code selects a code inside a bank; {path} is a {kind}")
+    check_input_file(path, f"{kind} file")
     if path.stat().st_size == 0:
         raise SpherecodesError(f"{path} is empty; expected a (K, d) matrix")
     matrix = _read_matrix(path, suffix)
-    prototypes = validate_prototypes(matrix, normalize=normalize)
+    try:
+        prototypes = validate_prototypes(matrix, normalize=normalize)
+    except SpherecodesError as err:
+        raise SpherecodesError(f"{path}: {err}", flags=err.flags) from None
     settings = {"source": str(path), "normalized": bool(normalize)}
+    if not normalize and not np.array_equal(prototypes, matrix):
+        # Rows stored in a short float, unit up to its rounding: normalised in float64 (see validate_prototypes).
+        settings.update(normalized=True, normalized_from=matrix.dtype.name)
     stem = "".join(c if c.isalnum() or c in NAME_PUNCTUATION else "_" for c in path.stem) or "external"
     return make_code(prototypes, method="external", name=stem, settings=settings, stats_device=stats_device,
                      max_memory=max_memory)
 
 
 def _read_matrix(path: Path, suffix: str) -> np.ndarray:
+    if suffix == ".npy":
+        return read_npy(path, "(K, d) prototype matrix")
+    if suffix in (".pt", ".pth"):
+        return _read_torch(path)
     try:
-        if suffix == ".npy":
-            return np.load(path, allow_pickle=False)
-        if suffix in (".pt", ".pth"):
-            return _read_torch(path)
         with open(path, encoding="utf-8") as fh:
             first = fh.readline()
         delimiter = "," if suffix == ".csv" or "," in first else None
-        return np.loadtxt(path, delimiter=delimiter, ndmin=2)
-    except SpherecodesError:
-        raise
-    except (ValueError, OSError, EOFError, UnicodeDecodeError, RuntimeError) as err:
-        message = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise SpherecodesError(f"cannot read {path} as a {MATRIX_SUFFIXES[suffix]}: {message}") from None
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # numpy warns, then guesses, on an empty or odd text file
+            return np.loadtxt(path, delimiter=delimiter, ndmin=2)
+    except (ValueError, OSError, UnicodeDecodeError, UserWarning) as err:
+        # NumPy's own advice names its Python arguments (usecols=...): keep only what is wrong.
+        message = str(err).splitlines()[0].split(";")[0] if str(err) else type(err).__name__
+        if isinstance(err, UnicodeDecodeError):
+            message = f"not UTF-8 text (byte {err.start})"
+        raise SpherecodesError(f"cannot read {path} as {MATRIX_SUFFIXES[suffix]}: {message[:200]}") from None
 
 
 def _read_torch(path: Path) -> np.ndarray:
     import torch
 
-    # weights_only: never run pickled code from a file we were only asked to check.
-    obj = torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        if zipfile.is_zipfile(path):  # the format since torch 1.6: refuse a small archive that unpacks huge
+            with zipfile.ZipFile(path) as archive:
+                unpacked = sum(info.file_size for info in archive.infolist())
+            require_memory(2.0 * unpacked, f"reading {path} ({unpacked} bytes unpacked)")
+        # weights_only: never run pickled code from a file we were only asked to check.
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except SpherecodesError:
+        raise
+    except Exception as err:  # torch reports unreadable files and refused objects with many exception types
+        first = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
+        raise SpherecodesError(
+            f"cannot read {path} as a torch tensor file: it is damaged or holds objects other than tensors, which "
+            f"are never unpickled here ({first}); save a tensor, or a dict holding one 2-D tensor"
+        ) from None
     if isinstance(obj, dict):
         matrices = {key: value for key, value in obj.items() if isinstance(value, torch.Tensor) and value.ndim == 2}
         if len(matrices) != 1:
@@ -112,4 +141,10 @@ def _read_torch(path: Path) -> np.ndarray:
         obj = next(iter(matrices.values()))
     if not isinstance(obj, torch.Tensor):
         raise SpherecodesError(f"{path} holds a {type(obj).__name__}, not a tensor")
-    return obj.detach().to(torch.float64).numpy()
+    if obj.is_complex():
+        raise SpherecodesError(f"{path} holds complex numbers ({obj.dtype}); give real numbers")
+    if not (obj.is_floating_point() or str(obj.dtype) in _TORCH_INTEGERS):
+        raise SpherecodesError(f"{path} holds {obj.dtype} values; give real numbers (floating-point or integer)")
+    # NumPy has no bfloat16: it goes through float32, which holds it exactly.
+    tensor = obj.detach()
+    return tensor.float().numpy() if tensor.dtype == torch.bfloat16 else tensor.numpy()

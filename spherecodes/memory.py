@@ -7,6 +7,7 @@ estimate instead of dying half-way with ``MemoryError`` or being killed.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -145,6 +146,8 @@ def parse_size(text, what: str = "memory size") -> int:
             f"e.g. 4GiB; got {text!r}"
         )
     size = float(match.group(1)) * _UNITS[match.group(2).lower()]
+    if not math.isfinite(size) or size >= 2**63:
+        raise SpherecodesError(f"{what} must be below 2**63 bytes, got {text!r}")
     if not size >= 1:
         raise SpherecodesError(f"{what} must be at least 1 byte, got {text!r}")
     return int(size)

@@ -31,22 +31,46 @@ RATTLER_TOL = 1e-6
 DEVICE_TILE = 8192
 
 
+def rounding_tolerance(dtype, d: int) -> float:
+    """How far from 1 the norm of a unit row stored as ``dtype`` may be: its rounding, sqrt(d) machine epsilons.
+
+    Rounding each of d coordinates to a float of machine epsilon eps moves the
+    norm by about sqrt(d)·eps/2; float64 rows keep :data:`UNIT_TOL`.
+
+    Examples
+    --------
+    >>> bool(rounding_tolerance(np.float32, 4) == 2 * np.finfo(np.float32).eps)
+    True
+    >>> rounding_tolerance(np.float64, 4) == UNIT_TOL
+    True
+    """
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f" or dtype.itemsize >= 8:
+        return UNIT_TOL
+    return max(UNIT_TOL, float(np.sqrt(d) * np.finfo(dtype).eps))
+
+
 def validate_prototypes(prototypes, *, normalize: bool = False) -> np.ndarray:
     """Check that ``prototypes`` is a code and return it as a float64 (K, d) array.
+
+    Rows given as float32 or float16 (what torch users save) whose norms miss 1
+    by no more than that format's rounding (:func:`rounding_tolerance`) are
+    normalised in float64; larger deviations need ``normalize``.
 
     Parameters
     ----------
     prototypes : array_like, shape (K, d)
-        Rows are the prototypes.
+        Rows are the prototypes: real numbers.
     normalize : bool
         Rescale the rows to unit length instead of refusing rows that are not.
 
     Raises
     ------
     SpherecodesError
-        Not two-dimensional, fewer than two rows, no columns, non-finite
-        values, a zero row, or (without ``normalize``) a row norm further than
-        :data:`UNIT_TOL` from 1 — the message shows the largest deviation.
+        Not real numbers, not two-dimensional, fewer than two rows, no
+        columns, non-finite values, a zero row, or (without ``normalize``) a
+        row norm further than the tolerance from 1 — the message shows the
+        largest deviation.
 
     Examples
     --------
@@ -57,7 +81,12 @@ def validate_prototypes(prototypes, *, normalize: bool = False) -> np.ndarray:
     ...
     spherecodes.errors.SpherecodesError: rows must be unit vectors: row 0 has norm 2 (largest deviation from 1: 1); rescale them or pass normalize=True
     """
-    w = np.asarray(prototypes, dtype=np.float64)
+    raw = np.asarray(prototypes)
+    if raw.dtype.kind == "c":
+        raise SpherecodesError(f"prototypes must be real numbers, got complex numbers ({raw.dtype})")
+    if raw.dtype.kind not in "biuf":
+        raise SpherecodesError(f"prototypes must be real numbers, got {raw.dtype} values")
+    w = raw.astype(np.float64)
     if w.ndim != 2:
         raise SpherecodesError(
             f"prototypes must be a 2-D array (K rows of dimension d), got {w.ndim}-D shape {w.shape}"
@@ -77,12 +106,17 @@ def validate_prototypes(prototypes, *, normalize: bool = False) -> np.ndarray:
         return w / norms[:, None]
     deviation = np.abs(norms - 1.0)
     worst = int(np.argmax(deviation))
-    if deviation[worst] > UNIT_TOL:
-        raise SpherecodesError(
-            f"rows must be unit vectors: row {worst} has norm {norms[worst]:.12g} "
-            f"(largest deviation from 1: {deviation[worst]:.3g}); rescale them or pass normalize=True"
-        )
-    return w
+    if deviation[worst] <= UNIT_TOL:
+        return w
+    allowed = rounding_tolerance(raw.dtype, d)
+    if deviation[worst] <= allowed:
+        return w / norms[:, None]
+    stored = f"; rows stored as {raw.dtype} may miss 1 by their rounding, {allowed:.3g}" if allowed > UNIT_TOL else ""
+    raise SpherecodesError(
+        f"rows must be unit vectors: row {worst} has norm {norms[worst]:.12g} "
+        f"(largest deviation from 1: {deviation[worst]:.3g}{stored}); rescale them or pass normalize=True",
+        flags={"normalize=True": "--normalize"},
+    )
 
 
 @dataclass(frozen=True)

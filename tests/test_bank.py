@@ -96,8 +96,8 @@ def test_interrupted_write_leaves_the_old_bank_intact(tmp_bank, monkeypatch):
     before = tmp_bank.read_bytes()
     original = bank_module._write_stats
 
-    def crash_half_way(group, code):
-        original(group, code)
+    def crash_half_way(*args):
+        original(*args)
         raise KeyboardInterrupt  # as if the user pressed Ctrl-C mid-write
 
     monkeypatch.setattr(bank_module, "_write_stats", crash_half_way)
@@ -109,7 +109,7 @@ def test_interrupted_write_leaves_the_old_bank_intact(tmp_bank, monkeypatch):
 
 
 def test_failed_first_write_leaves_no_file(tmp_bank, monkeypatch):
-    def crash(group, code):
+    def crash(*args):
         raise OSError("disk full")
 
     monkeypatch.setattr(bank_module, "_write_group", crash)

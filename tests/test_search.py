@@ -117,3 +117,18 @@ def test_high_effort_reaches_sloanes_record_for_88_points():
     # codes: pack.3.88.txt, max-cos 0.9240939126261072 (min angle 22.46788 degrees).
     res = tammes(3, 88, seed=0, effort="high", device="cpu")
     assert res.max_cos < 0.9240939126261072 + 1e-9
+
+
+def test_ctrl_c_during_the_rounds_keeps_the_best_code():
+    # Interrupt from the progress callback once the rounds have started: the
+    # result is the best code so far (never worse than after the polish).
+    def interrupt(report):
+        if report.steps == 50 and report.step >= 2:
+            raise KeyboardInterrupt
+
+    res = tammes(3, 20, seed=2, restarts=4, steps=200, perturb_rounds=50, device="cpu", progress=interrupt)
+    assert res.stop_reason == "interrupted"
+    assert [st["stage"] for st in res.stages] == ["anneal", "polish", "perturb"]
+    assert res.stages[2]["starts"] < 50
+    assert res.max_cos == pytest.approx(max_cos(res.prototypes), abs=0) and res.max_cos <= res.stages[1]["max_cos"]
+    assert "interrupted" in res.stop_detail

@@ -24,6 +24,7 @@ from ._schema import (
 from .build import BuildReport, BuildTask, build_bank, build_catalog, parse_grid, parse_methods, plan_build
 from .download import (
     CACHE_ENV,
+    REGISTRY_LIMIT_BYTES,
     TIMEOUT_S,
     URL_ENV,
     Fetched,
@@ -32,6 +33,7 @@ from .download import (
     catalog_entries,
     catalog_cache_dir,
     catalogs,
+    check_location,
     configured_url,
     fetch,
     fetch_bank,
@@ -47,6 +49,7 @@ __all__ = [
     "CATALOG_SCHEMA_VERSION",
     "METHOD_PREFERENCE",
     "REGISTRY_FILE",
+    "REGISTRY_LIMIT_BYTES",
     "TIMEOUT_S",
     "URL_ENV",
     "BuildReport",
@@ -63,6 +66,7 @@ __all__ = [
     "catalog_cache_dir",
     "catalog_name",
     "catalogs",
+    "check_location",
     "configured_url",
     "entry_for_code",
     "fetch",

@@ -178,6 +178,9 @@ class CatalogEntry:
             check_sizes(entry.d, entry.k)
         except SpherecodesError as err:
             raise SpherecodesError(f"{where}: entry {entry.name!r}: {err}") from None
+        if not 0 < entry.size < 2**63:
+            raise SpherecodesError(f"{where}: entry {entry.name!r} has the size {entry.size}; a size is a positive "
+                                   "number of bytes below 2**63")
         return entry
 
     @property

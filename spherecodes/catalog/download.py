@@ -1,14 +1,16 @@
-"""Reading catalogs and fetching their banks: locations, the per-user cache, pooch downloads.
+"""Reading catalogs and fetching their banks: locations, the per-user cache, bounded downloads.
 
 Three kinds of catalog are read the same way:
 
 * the **bundled** catalog, installed with spherecodes as the package
   ``spherecodes.banks`` (``banks/`` in the source tree): it works offline;
 * a **directory** (a local or mounted folder): banks are verified in place;
-* an **HTTP(S)** server that serves such a folder: banks are downloaded
-  through pooch, checked against the SHA-256 of the registry, and kept in a
-  per-user cache (:func:`cache_dir`), where ``offline=True`` finds them later.
-  A failed or altered download is deleted before anything reaches the cache.
+* an **HTTP(S)** server that serves such a folder: banks are streamed from
+  it with a hard cap at the size the registry lists (the registry itself at
+  :data:`REGISTRY_LIMIT_BYTES`), must match that size and SHA-256 and read
+  as a bank whose certificate checks, and only then are kept in a per-user
+  cache (:func:`cache_dir`), where ``offline=True`` finds them later.  A
+  failed, oversized or altered download never reaches the cache.
 
 :func:`fetch` looks in the bundled catalog first, then at the closed forms
 (which need no download), then in the configured catalog (``url=`` or the
@@ -19,11 +21,12 @@ they have nothing (:mod:`.on_demand`).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import logging
 import os
 import re
+import shutil
+import stat
+import tempfile
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
@@ -37,6 +40,7 @@ from ..code import Code
 from ..constructions import CLOSED_FORMS, applicable_closed_forms, optimal_closed_form
 from ..errors import SpherecodesError
 from ..generation import generate
+from ._http import stream_download
 from .on_demand import beats, parse_structured_name, structured_for
 from ._schema import (
     REGISTRY_FILE,
@@ -54,8 +58,11 @@ URL_ENV = "SPHERECODES_BANK_URL"
 #: Environment variable that overrides the per-user cache directory.
 CACHE_ENV = "SPHERECODES_CACHE"
 
-#: Seconds to wait for a catalog server before giving up.
+#: Seconds to wait for a catalog server (to connect, and for each read) before giving up.
 TIMEOUT_S = 60
+
+#: Most bytes a registry.json may have (about 20,000 entries).
+REGISTRY_LIMIT_BYTES = 16 * 2**20
 
 
 def cache_dir() -> Path:
@@ -91,7 +98,37 @@ def configured_url(url: str | None = None) -> str | None:
     return url or None
 
 
+def check_location(location: str) -> str:
+    """``location`` if it has the form of a catalog: an http(s):// URL with a host, a file:// URL or a path.
+
+    Only the form is checked; nothing is read or downloaded.
+
+    Examples
+    --------
+    >>> check_location("https://example.org/banks/")
+    'https://example.org/banks/'
+    >>> check_location("http://[::1")
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: 'http://[::1' is not a valid URL (Invalid IPv6 URL); give an http(s):// URL, a file:// URL or a directory
+    """
+    location = str(location)
+    try:
+        parts = urllib.parse.urlsplit(location)
+        parts.port  # noqa: B018 (parsing the port refuses a malformed one)
+    except ValueError as err:
+        raise SpherecodesError(
+            f"{location!r} is not a valid URL ({err}); give an http(s):// URL, a file:// URL or a directory"
+        ) from None
+    if is_http(location) and not parts.hostname:
+        raise SpherecodesError(f"{location!r} names no host; give an http(s):// URL with a host, or a directory")
+    if location and not is_http(location):
+        local_path(location)
+    return location
+
+
 def local_path(location: str) -> Path:
+    """The directory of a ``file://`` URL or a plain path; any other scheme is refused."""
     parts = urllib.parse.urlsplit(location)
     if parts.scheme.lower() == "file":
         return Path(urllib.request.url2pathname(parts.path))
@@ -133,18 +170,34 @@ def catalog_cache_dir(url: str) -> Path:
     return cache_dir() / f"{readable}-{digest}"
 
 
-@contextlib.contextmanager
-def _quiet_pooch():
-    """Silence pooch's own "Downloading ..." log lines; spherecodes reports itself."""
-    import pooch
-
-    logger = pooch.get_logger()
-    level = logger.level
-    logger.setLevel(logging.WARNING)
+def _usable_cache(folder: Path) -> Path:
+    """``folder``, created if missing, once a file can be written there; else a one-line error."""
     try:
-        yield pooch
-    finally:
-        logger.setLevel(level)
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as err:
+        raise SpherecodesError(
+            f"cannot use the cache directory {folder} ({err.strerror or err}); set {CACHE_ENV} to a writable "
+            "directory, or use a catalog directory with --url"
+        ) from None
+    return folder
+
+
+def _read_registry(path: Path, source: str) -> Catalog:
+    """Parse a registry file after checking that it is a regular file of at most :data:`REGISTRY_LIMIT_BYTES`."""
+    try:
+        info = path.stat()
+    except OSError as err:
+        raise SpherecodesError(f"cannot read {path}: {err.strerror or err}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise SpherecodesError(f"{path} is not a regular file; a registry is a JSON file")
+    if info.st_size > REGISTRY_LIMIT_BYTES:
+        raise SpherecodesError(
+            f"the registry {path} has {info.st_size} bytes, more than the {REGISTRY_LIMIT_BYTES // 2**20} MiB "
+            "a registry may have"
+        )
+    return parse_registry(path.read_bytes(), source)
 
 
 # --------------------------------------------------------------------------- reading catalogs
@@ -187,27 +240,24 @@ def open_catalog(location: str, *, offline: bool = False) -> Catalog:
         if directory.suffix == ".json":
             directory = directory.parent
         registry = directory / REGISTRY_FILE
-        if not registry.is_file():
+        if not registry.exists():
             raise SpherecodesError(
                 f"{location} is not a catalog: no {REGISTRY_FILE} in {directory} "
                 "(spherecodes catalog publish DIR writes one)"
             )
-        return parse_registry(registry.read_bytes(), location)
+        return _read_registry(registry, location)
     cached = catalog_cache_dir(location) / REGISTRY_FILE
     if offline:
         if not cached.is_file():
             raise SpherecodesError(
                 f"the catalog {location} is not in the cache ({cached.parent}); run once without --offline"
             )
-        return parse_registry(cached.read_bytes(), location)
+        return _read_registry(cached, location)
     _, registry_url = split_url(location)
-    cached.parent.mkdir(parents=True, exist_ok=True)
+    _usable_cache(cached.parent)
     with replace_atomically(cached) as tmp:
-        with _quiet_pooch() as pooch:
-            try:
-                pooch.HTTPDownloader(progressbar=False, timeout=TIMEOUT_S)(registry_url, str(tmp), None)
-            except Exception as err:  # requests' errors, mapped to one line
-                raise SpherecodesError(_download_failure(registry_url, err, str(tmp))) from None
+        stream_download(registry_url, tmp, limit=REGISTRY_LIMIT_BYTES, timeout=TIMEOUT_S,
+                        what=f"({REGISTRY_LIMIT_BYTES // 2**20} MiB) a registry may have")
         catalog = parse_registry(tmp.read_bytes(), location)
     return catalog
 
@@ -412,7 +462,6 @@ def fetch(name: str | None = None, *, d: int | None = None, k: int | None = None
 
 
 def _load(cat: Catalog, entry: CatalogEntry, *, offline: bool) -> Fetched:
-    downloaded = False
     if cat.kind == "bundled":
         with resources.as_file(resources.files("spherecodes.banks").joinpath(entry.file)) as path:
             _check_file(Path(path), entry, "the bundled catalog")
@@ -424,14 +473,23 @@ def _load(cat: Catalog, entry: CatalogEntry, *, offline: bool) -> Fetched:
             directory = directory.parent
         path = directory / entry.file
         _check_file(path, entry, cat.location)
-    else:
-        path, downloaded = _download(cat.location, entry, offline=offline)
-    return Fetched(code=_read_entry(path, entry), entry=entry, path=path, source=cat.location, downloaded=downloaded)
+        return Fetched(code=_read_entry(path, entry), entry=entry, path=path, source=cat.location)
+    return _download(cat.location, entry, offline=offline)
 
 
 def _check_file(path: Path, entry: CatalogEntry, where: str) -> None:
-    if not path.is_file():
-        raise SpherecodesError(f"{where} lists {entry.file} but the file is missing ({path})")
+    """Refuse a bank file whose size or SHA-256 differs from its catalog entry (both must match)."""
+    try:
+        info = path.stat()
+    except OSError:
+        raise SpherecodesError(f"{where} lists {entry.file} but the file is missing ({path})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise SpherecodesError(f"{path} is not a regular file; {where} lists a bank file there")
+    if info.st_size != entry.size:
+        raise SpherecodesError(
+            f"{path} does not match {where}: its size is {info.st_size} bytes but the catalog lists {entry.size}; "
+            "the bank or the registry was changed"
+        )
     got = file_sha256(path)
     if got != entry.sha256:
         raise SpherecodesError(
@@ -440,98 +498,46 @@ def _check_file(path: Path, entry: CatalogEntry, where: str) -> None:
 
 
 def _read_entry(path: Path, entry: CatalogEntry) -> Code:
+    """The entry's code, read (its certificate verified) and checked against what the entry says."""
     code = read_code(path, entry.code)
     if code.sha256 != entry.prototypes_sha256 or (code.d, code.k) != (entry.d, entry.k):
         raise SpherecodesError(f"code {entry.code!r} in {path} is not the code its catalog entry describes")
     return code
 
 
-def _download(location: str, entry: CatalogEntry, *, offline: bool) -> tuple[Path, bool]:
-    """The cached bank of ``entry``, downloaded through pooch unless already cached and intact."""
+def _download(location: str, entry: CatalogEntry, *, offline: bool) -> Fetched:
+    """The entry's bank from the cache, or streamed from the catalog into it once it checks out."""
     folder = catalog_cache_dir(location)
     target = folder / entry.file
     if target.is_file():
-        if file_sha256(target) == entry.sha256:
-            return target, False
-        target.unlink()  # stale or altered: never leave a file that does not match
+        try:
+            _check_file(target, entry, location)
+            return Fetched(code=_read_entry(target, entry), entry=entry, path=target, source=location)
+        except SpherecodesError:
+            target.unlink()  # stale or altered: never keep a file that does not check out
     if offline:
         raise SpherecodesError(
             f"{entry.name} from {location} is not in the cache ({folder}); run once without --offline to download it"
         )
+    _usable_cache(folder)
+    free = shutil.disk_usage(folder).free
+    if entry.size > free:
+        raise SpherecodesError(
+            f"the catalog lists a size of {entry.size} bytes for {entry.file}, more than the {free} bytes free in "
+            f"the cache directory {folder}"
+        )
     base, _ = split_url(location)
     url = base + urllib.parse.quote(entry.file)
-    seen: dict = {}
-
-    def downloader(url, output_file, pooch_obj):
-        try:
-            http(url, output_file, pooch_obj)
-        finally:
-            if os.path.exists(output_file):
-                seen["bytes"] = os.path.getsize(output_file)
-                seen["sha256"] = file_sha256(output_file)
-
-    folder.mkdir(parents=True, exist_ok=True)
-    with _quiet_pooch() as pooch:
-        http = pooch.HTTPDownloader(progressbar=False, timeout=TIMEOUT_S)
-        try:
-            pooch.retrieve(url, known_hash=f"sha256:{entry.sha256}", fname=entry.file, path=folder,
-                           downloader=downloader)
-        except ValueError as err:
-            if "hash" not in str(err).lower():
-                raise
-            got_bytes, got = seen.get("bytes", 0), seen.get("sha256", "?")
-            size_note = (
-                f"got {got_bytes} bytes where the catalog lists {entry.size} (a truncated or altered transfer); "
-                if got_bytes != entry.size
-                else ""
-            )
+    with replace_atomically(target) as tmp:
+        size, digest = stream_download(url, tmp, limit=entry.size, timeout=TIMEOUT_S,
+                                       what="the catalog lists for it")
+        if size != entry.size or digest != entry.sha256:
             raise SpherecodesError(
-                f"{url} was refused: {size_note}SHA-256 expected {entry.sha256}, got {got}; nothing was cached"
-            ) from None
-        except Exception as err:  # requests' errors, mapped to one line
-            raise SpherecodesError(_download_failure(url, err, None, seen.get("bytes"), entry.size)) from None
-    if not target.is_file():  # pooch moves the file into place only when it matched
-        raise SpherecodesError(f"downloading {url} left no file in {folder}")
-    return target, True
-
-
-def _download_failure(url: str, err: Exception, tmp: str | None, got_bytes: int | None = None,
-                      expected: int | None = None) -> str:
-    """One line saying why a download failed: the HTTP status, or the network error."""
-    import requests
-
-    if tmp is not None and got_bytes is None and os.path.exists(tmp):
-        got_bytes = os.path.getsize(tmp)
-    if isinstance(err, requests.HTTPError) and err.response is not None:
-        status = err.response.status_code
-        reason = err.response.reason or ""
-        return f"downloading {url} failed: HTTP {status} {reason}".rstrip() + "; nothing was cached"
-    if isinstance(err, (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError)) or (
-        isinstance(err, requests.ConnectionError) and got_bytes
-    ):
-        incomplete = re.search(r"IncompleteRead\((\d+) bytes read, (\d+) more expected\)", str(err))
-        if incomplete:
-            got_bytes = int(incomplete.group(1))
-            expected = expected if expected is not None else got_bytes + int(incomplete.group(2))
-            reason = "the server closed the connection early"
-        else:
-            reason = _short(err)
-        of = f" of {expected}" if expected is not None else ""
-        return (
-            f"downloading {url} failed: the transfer was cut short after {got_bytes or 0}{of} bytes "
-            f"({reason}); nothing was cached"
-        )
-    if isinstance(err, requests.Timeout):
-        return f"downloading {url} failed: no answer within {TIMEOUT_S} s; nothing was cached"
-    if isinstance(err, requests.ConnectionError):
-        return f"cannot reach {url} ({_short(err)}); nothing was cached (--offline uses what is already cached)"
-    if isinstance(err, requests.RequestException):
-        return f"downloading {url} failed ({_short(err)}); nothing was cached"
-    if isinstance(err, OSError):
-        return f"downloading {url} failed: {err.strerror or err}; nothing was cached"
-    raise err
-
-
-def _short(err: Exception) -> str:
-    text = str(err).splitlines()[0] if str(err) else type(err).__name__
-    return text if len(text) <= 160 else text[:157] + "..."
+                f"{url} was refused: its size and SHA-256 must both match the catalog: size expected {entry.size} "
+                f"bytes, got {size}; SHA-256 expected {entry.sha256}, got {digest}; nothing was cached"
+            )
+        try:
+            code = _read_entry(tmp, entry)
+        except SpherecodesError as err:  # name the download, not its temporary file
+            raise SpherecodesError(f"{str(err).replace(str(tmp), url)}; nothing was cached", flags=err.flags) from None
+    return Fetched(code=code, entry=entry, path=target, source=location, downloaded=True)

@@ -75,7 +75,7 @@ def host_memory(k: int, d: int) -> float:
 
 def per_class_bytes(k: int, d: int, m: int) -> float:
     """Working memory of one class in a block (see :func:`block_size`)."""
-    s = d + 2 + 16
+    s = min(d, m + GLOBAL_ADDITIONS) + 2 + 16  # a corral holds affinely independent candidates
     return 8.0 * (2 * min(k, COLUMN_TILE) + 2 * (m + GLOBAL_ADDITIONS) * d + 2 * s * d + 4 * s * s + 8 * m)
 
 
@@ -85,10 +85,10 @@ def block_size(k: int, d: int, m: int, dev, max_memory: float | None = None) -> 
     Per class a block holds one row of a column tile of similarities, the
     candidate vectors (m·d, up to twice after global additions), the corral
     vectors and their Gram matrix and Cholesky factor (s·d + 3·s² with
-    s <= d + 1 + the corral growth of one step), all float64.  The
-    interior-point restart runs after Wolfe's arrays are freed and needs less
-    (float32 points w_k − w_j and a scaled copy, 8·m·d bytes, and two d×d
-    matrices).
+    s <= min(d, m + global additions) + 1 + the corral growth of one step),
+    all float64.  The interior-point restart runs after Wolfe's arrays are
+    freed and needs less (float32 points w_k − w_j and a scaled copy, 8·m·d
+    bytes, and two min(d, m)² matrices).
     """
     tile = min(k, COLUMN_TILE)
     per_class = per_class_bytes(k, d, m)

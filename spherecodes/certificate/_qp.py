@@ -279,7 +279,9 @@ def _interior_point_start(wk: torch.Tensor, cand_vecs: torch.Tensor) -> tuple[to
     ``P`` the rows ``w_k − w_j`` of the candidates, batched over classes in
     float32 (only the support is wanted, not the digits).  The Newton
     systems ``(PPᵀ + D) x = b`` (D diagonal, m×m of rank-d plus diagonal) are
-    solved through the Woodbury identity with one d×d Cholesky factor.  The
+    solved through the Woodbury identity with one d×d Cholesky factor when
+    d < m, else with the m×m matrix itself (a few candidates in a wide space
+    never need a d×d matrix).  The
     corral is the (at most d) candidates whose weight exceeds
     :data:`IPM_KEEP` times the largest, with those weights renormalised.
     """
@@ -289,7 +291,9 @@ def _interior_point_start(wk: torch.Tensor, cand_vecs: torch.Tensor) -> tuple[to
     v = torch.full((b, m), 1.0 / m, dtype=p.dtype, device=p.device)
     z = torch.ones_like(v)
     lam = torch.zeros(b, dtype=p.dtype, device=p.device)
-    eye = torch.eye(d, dtype=p.dtype, device=p.device)
+    woodbury = d < m
+    eye = torch.eye(d, dtype=p.dtype, device=p.device) if woodbury else None
+    gram = None if woodbury else torch.matmul(p, pt)  # PPᵀ, m×m
     # Products with P are written as (b, 1, ·) matmuls: several times faster
     # on CPU than batched matrix-vector bmm calls.
     for _ in range(IPM_ITERATIONS):
@@ -298,9 +302,14 @@ def _interior_point_start(wk: torch.Tensor, cand_vecs: torch.Tensor) -> tuple[to
         primal_residual = 1.0 - v.sum(1)
         mu = (v * z).sum(1) / m
         d_inverse = v / z
-        chol, _ = torch.linalg.cholesky_ex(eye + torch.bmm(pt, p * d_inverse[:, :, None]))
+        if woodbury:
+            chol, _ = torch.linalg.cholesky_ex(eye + torch.bmm(pt, p * d_inverse[:, :, None]))
+        else:
+            chol, _ = torch.linalg.cholesky_ex(gram + torch.diag_embed(1.0 / d_inverse))
 
-        def solve_m(rhs):  # (PPᵀ + Z/V)⁻¹ rhs by Woodbury
+        def solve_m(rhs):  # (PPᵀ + Z/V)⁻¹ rhs: by Woodbury, or directly
+            if not woodbury:
+                return torch.cholesky_solve(rhs[:, :, None], chol)[:, :, 0]
             t = d_inverse * rhs
             u = torch.cholesky_solve(torch.matmul(t[:, None, :], p).transpose(1, 2), chol)
             return t - d_inverse * torch.matmul(u.transpose(1, 2), pt)[:, 0]

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import click
 
-from ..certificate import DEFAULT_TOL, certificate_estimate, one_vs_rest_distances
+from ..bank import read_code
+from ..certificate import DEFAULT_TOL, certificate_estimate, one_vs_rest_distances, verify_witness
+from ..errors import SpherecodesError
 from ..report import code_report, format_code_report, format_duration
 
 
@@ -34,6 +36,23 @@ def certify(prototypes, *, device, max_memory, quiet: bool, tol: float = DEFAULT
         click.echo(certificate_estimate(prototypes, device=device, max_memory=max_memory).describe(), err=True)
     with ProgressBar(enabled=not quiet) as progress:
         return one_vs_rest_distances(prototypes, tol=tol, device=device, max_memory=max_memory, progress=progress)
+
+
+def read_with_certificate_check(bank, name: str | None):
+    """A code of ``bank`` and, when its stored certificate does not check, the error saying why.
+
+    Such a certificate is dropped, so that whatever is shown treats rho as
+    uncertified; the caller shows what it can and then reports the error.
+    """
+    code = read_code(bank, name, verify_certificate=False)
+    if code.certificate is None:
+        return code, None
+    try:
+        verify_witness(code.prototypes, code.certificate, where=f"code {code.name!r} in {bank}")
+    except SpherecodesError as err:
+        code.certificate = None
+        return code, err
+    return code, None
 
 
 def show_report(code, bank: str | None, as_json: bool, semantic: dict | None = None) -> None:

@@ -8,19 +8,21 @@ status (1 for bad input, 2 for bad usage, 130 for Ctrl-C).
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
 import click
 
 from .. import __version__
+from ..checks import SEED_LIMIT
 from ..devices import set_cpu_threads
 from ..errors import SpherecodesError
 from ..memory import parse_size
 from ..semantic import EMBEDDING_FORMATS, MISSING_POLICIES
 
-__all__ = ["BANK", "COUNT", "DIM", "FILE", "MAX_MEMORY_HELP", "URL_HELP", "DimensionRange", "MemorySize",
-           "embedding_options", "main", "threads_option"]
+__all__ = ["BANK", "COUNT", "DIM", "FILE", "MAX_MEMORY_HELP", "SECONDS", "SEED", "URL_HELP", "CatalogLocation",
+           "DimensionRange", "FiniteFloat", "MemorySize", "embedding_options", "main", "threads_option"]
 
 
 class OneLineErrors(click.Group):
@@ -35,7 +37,7 @@ class OneLineErrors(click.Group):
             click.echo(f"Error: {err.format_message()}", err=True)
             sys.exit(err.exit_code)
         except SpherecodesError as err:
-            click.echo(f"Error: {err}", err=True)
+            click.echo(f"Error: {err.for_cli()}", err=True)
             sys.exit(1)
         except (KeyboardInterrupt, click.Abort):
             click.echo("Interrupted; nothing was written.", err=True)
@@ -77,6 +79,22 @@ def threads_option(command):
 DIM = click.IntRange(min=1)
 COUNT = click.IntRange(min=2)
 FILE = click.Path(dir_okay=False, path_type=Path)
+#: Seeds fit in a signed 64-bit integer (NumPy's generators and the bank's seed attribute take them).
+SEED = click.IntRange(min=0, max=SEED_LIMIT - 1)
+
+
+class FiniteFloat(click.FloatRange):
+    """A float in a range that is also finite: ``nan`` and ``inf`` are refused as usage errors."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+#: Seconds, for --time-limit.
+SECONDS = FiniteFloat(min=0, min_open=True)
 
 
 class MemorySize(click.ParamType):
@@ -106,8 +124,10 @@ def embedding_options(command):
     )(command)
     return click.option(
         "--embeddings-format", type=click.Choice(EMBEDDING_FORMATS), default="auto", show_default=True,
-        help="Format of --embeddings. auto recognises word2vec binary and text, GloVe text with or "
-        "without its header line, and gensim saves (.save(); a pickle: load only files you trust).",
+        help="Format of --embeddings. auto recognises word2vec binary and text and GloVe text with or "
+        "without its header line, reading them as data; auto never unpickles. gensim loads a gensim .save(), "
+        "which is a Python pickle: loading one can run any code it holds, so name this format only for files "
+        "you trust.",
     )(command)
 
 
@@ -133,4 +153,23 @@ class DimensionRange(click.ParamType):
             self.fail(f"{value!r} is not a dimension or a range A..B of dimensions", param, ctx)
         if bounds_[0] < 1 or bounds_[1] < bounds_[0]:
             self.fail(f"{value!r}: dimensions are >= 1 and a range A..B needs A <= B", param, ctx)
+        if bounds_[1] - bounds_[0] >= self.MAX_SPAN:
+            self.fail(f"{value!r}: a range A..B may span at most {self.MAX_SPAN:,} dimensions", param, ctx)
         return bounds_
+
+    #: Most dimensions a range may hold (each is one point of a plot).
+    MAX_SPAN = 100_000
+
+
+class CatalogLocation(click.ParamType):
+    """A catalog: an http(s):// or file:// URL or a directory (checked for its form, not yet reached)."""
+
+    name = "URL|DIR"
+
+    def convert(self, value, param, ctx):
+        from ..catalog import check_location
+
+        try:
+            return check_location(value)
+        except SpherecodesError as err:
+            self.fail(str(err), param, ctx)

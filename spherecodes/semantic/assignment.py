@@ -22,6 +22,7 @@ from scipy.optimize import linear_sum_assignment
 
 from ..code import Code
 from ..errors import SpherecodesError
+from ..inputs import read_npy
 from ..memory import require_memory
 from ..stats import validate_prototypes
 from .agreement import semantic_agreement
@@ -100,19 +101,10 @@ def load_class_means(path) -> np.ndarray:
     >>> load_class_means(path).shape
     (3, 3)
     """
-    path = Path(path)
-    try:
-        means = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise SpherecodesError(f"no such class-means file: {path}") from None
-    except (OSError, ValueError) as err:
+    means = read_npy(path, "class-means file (a (K, d) array saved with numpy.save)")
+    if means.ndim != 2:
         raise SpherecodesError(
-            f"cannot read {path} as a .npy array ({str(err).splitlines()[0][:120]}); "
-            "save the (K, d) class means with numpy.save"
-        ) from None
-    if means.ndim != 2 or not np.issubdtype(means.dtype, np.number):
-        raise SpherecodesError(
-            f"{path} holds a {means.ndim}-D {means.dtype} array; class means must be a numeric (K, d) array"
+            f"{path} holds an array of shape {means.shape}; class means must be a numeric (K, d) array"
         )
     return unit_rows(means, f"class means in {path}")
 

@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SpherecodesError
+from ..inputs import check_input_file
+from ..memory import require_memory
 
 #: Formats :func:`load_embeddings` reads; ``auto`` recognises each from the file's first bytes.
 EMBEDDING_FORMATS = ("auto", "word2vec-binary", "word2vec-text", "glove", "gensim")
@@ -60,13 +62,9 @@ def read_class_names(path) -> list[str]:
     >>> read_class_names(path)
     ['cat', 'dog', 'pickup_truck', 'maple tree']
     """
-    path = Path(path)
+    path = check_input_file(path, "class-names file (one class name per line)")
     try:
         text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise SpherecodesError(f"no such class-names file: {path}") from None
-    except IsADirectoryError:
-        raise SpherecodesError(f"{path} is a directory; give a text file with one class name per line") from None
     except UnicodeDecodeError as err:
         raise SpherecodesError(
             f"{path} is not UTF-8 text (byte {err.start}); give a text file with one class name per line"
@@ -101,10 +99,11 @@ def load_embeddings(path, fmt: str = "auto"):
         ``word2vec-text`` also covers GloVe files that carry a ``count dim``
         header line; ``glove`` is GloVe's header-less text; ``gensim`` is a
         ``KeyedVectors`` (or a ``Word2Vec``/``FastText`` model) saved with
-        gensim's ``.save``.  ``auto`` tells them apart from the first bytes:
-        a pickle is a gensim save, a ``count dim`` first line is word2vec
-        (text when the next line is a word and ``dim`` numbers, else binary),
-        anything else is tried as GloVe.
+        gensim's ``.save``.  ``auto`` tells the data formats apart from the
+        first bytes, without running anything: a ``count dim`` first line is
+        word2vec (text when the next line is a word and ``dim`` numbers, else
+        binary), lines ``word x1 x2 ...`` are GloVe.  ``auto`` never loads a
+        gensim save: it refuses a file that starts like a pickle.
 
     Returns
     -------
@@ -113,13 +112,16 @@ def load_embeddings(path, fmt: str = "auto"):
     Raises
     ------
     SpherecodesError
-        Unknown ``fmt``, a missing file, or a file gensim cannot read in that format.
+        Unknown ``fmt``, a missing or special file (a fifo, a device), a pickle
+        under ``auto``, a header declaring more vectors than the file holds,
+        or a file gensim cannot read in that format.
 
     Notes
     -----
-    A gensim save is a Python pickle, and loading a pickle can run code: load
-    only files you trust.  The whole vocabulary is loaded; for the 3M-word
-    GoogleNews vectors that is about 3.6 GB.
+    A gensim save is a Python pickle, and unpickling runs whatever code the
+    file names: ``fmt="gensim"`` is the only way one is ever loaded, so name it
+    only for files you trust.  The whole vocabulary is loaded; for the
+    3M-word GoogleNews vectors that is about 3.6 GB.
 
     Examples
     --------
@@ -138,9 +140,7 @@ def load_embeddings(path, fmt: str = "auto"):
 
     if fmt not in EMBEDDING_FORMATS:
         raise SpherecodesError(f"unknown embedding format {fmt!r}; choose one of {', '.join(EMBEDDING_FORMATS)}")
-    path = Path(path)
-    if not path.is_file():
-        raise SpherecodesError(f"no such embedding file: {path}")
+    path = check_input_file(path, "word-vector file (word2vec, GloVe or a gensim save)")
     if fmt == "auto":
         fmt = _sniff_embedding_format(path)
     try:
@@ -180,20 +180,39 @@ def _sniff_embedding_format(path: Path) -> str:
             head = fh.read(1 << 16)
     except OSError as err:
         raise SpherecodesError(f"cannot read {path}: {err.strerror or err}") from None
-    if head[:1] == b"\x80":  # pickle protocol 2 and later: a gensim .save
-        return "gensim"
+    if head[:1] == b"\x80":  # pickle protocol 2 and later, as in a gensim .save
+        raise SpherecodesError(
+            f"{path} starts like a Python pickle (a gensim .save); auto never unpickles, because unpickling runs "
+            'any code the file holds: if you trust the file, pass fmt="gensim"',
+            flags={'fmt="gensim"': "--embeddings-format gensim"},
+        )
     first, _, rest = head.partition(b"\n")
     fields = first.split()
     if len(fields) == 2 and all(f.isdigit() for f in fields):
-        dim = int(fields[1])
+        count, dim = int(fields[0]), int(fields[1])
         second = rest.split(b"\n", 1)[0]
-        return "word2vec-text" if _is_text_vector_line(second, dim) else "word2vec-binary"
+        fmt = "word2vec-text" if _is_text_vector_line(second, dim) else "word2vec-binary"
+        _check_declared_size(path, count, dim, fmt)
+        return fmt
     if _is_text_vector_line(first, None):
         return "glove"
     raise SpherecodesError(
-        f"{path} is not a recognised embedding file (neither a gensim save, nor word2vec with a "
-        "'count dim' header, nor GloVe text lines 'word x1 x2 ...')"
+        f"{path} is not a recognised embedding file (neither word2vec with a 'count dim' header nor GloVe text "
+        "lines 'word x1 x2 ...')"
     )
+
+
+def _check_declared_size(path: Path, count: int, dim: int, fmt: str) -> None:
+    """Refuse a word2vec header that declares more vectors than the file can hold (gensim allocates them first)."""
+    needed = count * dim * 4  # gensim keeps float32 vectors
+    smallest = count * (dim * 4 if fmt == "word2vec-binary" else dim * 2)  # each number takes 4 bytes, or 2 as text
+    compressed = path.suffix.lower() in (".gz", ".bz2")
+    if not compressed and smallest > path.stat().st_size:
+        raise SpherecodesError(
+            f"{path} declares {count} vectors of dimension {dim} but has only {path.stat().st_size} bytes; "
+            "the header or the file is damaged"
+        )
+    require_memory(1.5 * needed, f"the {count} x {dim} vectors of {path}")
 
 
 def _is_text_vector_line(line: bytes, dim: int | None) -> bool:

@@ -96,35 +96,41 @@ def perturbation_rounds(w: np.ndarray, value: float, rounds: int, seed: int, cfg
     and returns its codes (float64, unit rows) and steps per start;
     ``polish(code)`` returns the polished code and its LP rounds.  Round r
     draws from the stream ``(seed, r, 3)``.  Returns the best code, its
-    max-cos and a record of the stage (rounds run, improvements, steps).
+    max-cos and a record of the stage (rounds run, improvements, steps, and
+    whether Ctrl-C ended it: the best code so far is kept).
     """
     k, d = w.shape
     angle = math.acos(min(1.0, max(-1.0, value)))
     batch = max(1, min(16, int(2**20 // k**2)))
     done = improvements = steps = 0
-    for r in range(rounds):
-        if clock.expired():
-            break
-        rng = np.random.default_rng([seed, r, 3])
-        starts = np.stack([perturb(w, rng, angle) for _ in range(batch)])
-        # A fairly sharp start and a third of the first run's step size: enough
-        # to repair the perturbation and re-settle the code, not to forget it
-        # (with the full step size, 500 steps from t_end / 100 end 1e-4 to
-        # 5e-3 above the code; with a third, within 3e-5, like the full run).
-        sharpness = cfg.t_end / float(rng.choice([1000.0, 100.0, 30.0]))
-        local = dataclasses.replace(cfg, steps=LOCAL_STEPS, log_every=10**9, lr_start=cfg.lr_start / 3,
-                                    lr_end=cfg.lr_start / 300)
-        codes, anneal_steps = anneal(starts, np.full(batch, sharpness), local)
-        steps += anneal_steps * batch
-        # The polish costs more than the batch's annealing: polish its best code only.
-        values = np.array([max_cos(code) for code in codes])
-        polished, rounds_used = polish(codes[int(np.argmin(values))])
-        steps += rounds_used
-        polished_value = max_cos(polished)
-        if polished_value < value:
-            w, value = polished, polished_value
-            improvements += 1
-        done += 1
-        history.append((step_offset + steps, value, value))
-        clock.report(clock.restarts, done, rounds, value)
-    return w, value, {"rounds": done, "improvements": improvements, "steps": steps}
+    interrupted = False
+    try:
+        for r in range(rounds):
+            if clock.expired():
+                break
+            rng = np.random.default_rng([seed, r, 3])
+            starts = np.stack([perturb(w, rng, angle) for _ in range(batch)])
+            # A fairly sharp start and a third of the first run's step size: enough
+            # to repair the perturbation and re-settle the code, not to forget it
+            # (with the full step size, 500 steps from t_end / 100 end 1e-4 to
+            # 5e-3 above the code; with a third, within 3e-5, like the full run).
+            sharpness = cfg.t_end / float(rng.choice([1000.0, 100.0, 30.0]))
+            local = dataclasses.replace(cfg, steps=LOCAL_STEPS, log_every=10**9, lr_start=cfg.lr_start / 3,
+                                        lr_end=cfg.lr_start / 300)
+            codes, anneal_steps = anneal(starts, np.full(batch, sharpness), local)
+            steps += anneal_steps * batch
+            # The polish costs more than the batch's annealing: polish its best code only.
+            values = np.array([max_cos(code) for code in codes])
+            polished, rounds_used = polish(codes[int(np.argmin(values))])
+            steps += rounds_used
+            polished_value = max_cos(polished)
+            if polished_value < value:
+                w, value = polished, polished_value
+                improvements += 1
+            done += 1
+            history.append((step_offset + steps, value, value))
+            clock.report(clock.restarts, done, rounds, value)
+    except KeyboardInterrupt:
+        # Ctrl-C: the best code so far is already measured.
+        interrupted = True
+    return w, value, {"rounds": done, "improvements": improvements, "steps": steps, "interrupted": interrupted}

@@ -477,13 +477,12 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
                        "seconds": clock.elapsed() - polish_began, "max_cos": best_value})
         if cfg.perturb_rounds and stop_reason not in ("time_limit", "interrupted"):
             perturb_began = clock.elapsed()
-            try:
-                best_code, best_value, record = _perturbation_stage(best_code, best_value, seed, cfg, dev, clock,
-                                                                    history, total_steps)
-            except KeyboardInterrupt:
-                stop_reason, record = "interrupted", {"rounds": 0, "improvements": 0, "steps": 0}
+            best_code, best_value, record = _perturbation_stage(best_code, best_value, seed, cfg, dev, clock,
+                                                                history, total_steps)
             total_steps += record["steps"]
-            if stop_reason != "interrupted" and clock.expired():
+            if record["interrupted"]:
+                stop_reason = "interrupted"
+            elif clock.expired():
                 stop_reason = "time_limit"
             stages.append({"stage": "perturb", "starts": record["rounds"], "steps": record["steps"],
                            "seconds": clock.elapsed() - perturb_began, "max_cos": best_value,
@@ -520,6 +519,8 @@ def _perturbation_stage(w, value, seed, cfg, dev, clock, history, step_offset):
 
     def anneal(starts, t_start, local):
         batch = _anneal_batch(starts, t_start, local, dev, 0, clock, [], 0)
+        if batch.interrupted:
+            raise KeyboardInterrupt  # the round is abandoned; the rounds keep their best code
         return [normalise_rows(code) for code in batch.codes], batch.steps
 
     def polish_one(code):

@@ -9,7 +9,7 @@ from ...report import format_assignment
 from ... import semantic
 from ...semantic import class_embeddings, read_class_names
 from .._common import print_json
-from ..main import BANK, FILE, embedding_options, main, threads_option
+from ..main import BANK, FILE, SECONDS, SEED, embedding_options, main, threads_option
 
 @main.command()
 @click.argument("bank", type=BANK)
@@ -24,9 +24,9 @@ from ..main import BANK, FILE, embedding_options, main, threads_option
               help="(K, d) class-mean features of a model trained with this code: each class gets the "
               "prototype its mean points to (optimal linear assignment).")
 @embedding_options
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the triplet sample of the agreement measure (K > 126 only).")
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+@click.option("--time-limit", type=SECONDS, default=None, metavar="SECONDS",
               help="With --embeddings: stop the search then and keep the best order found.")
 @click.option("--dry-run", is_flag=True, help="Print the assignment without writing the bank.")
 @click.option("--json", "as_json", is_flag=True, help="Print the assignment as JSON.")

@@ -11,7 +11,7 @@ from ...checks import check_sizes
 from ...plots import check_plot_path, plot_bounds
 from ...report import bounds_report, format_bounds_report
 from .._common import print_json
-from ..main import COUNT, DimensionRange, main, threads_option
+from ..main import COUNT, CatalogLocation, DimensionRange, main, threads_option
 
 @main.command()
 @click.option("--d", "d", type=DimensionRange(), required=True,
@@ -21,7 +21,7 @@ from ..main import COUNT, DimensionRange, main, threads_option
 @click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="OUT",
               help="Draw the Theorem 3.9 band on the best possible rho against d (give --d A..B) into OUT "
               "(.png, .pdf or .svg), with the certified rho of the catalog's banks for this K on top.")
-@click.option("--url", default=None, metavar="URL|DIR",
+@click.option("--url", type=CatalogLocation(), default=None,
               help="With --plot: also overlay the banks of this catalog. Default: $SPHERECODES_BANK_URL.")
 @click.option("--offline", is_flag=True, help="With --plot: read that catalog's registry from the cache.")
 @threads_option

@@ -12,7 +12,7 @@ from ...catalog import publish as publish_catalog
 from ...memory import parse_size
 from ...report import format_bytes, format_entries, format_offers
 from .._common import BuildProgress, print_json
-from ..main import URL_HELP, main
+from ..main import SECONDS, SEED, URL_HELP, CatalogLocation, main
 
 @main.group(name="catalog")
 def catalog_cmd():
@@ -32,7 +32,7 @@ def catalog_cmd():
 
 
 @catalog_cmd.command(name="list")
-@click.option("--url", default=None, metavar="URL|DIR", help=URL_HELP)
+@click.option("--url", type=CatalogLocation(), default=None, help=URL_HELP)
 @click.option("--offline", is_flag=True, help="Read a remote catalog's registry from the cache.")
 @click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON (with a 'source' key each).")
 def catalog_list(url, offline, as_json):
@@ -105,12 +105,12 @@ def catalog_publish(directory, best, into, max_size, as_json):
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Run on an existing Dask cluster (e.g. tcp://10.0.0.5:8786) instead of a local one; "
               "--out must then be on a file system every worker sees under the same path.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every optimiser run.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of every optimiser run.")
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="Steps per start. Default: chosen from (d, K).")
 @click.option("--restarts", type=click.IntRange(min=1), default=None,
               help="Random starts. Default: chosen from (d, K).")
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+@click.option("--time-limit", type=SECONDS, default=None, metavar="SECONDS",
               help="Stop each optimiser then and keep its best code.")
 @click.option("--device", default="auto", show_default=True, help="auto (CUDA when present), cpu, cuda or cuda:N.")
 @click.option("--publish/--no-publish", default=True, show_default=True,

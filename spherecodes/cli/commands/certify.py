@@ -11,13 +11,13 @@ from ...certificate import DEFAULT_TOL
 from ...errors import SpherecodesError
 from ...loading import load_code
 from .._common import certify as certify_prototypes
-from .._common import show_report, tell
-from ..main import MAX_MEMORY_HELP, MemorySize, main, threads_option
+from .._common import read_with_certificate_check, show_report, tell
+from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, main, threads_option
 
 @main.command()
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--code", "name", default=None, help="Code inside a bank; may be omitted if the bank holds one.")
-@click.option("--tol", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TOL, show_default=True,
+@click.option("--tol", type=FiniteFloat(min=0, min_open=True), default=DEFAULT_TOL, show_default=True,
               help="Largest allowed width of each class's certified interval.")
 @click.option("--normalize", is_flag=True, help="Rescale rows to unit length instead of refusing them.")
 @click.option("--device", default="auto", show_default=True, help="auto (CUDA when present), cpu, cuda or cuda:N.")
@@ -50,9 +50,21 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, quie
     is_bank = file.suffix.lower() in (".h5", ".hdf5")
     if write and not is_bank:
         raise SpherecodesError(f"--write stores the certificate in a bank; {file} is not a .h5 bank")
-    code = load_code(file, name, normalize=normalize, stats_device=device, max_memory=max_memory)
+    bad_certificate = None
+    if is_bank:
+        code, bad_certificate = read_with_certificate_check(file, name)
+    else:
+        code = load_code(file, name, normalize=normalize, stats_device=device, max_memory=max_memory)
     code.certificate = certify_prototypes(code.prototypes, device=device, max_memory=max_memory,
                                            quiet=not tell(quiet, as_json), tol=tol)
     if write:
         write_code(file, code, overwrite=True)
     show_report(code, str(file) if is_bank else None, as_json)
+    if code.settings.get("normalized_from") and not as_json:
+        click.echo(f"  note         rows normalised in float64 from {code.settings['normalized_from']} (their norms "
+                   "were within its rounding of 1)")
+    if bad_certificate is not None and write:
+        click.echo(f"replaced a stored certificate that did not check ({bad_certificate})", err=True)
+    elif bad_certificate is not None:
+        raise SpherecodesError(f"{bad_certificate}; the report above is recomputed from the prototypes "
+                               f"('spherecodes certify {file} --write' stores it)")

@@ -8,22 +8,24 @@ import click
 
 from ...bank import check_writable_destination, write_code
 from ...catalog import fetch_bank
+from ...generation import METHODS
 from ...report import code_report, format_code_report
 from .._common import print_json
-from ..main import COUNT, DIM, URL_HELP, main
+from ..main import COUNT, DIM, URL_HELP, CatalogLocation, main
+
 
 @main.command(name="fetch")
 @click.argument("catalog_name", metavar="[NAME]", required=False)
 @click.option("--d", "d", type=DIM, default=None, help="Dimension of the prototypes.")
 @click.option("--k", "k", type=COUNT, default=None, help="Number of prototypes.")
-@click.option("--method", default=None,
+@click.option("--method", type=click.Choice(METHODS), default=None,
               help="tammes (smallest max-cos), softmax (largest rho), structured, ... Default: the closed form where "
               "one is optimal, else the structured code where it beats the catalog, else tammes, else what the "
               "catalog has.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also store the code in this bank file (created if missing).")
 @click.option("--overwrite", is_flag=True, help="With --out: replace a code of the same name in the bank.")
-@click.option("--url", default=None, metavar="URL|DIR", help=URL_HELP)
+@click.option("--url", type=CatalogLocation(), default=None, help=URL_HELP)
 @click.option("--offline", is_flag=True, help="Make no network request: use banks already in the cache.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON, with a 'fetched' key.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only where the bank came from.")

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ...bank import check_writable_destination, list_codes, write_code
+from ...bounds import max_cos_lower_bound
 from ...checks import check_sizes
 from ...errors import SpherecodesError
 from ...best_of import describe_plan, plan_auto
@@ -31,7 +32,9 @@ from ...semantic import (
 )
 from .._common import ProgressBar, default_bank_path, show_report, tell
 from .._common import certify as certify_prototypes
-from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_options, main, threads_option
+from ..main import (
+    COUNT, DIM, FILE, MAX_MEMORY_HELP, SECONDS, SEED, FiniteFloat, MemorySize, embedding_options, main, threads_option,
+)
 
 @main.command(name="generate")
 @click.option("--d", "d", type=DIM, required=True, help="Dimension of the prototypes (>= 1).")
@@ -52,7 +55,7 @@ from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_opti
     "plus the ranking loss of Mettes et al. 2019, Eq. 6 on word embeddings of the class names "
     "(needs --classes and --embeddings). The others are closed forms for the sizes where they apply.",
 )
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the optimiser's random starts or of the random rotation.")
 @click.option(
     "--rotation",
@@ -67,7 +70,7 @@ from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_opti
               help="Optimisers only: steps per start. Default: chosen from (d, K).")
 @click.option("--restarts", type=click.IntRange(min=1), default=None,
               help="Optimisers only: number of random starts. Default: chosen from (d, K).")
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--time-limit", type=SECONDS, default=None,
               metavar="SECONDS", help="Optimisers and auto: stop then and store the best code so far "
               "(Ctrl-C does the same); auto shares it among the optimisers it runs.")
 @click.option("--max-memory", type=MemorySize(), default=None, help=MAX_MEMORY_HELP)
@@ -104,7 +107,7 @@ from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_opti
               help="privileged only: word vectors for the class names (word2vec, GloVe or a gensim save); "
               "multi-word names use the mean of their words.")
 @embedding_options
-@click.option("--semantic-weight", type=click.FloatRange(min=0), default=None,
+@click.option("--semantic-weight", type=FiniteFloat(min=0), default=None,
               help=f"privileged only: weight of the ranking loss against separation; higher follows the "
               f"embeddings more closely at a higher max-cos. Default: {DEFAULT_SEMANTIC_WEIGHT:g}.")
 @click.option("--triplets", type=click.Choice(TRIPLET_STRATEGIES), default=None,
@@ -189,12 +192,15 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
                         embeddings=class_vectors, semantic_weight=semantic_weight, triplets=triplets or "auto",
                         max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort, init=init)
     interrupted = code.settings.get("stop_reason") == "interrupted"
-    if certify and not interrupted:
-        try:
+    try:
+        if certify and not interrupted:
             code.certificate = certify_prototypes(code.prototypes, device=device, max_memory=max_memory,
                                                   quiet=not tell(quiet, as_json))
-        except KeyboardInterrupt:
-            interrupted = True
+        # The LP bound the bank stores takes seconds at large sizes: computed here (and remembered), so that
+        # Ctrl-C during it keeps the code instead of abandoning the write.
+        max_cos_lower_bound(d, k)
+    except KeyboardInterrupt:
+        interrupted = True
     write_code(out, code, overwrite=overwrite)
     if interrupted:
         click.echo(f"Interrupted; kept the best code so far as {code.name} in {out} (max-cos {code.stats.max_cos:.10g}"

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import click
 
-from ...bank import read_code
 from ...errors import SpherecodesError
 from ...plots import check_plot_path, plot_code
 from ... import semantic
 from ...semantic import class_embeddings, read_class_names
-from .._common import show_report
+from .._common import read_with_certificate_check, show_report
 from ..main import BANK, FILE, embedding_options, main, threads_option
 
 @main.command()
@@ -39,7 +38,7 @@ def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_
     """
     if plot is not None:
         check_plot_path(plot)
-    code = read_code(bank, name)
+    code, bad_certificate = read_with_certificate_check(bank, name)
     semantic_part = None
     if embeddings is not None:
         if classes is not None and code.labels is not None:
@@ -57,3 +56,6 @@ def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_
     if plot is not None:
         plot_code(code, plot)
         click.echo(f"plot written to {plot}", err=as_json)
+    if bad_certificate is not None:
+        raise SpherecodesError(f"{bad_certificate}; rho is shown uncertified ('spherecodes certify {bank} --write' "
+                               "recomputes the certificate)")

@@ -1,0 +1,112 @@
+"""Bounded HTTP downloads: streamed to disk and refused at the first byte past a limit.
+
+A catalog says how large each of its files is, so a download never needs to
+read more: the body is streamed into a file in chunks no larger than what is
+still allowed plus one byte, and the first byte past the limit ends it.  A
+``Content-Length`` above the limit is refused before any of the body is read.
+Every failure becomes one line that says what happened (an HTTP status, a
+timeout, an unreachable host, a transfer cut short, too many bytes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from ..errors import SpherecodesError
+
+__all__ = ["CHUNK_BYTES", "stream_download"]
+
+#: Most bytes read from the network at a time.
+CHUNK_BYTES = 1 << 16
+
+
+def stream_download(url: str, destination: Path, *, limit: int, timeout: float, what: str) -> tuple[int, str]:
+    """Write the body at ``url`` into ``destination``, refusing more than ``limit`` bytes.
+
+    Parameters
+    ----------
+    url : str
+        An http(s) URL.
+    destination : Path
+        File to write (created or truncated); the caller removes it on failure.
+    limit : int
+        Most bytes the body may have.
+    timeout : float
+        Seconds to wait for the connection and for each read.
+    what : str
+        Says where the limit comes from in messages, e.g. ``"the catalog lists for it"``.
+
+    Returns
+    -------
+    size, sha256 : int, str
+        Bytes written and their SHA-256.
+
+    Raises
+    ------
+    SpherecodesError
+        An HTTP error status, a timeout, an unreachable server, a transfer cut
+        short, or a body larger than ``limit`` (refused at the first byte past it).
+    """
+    import requests
+
+    try:
+        response = requests.get(url, stream=True, timeout=timeout, headers={"Accept-Encoding": "identity"})
+    except requests.RequestException as err:
+        raise SpherecodesError(_failure(url, err, timeout)) from None
+    with response:
+        if response.status_code >= 400:
+            reason = response.reason or ""
+            raise SpherecodesError(
+                f"downloading {url} failed: HTTP {response.status_code} {reason}".rstrip() + "; nothing was cached"
+            )
+        declared = (response.headers.get("Content-Length") or "").strip()
+        if declared.isdigit() and int(declared) > limit:
+            raise SpherecodesError(
+                f"{url} announces {int(declared)} bytes, more than the {limit} bytes {what}; refused before "
+                "reading it; nothing was cached"
+            )
+        digest = hashlib.sha256()
+        size = 0
+        with open(destination, "wb") as fh:
+            while True:
+                try:
+                    chunk = response.raw.read(min(CHUNK_BYTES, limit - size + 1), decode_content=True)
+                except Exception as err:  # urllib3's read errors: timeouts, connections cut short
+                    raise SpherecodesError(_failure(url, err, timeout, size, declared)) from None
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > limit:
+                    raise SpherecodesError(
+                        f"{url} sent more than the {limit} bytes {what}; stopped at byte {limit + 1}; "
+                        "nothing was cached"
+                    )
+                fh.write(chunk)
+                digest.update(chunk)
+    return size, digest.hexdigest()
+
+
+def _failure(url: str, err: Exception, timeout: float, size: int = 0, declared: str = "") -> str:
+    """One line saying why a request or a read failed."""
+    import requests
+    import urllib3
+
+    if isinstance(err, (requests.Timeout, urllib3.exceptions.TimeoutError)):
+        after = f" after {size} bytes" if size else ""
+        return f"downloading {url} failed: no answer within {timeout:g} s{after}; nothing was cached"
+    if isinstance(err, urllib3.exceptions.ProtocolError) or (isinstance(err, requests.ConnectionError) and size):
+        of = f" of {declared}" if declared.isdigit() else ""
+        incomplete = re.search(r"IncompleteRead\((\d+) bytes read", str(err))
+        got = int(incomplete.group(1)) if incomplete else size
+        return (f"downloading {url} failed: the transfer was cut short after {got}{of} bytes (the server closed "
+                "the connection early); nothing was cached")
+    if isinstance(err, requests.ConnectionError):
+        return f"cannot reach {url} ({_short(err)}); nothing was cached (--offline uses what is already cached)"
+    return f"downloading {url} failed ({_short(err)}); nothing was cached"
+
+
+def _short(err: Exception) -> str:
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return text if len(text) <= 160 else text[:157] + "..."

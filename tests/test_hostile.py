@@ -1,0 +1,1127 @@
+"""Hostile and damaged input through the command line.
+
+Each case of the table below builds one bad input (a pickle named like a text
+file, a bank whose stored numbers lie, a download larger than its catalog
+says, a seed past 2**63, ...) and runs one command on it.  Every case must
+end the same way: a single ``Error:`` line on stderr that names what is wrong,
+a non-zero exit status (2 for bad usage), no traceback, no Python warning,
+no code from the input executed, and the folder exactly as it was — no new
+file, no partial or hidden temporary file, every existing bank byte for byte
+unchanged.
+
+Most cases run in this process through click's runner; those that need a
+real process (a fifo that would block, /dev/zero, a header that asks for
+26 GiB) run ``python -m spherecodes`` with a memory limit and a timeout.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import http.server
+import json
+import os
+import pickle
+import re
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from functools import partial
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+import h5py
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from spherecodes.cli import main
+
+MARKER = "EXECUTED"
+GOOD_BANK = "tammes-d3-k10.h5"  # a certified bank shipped with spherecodes (K = 10, d = 3)
+GOOD_CODE = "tammes-d3-k10-s0"
+CATALOG_BANK, CATALOG_ENTRY = "maxsep-d3-k10.h5", "maxsep-d3-k10"  # not in the bundled catalog
+CLASSES = [f"class{i}" for i in range(10)]
+HUGE_SEED = "99999999999999999999999"
+SUBPROCESS_MEMORY = 4 * 2**30  # address-space limit of the subprocess cases: a 26 GiB allocation fails fast
+SUBPROCESS_TIMEOUT = 60
+
+
+# --------------------------------------------------------------------------- hostile file contents
+
+
+class _Payload:
+    """Unpickling this creates the marker file: proof that code from the input ran."""
+
+    def __init__(self, folder: Path):
+        self.marker = str(folder / MARKER)
+
+    def __reduce__(self):
+        return exec, (f"open({self.marker!r}, 'w').close()",)
+
+
+def _pickle_payload(folder: Path) -> bytes:
+    data = pickle.dumps(_Payload(folder), protocol=4)
+    assert data[:1] == b"\x80"
+    return data
+
+
+def _npy_header(shape, descr="<f8", fortran=False) -> bytes:
+    """A version-1.0 .npy header for ``shape``, without any data after it."""
+    header = repr({"descr": descr, "fortran_order": fortran, "shape": tuple(shape)}).encode("latin1")
+    header += b" " * ((64 - (10 + len(header) + 1) % 64) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header
+
+
+def _good_bank_bytes() -> bytes:
+    return resources.files("spherecodes.banks").joinpath(GOOD_BANK).read_bytes()
+
+
+def _bank(folder: Path, name: str = "bank.h5", edit: Callable | None = None) -> Path:
+    """A copy of the good bank, edited in place by ``edit(group_of_the_code)``."""
+    path = folder / name
+    path.write_bytes(_good_bank_bytes())
+    if edit is not None:
+        with h5py.File(path, "r+") as fh:
+            edit(fh["codes"][GOOD_CODE])
+    return path
+
+
+def _classes(folder: Path) -> Path:
+    path = folder / "classes.txt"
+    path.write_text("\n".join(CLASSES) + "\n")
+    return path
+
+
+def _shift_certificate(group, by=0.5):
+    cert = group["certificate"]
+    cert["lo"][...] = cert["lo"][()] + by
+    cert["hi"][...] = cert["hi"][()] + by
+    cert.attrs["rho_lower"] = cert.attrs["rho_lower"] + by
+    cert.attrs["rho_upper"] = cert.attrs["rho_upper"] + by
+
+
+def _replace(group, name, data):
+    del group[name]
+    group[name] = data
+
+
+def _set_attr(where: str, key: str, value):
+    def edit(group):
+        target = group if not where else group[where]
+        if value is None:
+            del target.attrs[key]
+        else:
+            target.attrs[key] = value
+
+    return edit
+
+
+def _fifo(folder: Path, name: str) -> Path:
+    path = folder / name
+    os.mkfifo(path)
+    return path
+
+
+# --------------------------------------------------------------------------- a hostile HTTP server
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    """Answers each path with the route registered for it; counts the bytes it manages to send."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        route = self.server.routes.get(self.path.split("?")[0])
+        if route is None:
+            self.send_error(404, "Not Found")
+            return
+        try:
+            route(self)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client hung up: what the size caps are for
+
+    def send_bytes(self, body: bytes, length: int | None = None):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(body) if length is None else length))
+        self.end_headers()
+        self.write_counted(body)
+        self.close_connection = True
+
+    def stream(self, head: bytes, filler: bytes, total: int, length: int | None = None):
+        """``head`` then ``filler`` repeated up to ``total`` bytes; chunked unless ``length`` is given."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        if length is None:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(length))
+        self.end_headers()
+        sent, block = 0, head
+        while sent < total:
+            block = block[: total - sent]
+            if length is None:
+                self.wfile.write(f"{len(block):x}\r\n".encode() + block + b"\r\n")
+                self.server.sent += len(block)
+            else:
+                self.write_counted(block)
+            sent += len(block)
+            block = filler
+        if length is None:
+            self.wfile.write(b"0\r\n\r\n")
+        self.close_connection = True
+
+    def write_counted(self, data: bytes):
+        for start in range(0, len(data), 1 << 16):
+            self.wfile.write(data[start : start + (1 << 16)])
+            self.server.sent += min(1 << 16, len(data) - start)
+
+    def hang(self):
+        time.sleep(self.server.hang_s)
+        self.close_connection = True
+
+
+@pytest.fixture(scope="module")
+def web():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd.daemon_threads = True
+    httpd.routes, httpd.sent, httpd.hang_s = {}, 0, 5.0
+    httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _publish(folder: Path, banks: dict[str, bytes]) -> dict:
+    """A catalog folder holding ``banks`` and the registry that 'spherecodes catalog publish' writes."""
+    folder.mkdir()
+    for name, data in banks.items():
+        (folder / name).write_bytes(data)
+    result = CliRunner().invoke(main, ["catalog", "publish", str(folder), "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads((folder / "registry.json").read_text())
+
+
+def _serve_catalog(web, folder: Path, registry: dict, bank_route=None) -> str:
+    """Serve ``registry`` (and each bank it lists, or ``bank_route`` for them) under a fresh prefix."""
+    prefix = f"/c{len(web.routes)}/"
+    web.routes[prefix + "registry.json"] = lambda h, body=json.dumps(registry).encode(): h.send_bytes(body)
+    for entry in registry["entries"]:
+        body = (folder / entry["file"]).read_bytes()
+        web.routes[prefix + entry["file"]] = bank_route or (lambda h, body=body: h.send_bytes(body))
+    return web.url.rstrip("/") + prefix
+
+
+# --------------------------------------------------------------------------- the table
+
+
+@dataclass
+class Case:
+    """One hostile input: ``setup(folder, web)`` makes the files and returns the command's arguments."""
+
+    setup: Callable
+    exit: int = 1
+    says: tuple = ()  # patterns the error line must contain (case-insensitive)
+    subprocess: bool = False  # run as a real process (fifos, /dev/zero, huge allocations)
+    stdout: bool = False  # the command may still print its (marked) report on stdout
+    check: Callable | None = None  # further checks: check(folder, web, stdout, stderr)
+    env: dict = field(default_factory=dict)
+
+
+CASES: dict[str, Case] = {}
+
+
+def case(name, **kwargs):
+    def register(setup):
+        CASES[name] = Case(setup, **kwargs)
+        return setup
+
+    return register
+
+
+# ---- code execution: nothing is ever unpickled unless the user names the gensim format
+
+
+@case("pickle-as-glove-txt-assign", says=("pickle", "--embeddings-format gensim"))
+def _(f, web):
+    (f / "glove.6B.300d.txt").write_bytes(_pickle_payload(f))
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", f / "glove.6B.300d.txt"]
+
+
+@case("pickle-as-glove-txt-privileged", says=("pickle", "--embeddings-format gensim"))
+def _(f, web):
+    (f / "glove.6B.300d.txt").write_bytes(_pickle_payload(f))
+    return ["generate", "--d", "3", "--method", "privileged", "--classes", _classes(f),
+            "--embeddings", f / "glove.6B.300d.txt", "--out", f / "new.h5"]
+
+
+@case("pickle-as-glove-txt-report", says=("pickle", "--embeddings-format gensim"))
+def _(f, web):
+    (f / "glove.6B.300d.txt").write_bytes(_pickle_payload(f))
+    return ["report", _bank(f), "--classes", _classes(f), "--embeddings", f / "glove.6B.300d.txt"]
+
+
+@case("pickle-gzipped-as-glove", says=("pickle", "--embeddings-format gensim"))
+def _(f, web):
+    (f / "vectors.txt.gz").write_bytes(gzip.compress(_pickle_payload(f)))
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", f / "vectors.txt.gz"]
+
+
+@case("pickle-protocol-0-as-glove", says=("embedding",))
+def _(f, web):
+    (f / "vectors.txt").write_bytes(pickle.dumps(_Payload(f), protocol=0))
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", f / "vectors.txt"]
+
+
+@case("torch-pickle-payload", says=(r"evil\.pt", "tensor"))
+def _(f, web):
+    torch.save({"prototypes": _Payload(f)}, f / "evil.pt")
+    return ["certify", f / "evil.pt"]
+
+
+@case("npy-object-array-payload", says=(r"evil\.npy", "object"))
+def _(f, web):
+    np.save(f / "evil.npy", np.array([_Payload(f), 1], dtype=object), allow_pickle=True)
+    return ["certify", f / "evil.npy"]
+
+
+@case("npz-named-npy", says=(r"evil\.npy", r"\.npy"))
+def _(f, web):
+    np.savez(f / "evil.npz", a=np.array([_Payload(f)], dtype=object), b=np.eye(3))
+    (f / "evil.npz").rename(f / "evil.npy")
+    return ["certify", f / "evil.npy"]
+
+
+@case("class-means-object-array-payload", says=("--class-means|means", "object"))
+def _(f, web):
+    np.save(f / "means.npy", np.array([_Payload(f), 1], dtype=object), allow_pickle=True)
+    return ["assign", _bank(f), "--class-means", f / "means.npy"]
+
+
+@case("npy-header-with-code", says=(r"x\.npy",))
+def _(f, web):
+    header = b"{'descr': __import__('os').system('touch " + str(f / MARKER).encode() + b"'), 'shape': (3, 3)}"
+    header += b" " * ((64 - (10 + len(header) + 1) % 64) % 64) + b"\n"
+    (f / "x.npy").write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + bytes(72))
+    return ["certify", f / "x.npy"]
+
+
+# ---- false certificates: stored numbers must follow from the stored prototypes and witnesses
+
+
+def _no_false_rho(f, web, stdout, stderr):
+    """The report is still shown, with rho uncertified, never with the stored numbers."""
+    assert "1.095" not in stdout  # the shifted rho of the bank; the truth is 0.5956
+    if stdout.lstrip().startswith("{"):
+        assert json.loads(stdout)["rho"] is None
+    else:
+        assert "rho          not certified" in stdout
+
+
+@case("shifted-certificate-report", says=("certificate", "does not check"), stdout=True, check=_no_false_rho)
+def _(f, web):
+    return ["report", _bank(f, edit=_shift_certificate)]
+
+
+@case("shifted-certificate-report-json", says=("certificate", "does not check"), stdout=True, check=_no_false_rho)
+def _(f, web):
+    return ["report", _bank(f, edit=_shift_certificate), "--json"]
+
+
+@case("shifted-certificate-certify", says=("stored certificate", "does not check"), stdout=True)
+def _(f, web):
+    return ["certify", _bank(f, edit=_shift_certificate), "--quiet"]
+
+
+@case("one-class-certificate-raised", says=("certificate", "does not check", "class 3"), stdout=True,
+      check=_no_false_rho)
+def _(f, web):
+    def edit(group):
+        lo = group["certificate"]["lo"][()]
+        lo[3] += 1e-6
+        group["certificate"]["lo"][...] = lo
+
+    return ["report", _bank(f, edit=edit)]
+
+
+@case("shifted-certificate-assign", says=("certificate", "does not check"))
+def _(f, web):
+    np.save(f / "means.npy", np.random.default_rng(0).standard_normal((10, 3)))
+    return ["assign", _bank(f, edit=_shift_certificate), "--class-means", f / "means.npy"]
+
+
+@case("shifted-certificate-fetch", says=("certificate", "does not check"))
+def _(f, web):
+    registry = _publish(f / "catalog", {CATALOG_BANK: _catalog_bank_bytes(f)})
+    bank = f / "catalog" / CATALOG_BANK
+    with h5py.File(bank, "r+") as fh:
+        _shift_certificate(fh["codes"][GOOD_CODE])
+    data = bank.read_bytes()
+    registry["entries"][0].update(sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+    (f / "catalog" / "registry.json").write_text(json.dumps(registry))
+    return ["fetch", CATALOG_ENTRY, "--url", _serve_catalog(web, f / "catalog", registry)]
+
+
+# ---- damaged banks: one line naming the dataset or attribute at fault
+
+
+def _damaged(name, edit, says, command="report"):
+    @case(name, says=says)
+    def _(f, web):
+        return [command, _bank(f, edit=edit)]
+
+
+_damaged("bank-stats-group-deleted", lambda g: g.__delitem__("stats"), ("stats",))
+_damaged("bank-stats-group-deleted-ls", lambda g: g.__delitem__("stats"), ("stats",), command="ls")
+_damaged("bank-certificate-lo-deleted", lambda g: g["certificate"].__delitem__("lo"), ("certificate/lo",))
+_damaged("bank-certificate-lo-wrong-shape", lambda g: _replace(g["certificate"], "lo", np.zeros(3)),
+         ("certificate/lo",))
+_damaged("bank-stats-max-cos-deleted", _set_attr("stats", "max_cos", None), ("max_cos",))
+_damaged("bank-stats-max-cos-a-string", _set_attr("stats", "max_cos", "large"), ("max_cos",))
+_damaged("bank-stats-max-cos-false", _set_attr("stats", "max_cos", -0.9), ("max_cos",))
+_damaged("bank-settings-not-json", _set_attr("", "settings", "{not json"), ("settings",))
+_damaged("bank-settings-a-list", _set_attr("", "settings", "[1, 2]"), ("settings",))
+_damaged("bank-seed-a-string", _set_attr("", "seed", "seven"), ("seed",))
+_damaged("bank-seed-past-2-63", _set_attr("", "seed", np.uint64(2**64 - 1)), ("seed",))
+_damaged("bank-k-a-string", _set_attr("", "k", "ten"), ("k|shape",))
+_damaged("bank-support-indices-out-of-range",
+         lambda g: _replace(g["certificate"], "support_indices", np.full(g["certificate/support_indices"].shape, 99)),
+         ("support_indices",))
+_damaged("bank-support-indices-float",
+         lambda g: _replace(g["certificate"], "support_indices", g["certificate/support_indices"][()] + 0.5),
+         ("support_indices",))
+_damaged("bank-certificate-tol-deleted", _set_attr("certificate", "tol", None), ("tol",))
+_damaged("bank-certificate-duplicates-not-json", _set_attr("certificate", "duplicates", "[[0,"), ("duplicates",))
+_damaged("bank-nearest-index-out-of-range",
+         lambda g: _replace(g["stats"], "nearest_index", np.full(10, 1000)), ("nearest_index",))
+_damaged("bank-nearest-cos-wrong-length", lambda g: _replace(g["stats"], "nearest_cos", np.zeros(4)),
+         ("nearest_cos",))
+_damaged("bank-labels-integers", lambda g: g.create_dataset("labels", data=np.arange(10)), ("labels",))
+
+
+_damaged("bank-support-weights-nan",
+         lambda g: _replace(g["certificate"], "support_weights", np.full(g["certificate/support_weights"].shape, np.nan)),
+         ("support_weights", "NaN"))
+_damaged("bank-rattlers-invented", lambda g: _replace(g["stats"], "rattlers", np.array([0, 1])), ("rattlers",))
+_damaged("bank-prototypes-float32",
+         lambda g: _replace(g, "prototypes", g["prototypes"][()].astype(np.float32)), ("prototypes", "float64"))
+
+
+@case("word2vec-header-claims-a-billion-words", says=(r"vectors\.txt", "1000000000"))
+def _(f, web):
+    (f / "vectors.txt").write_text("1000000000 300\n" + "cat " + " ".join(["0.1"] * 300) + "\n")
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", f / "vectors.txt"]
+
+
+@case("bank-prototypes-external-link", says=("prototypes", "link"))
+def _(f, web):
+    def edit(group):
+        with h5py.File(f / "other.h5", "w") as other:
+            other["data"] = group["prototypes"][()]
+        _replace(group, "prototypes", h5py.ExternalLink(str(f / "other.h5"), "/data"))
+
+    return ["report", _bank(f, edit=edit)]
+
+
+@case("bank-prototypes-external-storage", says=("prototypes", "outside"))
+def _(f, web):
+    def edit(group):
+        data = group["prototypes"][()]
+        (f / "raw.bin").write_bytes(data.tobytes())
+        del group["prototypes"]
+        group.create_dataset("prototypes", shape=data.shape, dtype="<f8", external=[(str(f / "raw.bin"), 0, data.nbytes)])
+
+    return ["report", _bank(f, edit=edit)]
+
+
+@case("bank-truncated", says=("bank.h5", "damaged|truncated"))
+def _(f, web):
+    data = _good_bank_bytes()
+    (f / "bank.h5").write_bytes(data[: len(data) // 2])
+    return ["report", f / "bank.h5"]
+
+
+# ---- numbers at the boundary: seeds, times, tolerances, sizes, URLs and methods
+
+
+@case("generate-seed-past-2-63", exit=2, says=("--seed", "9223372036854775807"))
+def _(f, web):
+    return ["generate", "--d", "3", "--k", "7", "--method", "tammes", "--steps", "20", "--restarts", "1",
+            "--seed", HUGE_SEED, "--out", f / "new.h5"]
+
+
+@case("assign-seed-past-2-63", exit=2, says=("--seed",))
+def _(f, web):
+    np.save(f / "means.npy", np.random.default_rng(0).standard_normal((10, 3)))
+    return ["assign", _bank(f), "--class-means", f / "means.npy", "--seed", HUGE_SEED]
+
+
+@case("catalog-build-seed-past-2-63", exit=2, says=("--seed",))
+def _(f, web):
+    return ["catalog", "build", "--grid", "d=3 k=7", "--out", f / "built", "--seed", HUGE_SEED]
+
+
+@case("time-limit-nan", exit=2, says=("--time-limit", "nan"))
+def _(f, web):
+    return ["generate", "--d", "3", "--k", "7", "--method", "tammes", "--time-limit", "nan", "--out", f / "new.h5"]
+
+
+@case("time-limit-infinite", exit=2, says=("--time-limit", "inf"))
+def _(f, web):
+    return ["generate", "--d", "3", "--k", "7", "--method", "tammes", "--time-limit", "inf", "--out", f / "new.h5"]
+
+
+@case("certify-tol-nan", exit=2, says=("--tol",))
+def _(f, web):
+    return ["certify", _bank(f), "--tol", "nan"]
+
+
+@case("semantic-weight-nan", exit=2, says=("--semantic-weight",))
+def _(f, web):
+    return ["generate", "--d", "3", "--method", "privileged", "--classes", _classes(f), "--embeddings",
+            f / "none.txt", "--semantic-weight", "nan", "--out", f / "new.h5"]
+
+
+@case("max-memory-overflows", exit=2, says=("--max-memory",), subprocess=True)
+def _(f, web):
+    return ["certify", _bank(f), "--max-memory", "1e999GiB"]
+
+
+@case("bounds-plot-range-unbounded", exit=2, says=("--d",), subprocess=True)
+def _(f, web):
+    return ["bounds", "--d", "1..99999999999999999999", "--k", "10", "--plot", f / "p.png"]
+
+
+@case("fetch-method-bogus", exit=2, says=("--method", "bogus", "tammes"))
+def _(f, web):
+    return ["fetch", "--d", "64", "--k", "999", "--method", "bogus", "--url", ""]
+
+
+@case("fetch-url-unclosed-bracket", exit=2, says=("--url",))
+def _(f, web):
+    return ["fetch", "--d", "64", "--k", "999", "--url", "http://[::1"]
+
+
+@case("catalog-list-url-unclosed-bracket", exit=2, says=("--url",))
+def _(f, web):
+    return ["catalog", "list", "--url", "http://[::1"]
+
+
+@case("fetch-url-ftp", exit=2, says=("--url", "http"))
+def _(f, web):
+    return ["fetch", "--d", "64", "--k", "999", "--url", "ftp://example.org/banks/"]
+
+
+# ---- input arrays: dtype and declared size checked before anything is allocated
+
+
+@case("npy-strings", says=(r"x\.npy", "str|<U", "float|number"))
+def _(f, web):
+    np.save(f / "x.npy", np.array([["a", "b"], ["c", "d"]]))
+    return ["certify", f / "x.npy"]
+
+
+@case("npy-header-claims-26-GiB", says=(r"x\.npy", "1200000000"), subprocess=True)
+def _(f, web):
+    (f / "x.npy").write_bytes(_npy_header((3, 1_200_000_000)).ljust(928, b"\0"))
+    return ["certify", f / "x.npy"]
+
+
+@case("class-means-header-claims-26-GiB", says=(r"means\.npy", "1200000000"), subprocess=True)
+def _(f, web):
+    (f / "means.npy").write_bytes(_npy_header((3, 1_200_000_000)).ljust(928, b"\0"))
+    return ["assign", _bank(f), "--class-means", f / "means.npy"]
+
+
+@case("npy-complex", says=(r"x\.npy", "complex"))
+def _(f, web):
+    np.save(f / "x.npy", np.eye(3) + 0j)
+    return ["certify", f / "x.npy"]
+
+
+@case("class-means-complex", says=("means.npy", "complex"))
+def _(f, web):
+    np.save(f / "means.npy", np.random.default_rng(0).standard_normal((10, 3)) + 1j)
+    return ["assign", _bank(f), "--class-means", f / "means.npy"]
+
+
+@case("class-means-empty", says=("means.npy", r"\(0,\)|empty"))
+def _(f, web):
+    np.save(f / "means.npy", np.zeros(0))
+    return ["assign", _bank(f), "--class-means", f / "means.npy"]
+
+
+@case("class-means-wrong-rows", says=(r"\(4, 3\)", "10"))
+def _(f, web):
+    np.save(f / "means.npy", np.random.default_rng(0).standard_normal((4, 3)))
+    return ["assign", _bank(f), "--class-means", f / "means.npy"]
+
+
+@case("npy-empty-matrix", says=(r"x\.npy", r"\(0, 3\)"))
+def _(f, web):
+    np.save(f / "x.npy", np.zeros((0, 3)))
+    return ["certify", f / "x.npy"]
+
+
+@case("npy-three-dimensional", says=(r"x\.npy", "2-D"))
+def _(f, web):
+    np.save(f / "x.npy", np.ones((2, 2, 2)))
+    return ["certify", f / "x.npy"]
+
+
+@case("npy-datetime", says=(r"x\.npy", "datetime|<M8"))
+def _(f, web):
+    np.save(f / "x.npy", np.array([["2020-01-01", "2021-01-01"]] * 2, dtype="datetime64[D]"))
+    return ["certify", f / "x.npy"]
+
+
+@case("npy-data-shorter-than-header", says=(r"x\.npy", "bytes|truncated|short"))
+def _(f, web):
+    (f / "x.npy").write_bytes(_npy_header((100, 3)) + bytes(80))
+    return ["certify", f / "x.npy"]
+
+
+@case("npy-rows-not-unit-float64", says=("--normalize",))
+def _(f, web):
+    np.save(f / "x.npy", 2 * np.eye(3))
+    return ["certify", f / "x.npy"]
+
+
+@case("npy-rows-float32-off-by-1e-3", says=("--normalize", "float32"))
+def _(f, web):
+    w = np.linalg.qr(np.random.default_rng(1).standard_normal((8, 8)))[0] * 1.001
+    np.save(f / "x.npy", w.astype(np.float32))
+    return ["certify", f / "x.npy"]
+
+
+@case("torch-garbage", says=(r"x\.pt", "torch"))
+def _(f, web):
+    (f / "x.pt").write_bytes(b"PK\x03\x04 not really a zip archive")
+    return ["certify", f / "x.pt"]
+
+
+@case("torch-complex-tensor", says=(r"x\.pt", "complex"))
+def _(f, web):
+    torch.save(torch.eye(3, dtype=torch.complex64), f / "x.pt")
+    return ["certify", f / "x.pt"]
+
+
+@case("csv-words", says=(r"x\.csv",))
+def _(f, web):
+    (f / "x.csv").write_text("a,b\nc,d\n")
+    return ["certify", f / "x.csv"]
+
+
+@case("txt-ragged-rows", says=(r"x\.txt",))
+def _(f, web):
+    (f / "x.txt").write_text("1 0 0\n0 1\n")
+    return ["certify", f / "x.txt"]
+
+
+@case("txt-not-utf8", says=(r"x\.txt", "UTF-8"))
+def _(f, web):
+    (f / "x.txt").write_bytes(b"\xff\xfe1 0\n0 1\n")
+    return ["certify", f / "x.txt"]
+
+
+@case("classes-not-utf8", says=("classes.txt", "UTF-8"))
+def _(f, web):
+    (f / "classes.txt").write_bytes(b"cat\n\xff\xfedog\n")
+    return ["generate", "--d", "3", "--classes", f / "classes.txt", "--out", f / "new.h5"]
+
+
+# ---- special files: a fifo would block a reader, /dev/zero never ends
+
+
+@case("fifo-as-matrix", says=(r"x\.npy", "not a regular file"), subprocess=True)
+def _(f, web):
+    return ["certify", _fifo(f, "x.npy")]
+
+
+@case("fifo-as-classes", says=("classes.txt", "not a regular file"), subprocess=True)
+def _(f, web):
+    return ["generate", "--d", "3", "--classes", _fifo(f, "classes.txt"), "--out", f / "new.h5"]
+
+
+@case("dev-zero-as-classes", says=("/dev/zero", "not a regular file"), subprocess=True)
+def _(f, web):
+    return ["generate", "--d", "3", "--classes", "/dev/zero", "--out", f / "new.h5"]
+
+
+@case("dev-zero-as-embeddings", says=("/dev/zero", "not a regular file"), subprocess=True)
+def _(f, web):
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", "/dev/zero"]
+
+
+@case("dev-zero-as-class-means", says=("/dev/zero", "not a regular file"), subprocess=True)
+def _(f, web):
+    return ["assign", _bank(f), "--class-means", "/dev/zero"]
+
+
+@case("fifo-as-bank", says=("bank.h5", "not a regular file"), subprocess=True)
+def _(f, web):
+    return ["report", _fifo(f, "bank.h5")]
+
+
+# ---- downloads: hard caps at the declared size, size and hash both checked, nothing partial cached
+
+
+def _cache_is_clean(f, web, stdout, stderr):
+    banks = [p for p in (f / "cache").rglob("*") if p.is_file() and p.name != "registry.json"]
+    assert banks == [], banks
+
+
+def _names_listed_size(f, web, stdout, stderr):
+    _cache_is_clean(f, web, stdout, stderr)
+    listed = json.loads((f / "catalog" / "registry.json").read_text())["entries"][0]["size"]
+    assert str(listed) in stderr, (listed, stderr)
+
+
+def _sent_at_most(limit, bank=True):
+    def check(f, web, stdout, stderr):
+        if bank:
+            _names_listed_size(f, web, stdout, stderr)
+        assert web.sent <= limit, f"the server sent {web.sent} bytes before the client hung up"
+
+    return check
+
+
+def _catalog_bank_bytes(f: Path) -> bytes:
+    """The good bank relabelled as made by maxsep: a code the bundled catalog does not have."""
+    path = _bank(f, "maxsep.h5", edit=_set_attr("", "method", "maxsep"))
+    data = path.read_bytes()
+    path.unlink()
+    return data
+
+
+def _catalog_of_good_bank(f, web, bank_route=None, edit_entry=None) -> str:
+    registry = _publish(f / "catalog", {CATALOG_BANK: _catalog_bank_bytes(f)})
+    if edit_entry is not None:
+        edit_entry(registry["entries"][0])
+        (f / "catalog" / "registry.json").write_text(json.dumps(registry))
+    return _serve_catalog(web, f / "catalog", registry, bank_route)
+
+
+@case("download-streams-100-MiB-chunked", says=("more than",), check=_sent_at_most(8 * 2**20))
+def _(f, web):
+    body = _good_bank_bytes()
+    return ["fetch", CATALOG_ENTRY, "--url",
+            _catalog_of_good_bank(f, web, lambda h: h.stream(body, bytes(1 << 16), 100 * 2**20))]
+
+
+@case("download-content-length-100-MiB", says=("more than|larger",), check=_sent_at_most(8 * 2**20))
+def _(f, web):
+    body = _good_bank_bytes()
+    return ["fetch", CATALOG_ENTRY, "--url",
+            _catalog_of_good_bank(f, web, lambda h: h.stream(body, bytes(1 << 16), 100 * 2**20, length=100 * 2**20))]
+
+
+@case("download-size-wrong-sha-right", says=("size",), check=_names_listed_size)
+def _(f, web):
+    return ["fetch", CATALOG_ENTRY, "--url",
+            _catalog_of_good_bank(f, web, edit_entry=lambda e: e.update(size=e["size"] + 100))]
+
+
+@case("directory-catalog-size-wrong-sha-right", says=("size",), check=_names_listed_size)
+def _(f, web):
+    _catalog_of_good_bank(f, web, edit_entry=lambda e: e.update(size=e["size"] - 1))
+    return ["fetch", CATALOG_ENTRY, "--url", f / "catalog"]
+
+
+@case("registry-streams-200-MiB", says=("registry", "MiB"), check=_sent_at_most(48 * 2**20, bank=False))
+def _(f, web):
+    prefix = f"/r{len(web.routes)}/"
+    web.routes[prefix + "registry.json"] = lambda h: h.stream(b'{"entries": [', b" " * (1 << 16), 200 * 2**20)
+    return ["catalog", "list", "--url", web.url.rstrip("/") + prefix]
+
+
+@case("registry-claims-200-MiB", says=("registry", "MiB"), check=_sent_at_most(48 * 2**20, bank=False))
+def _(f, web):
+    prefix = f"/r{len(web.routes)}/"
+    web.routes[prefix + "registry.json"] = lambda h: h.stream(b'{"entries": [', b" " * (1 << 16), 200 * 2**20,
+                                                                length=200 * 2**20)
+    return ["catalog", "list", "--url", web.url.rstrip("/") + prefix]
+
+
+@case("registry-entry-size-absurd", says=("size",))
+def _(f, web):
+    return ["fetch", CATALOG_ENTRY, "--url", _catalog_of_good_bank(f, web, edit_entry=lambda e: e.update(size=10**30))]
+
+
+@case("download-read-timeout", says=("no answer|timed out",), check=_cache_is_clean)
+def _(f, web):
+    return ["fetch", CATALOG_ENTRY, "--url", _catalog_of_good_bank(f, web, bank_route=lambda h: h.hang())]
+
+
+@case("registry-read-timeout", says=("no answer|timed out", "registry"))
+def _(f, web):
+    prefix = f"/r{len(web.routes)}/"
+    web.routes[prefix + "registry.json"] = lambda h: h.hang()
+    return ["catalog", "list", "--url", web.url.rstrip("/") + prefix]
+
+
+@case("registry-unreachable", says=("cannot reach",))
+def _(f, web):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return ["catalog", "list", "--url", f"http://127.0.0.1:{port}/"]
+
+
+@case("cache-path-is-a-file", says=("cache", "SPHERECODES_CACHE"), env={"SPHERECODES_CACHE": "{f}/cachefile"})
+def _(f, web):
+    (f / "cachefile").write_text("I am a file")
+    return ["fetch", CATALOG_ENTRY, "--url", _catalog_of_good_bank(f, web)]
+
+
+@case("real-gensim-save-with-auto-format", says=("pickle", "--embeddings-format gensim"))
+def _(f, web):
+    from gensim.models import KeyedVectors
+
+    vectors = KeyedVectors(3)
+    vectors.add_vectors(CLASSES, np.random.default_rng(0).standard_normal((10, 3)).astype(np.float32))
+    vectors.save(str(f / "vectors.kv"))
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", f / "vectors.kv"]
+
+
+@case("cache-on-read-only-file-system", says=("cache", "read-only|not writable"),
+      env={"SPHERECODES_CACHE": "{f}/readonly"})
+def _(f, web):
+    url = _catalog_of_good_bank(f, web)
+    (f / "readonly").mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(f / "readonly")],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        os.chmod(f / "readonly", 0o555)
+        if os.access(f / "readonly", os.W_OK):
+            pytest.skip("neither a read-only mount nor a read-only directory can be made here")
+    return ["fetch", CATALOG_ENTRY, "--url", url]
+
+
+# ---- writing banks: nothing half-written, the old bank kept
+
+
+@case("fetch-out-over-an-existing-code", says=("already exists", "--overwrite"))
+def _(f, web):
+    first = CliRunner().invoke(main, ["fetch", "--d", "11", "--k", "12", "--url", "", "--out", str(f / "b.h5"), "-q"])
+    assert first.exit_code == 0, first.output
+    return ["fetch", "--d", "11", "--k", "12", "--url", "", "--out", f / "b.h5"]
+
+
+@case("out-is-immutable", says=("bank.h5", "cannot|not writable|permission|immutable"))
+def _(f, web):
+    bank = _bank(f)
+    if subprocess.run(["chattr", "+i", str(bank)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    return ["fetch", "--d", "11", "--k", "12", "--url", "", "--out", bank, "--overwrite"]
+
+
+# --------------------------------------------------------------------------- running a case
+
+
+
+def _snapshot(folder: Path) -> dict:
+    """Every file under ``folder`` (hidden ones included) with the SHA-256 of its bytes."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        rel = str(path.relative_to(folder))
+        if path.is_fifo():
+            found[rel] = "fifo"
+        elif path.is_file():
+            found[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def _limit_memory():
+    resource.setrlimit(resource.RLIMIT_AS, (SUBPROCESS_MEMORY, SUBPROCESS_MEMORY))
+
+
+def _run(case_: Case, args, folder: Path, web, monkeypatch):
+    env = {key: value.format(f=folder) for key, value in case_.env.items()}
+    env.setdefault("SPHERECODES_CACHE", str(folder / "cache"))
+    env["SPHERECODES_BANK_URL"] = ""
+    args = [str(a) for a in args]
+    if case_.subprocess:
+        proc = subprocess.run(
+            [sys.executable, "-m", "spherecodes", *args], cwd=folder, env={**os.environ, **env},
+            capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT, preexec_fn=_limit_memory,
+        )
+        return proc.returncode, proc.stdout, proc.stderr, []
+    _short_network_timeout(monkeypatch)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = CliRunner().invoke(main, args, env=env)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        import traceback
+
+        raise AssertionError("".join(traceback.format_exception(*result.exc_info)))
+    shown = [w for w in caught if not issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning))]
+    return result.exit_code, result.stdout, result.stderr, shown
+
+
+def _short_network_timeout(monkeypatch):
+    """Make the client give up on a silent server after 1 s instead of a minute."""
+    import importlib
+
+    for module in ("spherecodes.catalog.download", "spherecodes.registry"):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            continue
+        if hasattr(mod, "TIMEOUT_S"):
+            monkeypatch.setattr(mod, "TIMEOUT_S", 1)
+            return
+    raise AssertionError("no download timeout to shorten")
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow if CASES[n].subprocess else ()) for n in CASES]
+)
+def test_hostile_input_gets_one_line_and_changes_nothing(name, tmp_path, web, monkeypatch):
+    case_ = CASES[name]
+    folder = tmp_path / "work"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    web.sent = 0
+    web.hang_s = 3.0
+    args = case_.setup(folder, web)
+    before = _snapshot(folder)
+    try:
+        code, stdout, stderr, caught = _run(case_, args, folder, web, monkeypatch)
+    finally:
+        for path in folder.iterdir():  # undo chattr +i and read-only mounts so that pytest can clean up
+            subprocess.run(["chattr", "-i", str(path)], capture_output=True)
+            if path.is_dir() and os.path.ismount(path):
+                subprocess.run(["umount", str(path)], capture_output=True)
+            elif path.is_dir():
+                os.chmod(path, 0o755)
+    assert not (folder / MARKER).exists(), "code from the input was executed"
+    assert code == case_.exit, (code, stdout, stderr)
+    assert "Traceback" not in stderr + stdout
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), stderr
+    print(f"{name} | exit {code} | {lines[0]}")  # the table of outcomes (pytest -rP shows it)
+    for pattern in case_.says:
+        assert re.search(pattern, lines[0], re.IGNORECASE), f"{pattern!r} not in {lines[0]!r}"
+    assert not re.search(r"\b[a-z_]+=(True|False|None)\b", lines[0]), f"names a Python argument: {lines[0]}"
+    if not case_.stdout:
+        assert stdout == "", stdout
+    assert caught == [], [str(w.message) for w in caught]
+    after = _snapshot(folder)
+    # A downloaded registry may be cached; nothing else may appear, change or vanish.
+    assert {k: v for k, v in after.items() if not re.fullmatch(r"cache/.*registry\.json", k)} == before
+    assert not [k for k in after if re.search(r"(^|/)\..*\.tmp$", k)]
+    if case_.check is not None:
+        case_.check(folder, web, stdout, stderr)
+
+
+def test_the_table_is_large_enough():
+    assert len(CASES) >= 40
+
+
+# --------------------------------------------------------------------------- what must still work
+
+
+def _simplex(k: int, dtype) -> np.ndarray:
+    """K unit vectors in R^K summing to zero (a regular simplex), randomly rotated, stored as ``dtype``."""
+    centred = np.eye(k) - 1.0 / k
+    rows = centred / np.linalg.norm(centred, axis=1, keepdims=True)
+    rotation = np.linalg.qr(np.random.default_rng(k).standard_normal((k, k)))[0]
+    return (rows @ rotation).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_rows_rounded_to_a_short_float_are_normalised_in_float64_and_the_report_says_so(tmp_path, dtype):
+    """A simplex of K classes has rho = K/(K-1): its centroid is 0, so the hull of the others is nearest at
+    -w_k/(K-1).  Stored in float32 or float16, its norms miss 1 by that format's rounding."""
+    k = 12
+    w = _simplex(k, dtype)
+    deviation = np.abs(np.linalg.norm(w.astype(np.float64), axis=1) - 1).max()
+    assert 0 < deviation < 50 * np.finfo(dtype).eps  # not unit in float64, unit up to the format's rounding
+    np.save(tmp_path / "protos.npy", w)
+    result = CliRunner().invoke(main, ["certify", str(tmp_path / "protos.npy"), "--json", "--quiet"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    rounding = float(10 * np.finfo(dtype).eps)
+    assert report["rho"]["lower"] == pytest.approx(k / (k - 1), abs=rounding)
+    assert report["settings"]["normalized"] is True
+    assert np.dtype(dtype).name in json.dumps(report["settings"])
+    text = CliRunner().invoke(main, ["certify", str(tmp_path / "protos.npy"), "--quiet"])
+    assert text.exit_code == 0, text.output
+    assert re.search(rf"normali[sz]ed in float64 from {np.dtype(dtype).name}", text.stdout)
+
+
+@pytest.mark.slow
+def test_the_certificate_of_three_classes_in_two_million_dimensions(tmp_path):
+    """Three orthonormal rows: each one's distance to the segment of the other two is sqrt(3/2)."""
+    rng = np.random.default_rng(0)
+    w = np.linalg.qr(rng.standard_normal((2_000_000, 3)))[0].T.copy()
+    np.save(tmp_path / "wide.npy", w)
+    result = CliRunner().invoke(main, ["certify", str(tmp_path / "wide.npy"), "--json", "--quiet"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["rho"]["certified"] is True
+    assert report["rho"]["lower"] == pytest.approx(1.5**0.5, abs=1e-9)
+
+
+def test_a_gensim_save_loads_when_the_user_names_the_format(tmp_path):
+    from gensim.models import KeyedVectors
+
+    vectors = KeyedVectors(3)
+    vectors.add_vectors(CLASSES, np.random.default_rng(0).standard_normal((10, 3)).astype(np.float32))
+    vectors.save(str(tmp_path / "vectors.kv"))
+    args = ["assign", str(_bank(tmp_path)), "--classes", str(_classes(tmp_path)), "--embeddings",
+            str(tmp_path / "vectors.kv"), "--embeddings-format", "gensim", "--dry-run"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("command", ["assign", "report", "generate"])
+def test_help_says_that_only_the_gensim_format_unpickles(command):
+    result = CliRunner().invoke(main, [command, "--help"], terminal_width=200)
+    text = " ".join(result.output.split())
+    assert "pickle" in text and "auto never" in text, text
+
+
+def test_python_readers_refuse_a_certificate_that_does_not_check(tmp_path):
+    import spherecodes
+    from spherecodes.nn import PrototypeClassifier
+
+    bank = _bank(tmp_path, edit=_shift_certificate)
+    with pytest.raises(spherecodes.SpherecodesError, match="certificate.*does not check"):
+        spherecodes.read_code(bank)
+    with pytest.raises(spherecodes.SpherecodesError, match="certificate.*does not check"):
+        PrototypeClassifier.from_bank(bank)
+
+
+def test_a_seed_past_2_63_is_refused_where_a_code_is_made():
+    import spherecodes
+
+    with pytest.raises(spherecodes.SpherecodesError, match=r"seed must be an integer in \[0, 2\*\*63\)"):
+        spherecodes.make_code(_simplex(3, np.float64), method="etf", seed=2**70)
+
+
+# --------------------------------------------------------------------------- signals and dead writers
+
+
+def _hidden_temporaries(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp"))
+
+
+_WRITER = """
+import os, sys, time
+from spherecodes.atomic import replace_atomically
+with replace_atomically(sys.argv[1]) as tmp:
+    tmp.write_bytes(b"half a bank" * 1000)
+    print("written", flush=True)
+    if sys.argv[2] == "die":
+        os.kill(os.getpid(), 9)
+    sys.stdin.readline()
+"""
+
+
+def test_a_dead_writers_temporary_file_is_removed_by_the_next_write(tmp_path):
+    bank = tmp_path / "bank.h5"
+    live = subprocess.Popen([sys.executable, "-c", _WRITER, str(bank), "wait"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert live.stdout.readline().strip() == "written"
+        dead = subprocess.run([sys.executable, "-c", _WRITER, str(bank), "die"], capture_output=True, timeout=60)
+        assert dead.returncode == -9
+        assert len(_hidden_temporaries(tmp_path)) == 2
+        result = CliRunner().invoke(main, ["fetch", "--d", "11", "--k", "12", "--url", "", "--out", str(bank), "-q"])
+        assert result.exit_code == 0, result.output
+        # The dead writer's file is gone; the live writer's is its own business.
+        assert len(_hidden_temporaries(tmp_path)) == 1
+    finally:
+        live.communicate("\n", timeout=60)
+    assert _hidden_temporaries(tmp_path) == []
+    assert bank.read_bytes() == b"half a bank" * 1000  # the live writer finished last
+
+
+def test_ctrl_c_during_the_rename_is_delivered_after_it(tmp_path, monkeypatch):
+    import signal
+
+    from spherecodes.atomic import replace_atomically
+
+    target = tmp_path / "data.txt"
+    target.write_text("old")
+    rename = os.replace
+    renamed = []
+
+    def interrupted_rename(src, dst):
+        os.kill(os.getpid(), signal.SIGINT)
+        rename(src, dst)
+        renamed.append(dst)
+
+    monkeypatch.setattr(os, "replace", interrupted_rename)
+    with pytest.raises(KeyboardInterrupt):
+        with replace_atomically(target) as tmp:
+            tmp.write_text("new")
+    assert renamed and target.read_text() == "new"
+    assert _hidden_temporaries(tmp_path) == []
+
+
+def test_ctrl_c_swallowed_while_writing_still_abandons_the_write(tmp_path):
+    """A library may catch the KeyboardInterrupt of a Ctrl-C (h5py's C callbacks do); the write is still abandoned."""
+    import signal
+
+    from spherecodes.atomic import replace_atomically
+
+    target = tmp_path / "data.txt"
+    target.write_text("old")
+    with pytest.raises(KeyboardInterrupt):
+        with replace_atomically(target) as tmp:
+            tmp.write_text("new")
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(1)
+            except KeyboardInterrupt:
+                pass  # swallowed
+    assert target.read_text() == "old"
+    assert _hidden_temporaries(tmp_path) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.0, 0.5, 1.5])
+def test_ctrl_c_at_any_moment_of_generate_keeps_a_valid_bank(tmp_path, delay):
+    """Ctrl-C during the optimisation, the certificate, the LP bound or the write: never a broken bank."""
+    import signal
+
+    bank = tmp_path / "bank.h5"
+    bank.write_bytes(_good_bank_bytes())
+    before = hashlib.sha256(bank.read_bytes()).hexdigest()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spherecodes", "generate", "--d", "5", "--k", "60", "--method", "tammes",
+         "--restarts", "2", "--steps", "400", "--out", str(bank)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stderr.readline()  # the estimate: the program has started (Ctrl-C during imports is Python's)
+    assert first.startswith("estimate"), first
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert "Traceback" not in stderr, stderr
+    assert proc.returncode in (0, 130), (proc.returncode, stderr)
+    assert _hidden_temporaries(tmp_path) == []
+    names = {row["name"] for row in __import__("spherecodes").list_codes(bank)}
+    if proc.returncode == 130 and "kept" not in stderr:
+        assert hashlib.sha256(bank.read_bytes()).hexdigest() == before  # interrupted before anything was kept
+    else:
+        assert names == {GOOD_CODE, "tammes-d5-k60-s0"}
+        import spherecodes
+
+        assert spherecodes.read_code(bank, "tammes-d5-k60-s0").k == 60
