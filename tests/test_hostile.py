@@ -1115,7 +1115,12 @@ def test_ctrl_c_at_any_moment_of_generate_keeps_a_valid_bank(tmp_path, delay):
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert "Traceback" not in stderr, stderr
-    assert proc.returncode in (0, 130), (proc.returncode, stderr)
+    # -SIGINT: the signal arrived after the work, while the interpreter was
+    # shutting down (Python restores the default handler then); the bank must
+    # then hold the finished code and the report must have been printed.
+    assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, stderr)
+    if proc.returncode == -signal.SIGINT:
+        assert "max-cos" in stdout, (stdout, stderr)
     assert _hidden_temporaries(tmp_path) == []
     names = {row["name"] for row in __import__("spherecodes").list_codes(bank)}
     if proc.returncode == 130 and "kept" not in stderr:

@@ -249,7 +249,7 @@ def test_time_limit_compresses_the_schedule():
     # final sharpness, so the code is a sharp local optimum rather than the
     # smooth energy's minimiser where a cut-off schedule would leave it.  A run
     # given as many steps as fitted in the time must do about as well.
-    limit = 1.0
+    limit = 2.0
     res = tammes(16, 200, seed=0, steps=1_000_000, restarts=1, time_limit=limit, polish=False, device="cpu")
     assert res.stop_reason == "time_limit"
     assert res.stages[0]["compressed"]
