@@ -171,6 +171,3 @@ def _exclude(scores, exclude, c0: int, c1: int) -> None:
     rows, slots = hit.nonzero(as_tuple=True)
     # Duplicate (row, column) pairs all write the same value: deterministic.
     scores[rows, local[rows, slots]] = -math.inf
-
-
-# --------------------------------------------------------------------------- plan
