@@ -7,7 +7,7 @@ only, ``--threads N`` for torch's CPU threads).  Prints two Markdown tables:
   run first in the same process) and of ``softmax_code`` started from that
   very code, with their max-cos, wall times and the time ratio;
 * from random starts (``closed_form=False``): the certified ρ reached and
-  its distance to the closed-form optimum of seed 003 Thm 3.3, median time
+  its distance to the closed-form optimum of Jiang et al. 2024, Thm 3.3, median time
   over the seeds.
 """
 

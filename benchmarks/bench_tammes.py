@@ -5,7 +5,7 @@ case; ``--large``: add d = 128, K = 10,000, which costs about 25 minutes of
 reference steps on a 2-core CPU; ``--threads N``: torch CPU threads for the
 whole process).  Prints a Markdown table.
 
-The reference is the published procedure of Mettes et al. (seed 002 Eq. 5,
+The reference is the published procedure of Mettes et al. (2019, Eq. 5,
 github.com/psmmettes/hpn ``prototypes.py``), transcribed here rather than
 imported so that it stays independent of the library: a float32 random start,
 then 1000 iterations of autograd through ``L_HP`` (max-pooled Gram matrix),

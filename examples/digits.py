@@ -55,7 +55,7 @@ def load_split(seed: int = 0, test_size: float = 0.3):
 
 
 def make_imbalanced(x: torch.Tensor, y: torch.Tensor, ratio: float, seed: int = 0):
-    """Keep ``n_max · ratio^(k/(K−1))`` samples of class k (exponential decay, seed 004 App. D)."""
+    """Keep ``n_max · ratio^(k/(K−1))`` samples of class k (exponential decay, Yang et al. 2022, App. D)."""
     generator = torch.Generator().manual_seed(seed)
     n_max = int(torch.bincount(y).min())
     keep = []
@@ -68,7 +68,7 @@ def make_imbalanced(x: torch.Tensor, y: torch.Tensor, ratio: float, seed: int = 
 
 
 def hpn_prototypes(d: int, k: int, seed: int = 0, steps: int = 1000) -> np.ndarray:
-    """Seed 002's own prototype optimiser (Eq. 5) with its settings (SGD, lr 0.01, momentum 0.9).
+    """Mettes et al. (2019)'s own prototype optimiser (Eq. 5) with its settings (SGD, lr 0.01, momentum 0.9).
 
     Minimises the mean over prototypes of the cosine to the nearest other one,
     re-projecting onto the sphere after each step.  Used here only for sizes
@@ -118,7 +118,7 @@ def train(model: nn.Module, criterion, x, y, *, epochs: int, seed: int, batch_si
 def fixed_prototype_accuracy(prototypes, loss: str, data, *, epochs: int = 60, seed: int = 0, balance_dr: bool = True) -> float:
     """Test accuracy of the MLP trained towards fixed prototypes, a (10, d) code.
 
-    ``loss`` is ``"hpn"`` (seed 002 Eq. 1), ``"ce"`` (cosine cross-entropy,
+    ``loss`` is ``"hpn"`` (Mettes et al. 2019, Eq. 1), ``"ce"`` (cosine cross-entropy,
     τ = 0.1) or ``"dr"`` (dot-regression; with ``balance_dr`` the class lengths
     are ``N/(K n_k)`` of the training set, which is all ones when balanced).
     """

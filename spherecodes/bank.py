@@ -18,14 +18,9 @@ unit rows and the SHA-256 of the prototype bytes, and refuses anything else.
 
 from __future__ import annotations
 
-import datetime as _dt
-import hashlib
 import json
-import re
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import h5py
 import numpy as np
@@ -33,200 +28,18 @@ import numpy as np
 from . import __version__
 from .atomic import replace_atomically
 from .bounds import known_optimal, max_cos_lower_bound, theorem_3_9
+from .certificate import OneVsRestCertificate, support_residuals
+from .code import Code, check_labels, prototype_checksum
 from .errors import SpherecodesError
 from .memory import require_memory
-from .stats import SeparationStats, separation_statistics, validate_prototypes
-
-if TYPE_CHECKING:  # the certificate module imports torch; load it only when needed
-    from .certificate import OneVsRestCertificate
+from .stats import SeparationStats, validate_prototypes
 
 FORMAT_NAME = "spherecodes-bank"
 SCHEMA_VERSION = 1
 
-_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
-
 # Gzip with byte shuffling shrinks float64 prototypes well; beyond this size the
 # compression time outweighs the disk saved, so large codes are stored plain.
 _COMPRESS_UP_TO_BYTES = 512 * 2**20
-
-
-def prototype_checksum(prototypes: np.ndarray) -> str:
-    """SHA-256 of the prototypes as little-endian float64 bytes in row-major order.
-
-    Examples
-    --------
-    >>> w = np.eye(2)
-    >>> prototype_checksum(w) == hashlib.sha256(w.astype("<f8").tobytes()).hexdigest()
-    True
-    """
-    data = np.ascontiguousarray(prototypes, dtype="<f8")
-    return hashlib.sha256(data.tobytes()).hexdigest()
-
-
-@dataclass
-class Code:
-    """One code of a bank: the prototypes and everything needed to trust and reproduce them.
-
-    Build one with :func:`make_code`; read one with :func:`read_code`.
-
-    Attributes
-    ----------
-    name : str
-        Name of the code inside its bank.
-    prototypes : ndarray, shape (K, d)
-        float64, unit rows.
-    method : str
-        How the code was made (``"etf"``, ``"tammes"``, ...).
-    labels : list of str or None
-        Class names, one per row.
-    settings : dict
-        Every setting needed to reproduce the code.
-    seed : int or None
-    package_version, device, created_utc, sha256 : str
-    wall_time : float
-        Seconds spent making the code.
-    stats : SeparationStats
-        Computed from ``prototypes`` in float64.
-    certificate : OneVsRestCertificate or None
-        Certified one-vs-rest distances, when the code has been certified
-        (:func:`spherecodes.certificate.one_vs_rest_distances`).
-    """
-
-    name: str
-    prototypes: np.ndarray
-    method: str
-    stats: SeparationStats
-    sha256: str
-    labels: list[str] | None = None
-    settings: dict = field(default_factory=dict)
-    seed: int | None = None
-    package_version: str = __version__
-    device: str = "cpu"
-    wall_time: float = 0.0
-    created_utc: str = ""
-    certificate: "OneVsRestCertificate | None" = None
-
-    @property
-    def k(self) -> int:
-        return int(self.prototypes.shape[0])
-
-    @property
-    def d(self) -> int:
-        return int(self.prototypes.shape[1])
-
-
-def default_code_name(method: str, d: int, k: int, seed: int | None = None) -> str:
-    """The name a code gets when the user gives none: ``<method>-d<d>-k<k>[-s<seed>]``.
-
-    Examples
-    --------
-    >>> default_code_name("etf", 11, 12)
-    'etf-d11-k12'
-    """
-    name = f"{method}-d{d}-k{k}"
-    return name if seed is None else f"{name}-s{seed}"
-
-
-def make_code(
-    prototypes,
-    *,
-    method: str,
-    name: str | None = None,
-    labels=None,
-    settings: dict | None = None,
-    seed: int | None = None,
-    device: str = "cpu",
-    wall_time: float = 0.0,
-    stats_device=None,
-    max_memory: float | None = None,
-) -> Code:
-    """Package prototypes as a :class:`Code`, computing statistics and checksum.
-
-    Parameters
-    ----------
-    prototypes : array_like, shape (K, d)
-        Unit rows (validated).
-    method : str
-        How they were made.
-    name : str, optional
-        Defaults to :func:`default_code_name`.
-    labels : sequence of str, optional
-        One class name per row, all different.
-    settings : dict, optional
-        JSON-serialisable settings of the method.
-    seed : int, optional
-    device : str
-        Where the code was computed.
-    wall_time : float
-        Seconds spent computing it.
-    stats_device : str, optional
-        Where the float64 statistics are computed (see
-        :func:`spherecodes.stats.separation_statistics`); default the CPU.
-    max_memory : float, optional
-        Bytes the statistics may use (``--max-memory``).
-
-    Examples
-    --------
-    >>> from spherecodes.constructions import simplex_etf
-    >>> code = make_code(simplex_etf(3), method="etf")
-    >>> code.name, code.k, code.d, round(code.stats.max_cos, 12)
-    ('etf-d2-k3', 3, 2, -0.5)
-    """
-    w = np.ascontiguousarray(validate_prototypes(prototypes))
-    k, d = w.shape
-    name = default_code_name(method, d, k, seed) if name is None else name
-    _check_name(name)
-    labels = check_labels(labels, k)
-    settings = dict(settings or {})
-    try:
-        json.dumps(settings)
-    except TypeError as err:
-        raise SpherecodesError(f"settings must be JSON-serialisable: {err}") from None
-    return Code(
-        name=name,
-        prototypes=w,
-        method=str(method),
-        stats=separation_statistics(w, device=stats_device, max_memory=max_memory),
-        sha256=prototype_checksum(w),
-        labels=labels,
-        settings=settings,
-        seed=None if seed is None else int(seed),
-        device=str(device),
-        wall_time=float(wall_time),
-        created_utc=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    )
-
-
-def _check_name(name: str) -> None:
-    if not isinstance(name, str) or not _NAME_PATTERN.match(name):
-        raise SpherecodesError(
-            f"invalid code name {name!r}: use 1-128 letters, digits, '.', '_', '+' or '-', "
-            "starting with a letter or digit"
-        )
-
-
-def check_labels(labels, k: int) -> list[str] | None:
-    """Class names as a list of K distinct strings (or None when there are none).
-
-    Examples
-    --------
-    >>> check_labels(["cat", "dog"], 2)
-    ['cat', 'dog']
-    >>> check_labels(["cat", "cat"], 2)
-    Traceback (most recent call last):
-    ...
-    spherecodes.errors.SpherecodesError: labels must be distinct; repeated: cat
-    """
-    if labels is None:
-        return None
-    labels = [str(x) for x in labels]
-    if len(labels) != k:
-        raise SpherecodesError(f"got {len(labels)} labels for {k} prototypes; give one per row")
-    seen = set()
-    duplicates = sorted({x for x in labels if x in seen or seen.add(x)})
-    if duplicates:
-        raise SpherecodesError(f"labels must be distinct; repeated: {', '.join(duplicates[:10])}")
-    return labels
 
 
 # --------------------------------------------------------------------------- reading
@@ -297,6 +110,7 @@ def list_codes(path) -> list[dict]:
     --------
     >>> import tempfile, os
     >>> from spherecodes.constructions import simplex_etf
+    >>> from spherecodes.code import make_code
     >>> path = os.path.join(tempfile.mkdtemp(), "bank.h5")
     >>> write_code(path, make_code(simplex_etf(3), method="etf"))
     >>> [c["name"] for c in list_codes(path)]
@@ -339,6 +153,7 @@ def read_code(path, name: str | None = None) -> Code:
     --------
     >>> import tempfile, os
     >>> from spherecodes.constructions import cell_600
+    >>> from spherecodes.code import make_code
     >>> path = os.path.join(tempfile.mkdtemp(), "bank.h5")
     >>> write_code(path, make_code(cell_600(), method="600-cell"))
     >>> code = read_code(path)
@@ -413,37 +228,8 @@ def _read_group(group: h5py.Group, name: str, path) -> Code:
     )
 
 
-def support_residuals(prototypes: np.ndarray, indices: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``r_k = w_k − Σ_j v_j w_j`` for the primal points stored in a certificate.
-
-    Padded entries (index −1) carry weight 0.  Rows are gathered in blocks, so
-    memory stays near 32 MiB whatever K and the support width.
-
-    Examples
-    --------
-    >>> w = np.eye(3)
-    >>> support_residuals(w, np.array([[1, 2], [0, -1], [0, 1]]), np.array([[0.5, 0.5], [1.0, 0], [0.5, 0.5]]))
-    array([[ 1. , -0.5, -0.5],
-           [-1. ,  1. ,  0. ],
-           [-0.5, -0.5,  1. ]])
-    """
-    k, d = prototypes.shape
-    width = indices.shape[1] if indices.ndim == 2 else 0
-    residuals = np.array(prototypes, dtype=np.float64, copy=True)
-    if width == 0:
-        return residuals
-    rows = max(1, 2**22 // (width * d))
-    for start in range(0, k, rows):
-        part = slice(start, start + rows)
-        gathered = prototypes[np.maximum(indices[part], 0)]  # (rows, s, d)
-        residuals[part] -= np.matmul(weights[part, None, :], gathered)[:, 0, :]
-    return residuals
-
-
 def _read_certificate(group: h5py.Group, prototypes: np.ndarray, sha256: str, where: str):
     """Rebuild a stored certificate; the optimal features follow from the stored supports."""
-    from .certificate import OneVsRestCertificate
-
     a = group.attrs
     if _as_str(a.get("prototypes_sha256")) != sha256:
         raise SpherecodesError(f"{where}: the stored certificate belongs to other prototypes; the bank is damaged")
@@ -497,7 +283,7 @@ def write_code(path, code: Code, *, overwrite: bool = False) -> None:
     path : str or Path
         Bank file; its directory must exist and be writable.
     code : Code
-        From :func:`make_code` or :func:`read_code`.
+        From :func:`spherecodes.code.make_code` or :func:`read_code`.
     overwrite : bool
         Replace a code of the same name instead of refusing.
 
@@ -505,6 +291,7 @@ def write_code(path, code: Code, *, overwrite: bool = False) -> None:
     --------
     >>> import tempfile, os
     >>> from spherecodes.constructions import e8_roots
+    >>> from spherecodes.code import make_code
     >>> path = os.path.join(tempfile.mkdtemp(), "bank.h5")
     >>> write_code(path, make_code(e8_roots(), method="e8"))
     >>> write_code(path, make_code(e8_roots(), method="e8"))
@@ -528,6 +315,7 @@ def delete_code(path, name: str) -> None:
     --------
     >>> import tempfile, os
     >>> from spherecodes.constructions import simplex_etf
+    >>> from spherecodes.code import make_code
     >>> path = os.path.join(tempfile.mkdtemp(), "bank.h5")
     >>> write_code(path, make_code(simplex_etf(3), method="etf"))
     >>> delete_code(path, "etf-d2-k3")

@@ -19,41 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln
 
-from .errors import SpherecodesError
-
-
-def check_sizes(d: int, k: int) -> None:
-    """Refuse dimensions and class counts that define no code.
-
-    Parameters
-    ----------
-    d, k : int
-        Dimension (at least 1) and number of prototypes (at least 2).
-
-    Raises
-    ------
-    SpherecodesError
-        If either is not an integer in range.
-
-    Examples
-    --------
-    >>> check_sizes(3, 12)
-    >>> check_sizes(3, 1)
-    Traceback (most recent call last):
-    ...
-    spherecodes.errors.SpherecodesError: K must be an integer >= 2 (one prototype per class, at least two classes), got 1
-    """
-    if isinstance(d, bool) or not isinstance(d, int) or d < 1:
-        raise SpherecodesError(f"d must be a positive integer, got {d!r}")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
-        raise SpherecodesError(
-            f"K must be an integer >= 2 (one prototype per class, at least two classes), got {k!r}"
-        )
+from .checks import check_sizes
 
 
 @dataclass(frozen=True)
 class Theorem39Bounds:
-    """Bounds on the optimal one-vs-rest distance ρ (seed 003, Theorem 3.9).
+    """Bounds on the optimal one-vs-rest distance ρ (Jiang et al. 2024, Theorem 3.9).
 
     Attributes
     ----------
@@ -108,7 +79,7 @@ def theorem_3_9(d: int, k: int) -> Theorem39Bounds:
     >>> theorem_3_9(512, 10).applicable
     False
     """
-    check_sizes(d, k)
+    d, k = check_sizes(d, k)
     threshold = math.sqrt(2 * math.pi * math.sqrt(math.e) * d)
     condition = f"K >= sqrt(2*pi*sqrt(e)*d) = {threshold:.4f} and d >= 2"
     if d < 2 or k < threshold:
@@ -166,7 +137,7 @@ def max_cos_lower_bound(d: int, k: int) -> MaxCosLowerBound:
     >>> round(b.value, 4), b.method.startswith("Delsarte-Goethals-Seidel")
     (0.0916, True)
     """
-    check_sizes(d, k)
+    d, k = check_sizes(d, k)
     if d == 1:
         if k == 2:
             return MaxCosLowerBound(-1.0, "simplex bound -1/(K-1)")
@@ -531,7 +502,7 @@ def lp_max_cos_lower_bound(d: int, k: int) -> MaxCosLowerBound:
     >>> lp_max_cos_lower_bound(3, 12).value <= 1 / 5 ** 0.5  # the icosahedron
     True
     """
-    check_sizes(d, k)
+    d, k = check_sizes(d, k)
     if d < 2 or k <= 2:
         return MaxCosLowerBound(-1.0, "trivial bound -1 (the LP bound needs d >= 2 and K >= 3)")
     method = f"Delsarte-Goethals-Seidel LP bound (degree <= {LP_MAX_DEGREE}, verified)"

@@ -5,7 +5,7 @@ vectors, in a fixed *canonical* orientation.  :func:`construct` dispatches by
 method name and optionally applies a seeded Haar-random rotation, which changes
 no separation number (all of them depend on inner products only).
 
-Which construction applies where (SPEC §3, seed 003 Theorem 3.3):
+Which construction applies where (Jiang et al. 2024, Theorem 3.3):
 
 ==============  =====================  ===================
 method          sizes                  max-cos
@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from .bounds import check_sizes
+from .checks import check_sizes
 from .errors import SpherecodesError
 from .memory import require_memory
 
@@ -76,7 +76,7 @@ def simplex_etf(k: int, d: int | None = None) -> np.ndarray:
     True
     """
     d = k - 1 if d is None else d
-    check_sizes(d, k)
+    d, k = check_sizes(d, k)
     if k > d + 1:
         raise SpherecodesError(f"the simplex ETF needs K <= d+1, got d={d}, K={k}")
     require_memory(8.0 * k * max(d, k - 1), f"the simplex ETF (K={k}, d={d})")
@@ -114,7 +114,7 @@ def cross_polytope(k: int, d: int) -> np.ndarray:
            [-1., -0., -0.],
            [-0., -1., -0.]])
     """
-    check_sizes(d, k)
+    d, k = check_sizes(d, k)
     if k > 2 * d:
         raise SpherecodesError(f"the cross-polytope has 2d = {2 * d} vertices, K={k} is too many")
     require_memory(8.0 * k * d, f"the cross-polytope (K={k}, d={d})")
@@ -242,7 +242,7 @@ def applicable_closed_forms(d: int, k: int) -> list[str]:
     >>> applicable_closed_forms(2, 3)
     ['etf', 'polygon']
     """
-    check_sizes(d, k)
+    d, k = check_sizes(d, k)
     methods = []
     if k <= d + 1:
         methods.append("etf")
@@ -257,6 +257,53 @@ def applicable_closed_forms(d: int, k: int) -> list[str]:
     if (d, k) == (8, 240):
         methods.append("e8")
     return methods
+
+
+#: Closed forms that are provably optimal for max-cos and for ρ alike whenever
+#: they apply: the simplex meets the bound −1/(K−1) (K <= d + 1), part of the
+#: cross-polytope meets Rankin's bound 0 (d + 2 <= K <= 2d), and in the plane
+#: the regular polygon is optimal (Jiang et al. 2024, Thm 3.3).
+OPTIMAL_CLOSED_FORMS = ("etf", "cross-polytope", "polygon")
+
+
+def optimal_closed_form(d: int, k: int) -> str | None:
+    """The closed form that is a provably optimal K-point code in R^d, or None.
+
+    The one rule every part of the package uses to decide when no optimiser
+    is needed: the first of :data:`OPTIMAL_CLOSED_FORMS` that applies.
+    (d = 1 is left to the solvers: on S^0 max-cos is 1 for any K >= 3.)
+
+    Examples
+    --------
+    >>> optimal_closed_form(3, 4), optimal_closed_form(3, 6), optimal_closed_form(2, 7), optimal_closed_form(3, 12)
+    ('etf', 'cross-polytope', 'polygon', None)
+    """
+    optimal = [m for m in applicable_closed_forms(d, k) if m in OPTIMAL_CLOSED_FORMS]
+    return optimal[0] if optimal else None
+
+
+def closed_form_rho(d: int, k: int) -> float | None:
+    """ρ (the smallest one-vs-rest distance) of the optimal closed form for (d, K), or None.
+
+    K/(K−1) for the simplex (the nearest point of the hull of the others is
+    their centroid), 1 for the cross-polytope with K >= d + 2 (the origin lies
+    in the hull of the others), and 1 − cos(2π/K) for the polygon.
+
+    Examples
+    --------
+    >>> closed_form_rho(99, 100), closed_form_rho(50, 100), closed_form_rho(16, 100)
+    (1.0101010101010102, 1.0, None)
+    >>> round(closed_form_rho(2, 6), 12)
+    0.5
+    """
+    method = optimal_closed_form(d, k)
+    if method is None:
+        return None
+    if method == "etf":
+        return k / (k - 1)
+    if method == "cross-polytope":
+        return 1.0
+    return 1 - math.cos(2 * math.pi / k)
 
 
 def construct(
@@ -285,7 +332,7 @@ def construct(
     >>> W.shape, bool(np.allclose(np.linalg.norm(W, axis=1), 1))
     ((12, 11), True)
     """
-    check_sizes(d, k)
+    d, k = check_sizes(d, k)
     if rotation not in ROTATIONS:
         raise SpherecodesError(f"rotation must be one of {', '.join(ROTATIONS)}, got {rotation!r}")
     if method not in CLOSED_FORMS:

@@ -1,11 +1,19 @@
-"""Make a code for (d, K) by name: the library function behind ``spherecodes generate``."""
+"""Make a code for (d, K) by name: the library function behind ``spherecodes generate``.
+
+:func:`generate` validates (d, K) and the seed once, resolves ``auto``, checks
+which options apply to the method (:data:`METHOD_OPTIONS`,
+:data:`SINGLE_START`, :data:`NEEDS_CLASS_DATA`: the command line reads the
+same tables) and runs the method from a dispatch table: a closed form of
+:mod:`spherecodes.constructions`, an optimiser of :mod:`spherecodes.solvers`,
+or the privileged optimiser of :mod:`spherecodes.semantic`.
+"""
 
 from __future__ import annotations
 
 import time
 
-from .bank import Code, default_code_name, make_code
-from .bounds import check_sizes
+from .checks import check_seed, check_sizes
+from .code import Code, default_code_name, make_code
 from .constructions import CLOSED_FORMS, ROTATIONS, applicable_closed_forms, construct
 from .errors import SpherecodesError
 
@@ -13,11 +21,49 @@ from .errors import SpherecodesError
 #: applies; ``privileged`` also needs word embeddings of the class names.
 OPTIMISERS = ("tammes", "softmax", "maxsep", "privileged")
 
-#: The solver function of each optimiser, by its name in :mod:`spherecodes.solvers`.
-_SOLVERS = {"tammes": "tammes", "softmax": "softmax_code", "maxsep": "maxsep"}
-
 #: Every method ``generate`` accepts besides ``auto``.
 METHODS = CLOSED_FORMS + OPTIMISERS
+
+#: Options of :func:`generate` that only some methods take: option -> those methods.
+METHOD_OPTIONS = {
+    "embeddings": ("privileged",),
+    "semantic_weight": ("privileged",),
+    "triplets": ("privileged",),
+    "neighbours": ("tammes",),
+    "refresh": ("tammes",),
+}
+
+#: Methods that run a single start (``restarts`` does not apply).
+SINGLE_START = ("privileged",)
+
+#: Methods that need per-class input (word embeddings of the class names): a
+#: code for them depends on a data set, not on (d, K) alone.
+NEEDS_CLASS_DATA = ("privileged",)
+
+
+def inapplicable_options(method: str, **options) -> list[str]:
+    """The options given (not ``None``) that ``method`` does not take, in :data:`METHOD_OPTIONS` order.
+
+    Examples
+    --------
+    >>> inapplicable_options("softmax", neighbours=16, refresh=None, embeddings=None)
+    ['neighbours']
+    >>> inapplicable_options("tammes", neighbours=16)
+    []
+    """
+    return [name for name, methods in METHOD_OPTIONS.items()
+            if options.get(name) is not None and method not in methods]
+
+
+def options_of(methods: tuple) -> list[str]:
+    """The method-specific options that exactly ``methods`` take, in :data:`METHOD_OPTIONS` order.
+
+    Examples
+    --------
+    >>> options_of(("tammes",))
+    ['neighbours', 'refresh']
+    """
+    return [name for name, takers in METHOD_OPTIONS.items() if takers == tuple(methods)]
 
 
 def resolve_method(d: int, k: int, method: str = "auto") -> str:
@@ -36,6 +82,10 @@ def resolve_method(d: int, k: int, method: str = "auto") -> str:
     'tammes'
     """
     check_sizes(d, k)
+    return _resolve(d, k, method)
+
+
+def _resolve(d: int, k: int, method: str) -> str:
     if method == "auto":
         applicable = applicable_closed_forms(d, k)
         return applicable[0] if applicable else "tammes"
@@ -160,31 +210,39 @@ def generate(
     >>> code.method, code.name, round(code.stats.max_cos, 12)
     ('etf', 'etf-d11-k12', -0.090909090909)
     """
-    method = resolve_method(d, k, method)
+    d, k = check_sizes(d, k)
+    seed = check_seed(seed)
+    method = _resolve(d, k, method)
     if rotation not in ROTATIONS:
         raise SpherecodesError(f"rotation must be one of {', '.join(ROTATIONS)}, got {rotation!r}")
+    wrong = inapplicable_options(method, embeddings=embeddings, semantic_weight=semantic_weight,
+                                 triplets=None if triplets == "auto" else triplets, neighbours=neighbours,
+                                 refresh=refresh)
+    if wrong:
+        takers = METHOD_OPTIONS[wrong[0]]
+        raise SpherecodesError(f"{_listed(options_of(takers))} apply to the {_listed(takers, 'or')} method, "
+                               f"not {method!r}")
     used_seed = seed if uses_seed(method, rotation) else None
     name = name or default_code_name(method, d, k, used_seed)
-    if method == "privileged":
-        return _privileged(d, k, embeddings, name=name, labels=labels, seed=seed, device=device, steps=steps,
-                           restarts=restarts, time_limit=time_limit, progress=progress,
-                           semantic_weight=semantic_weight, triplets=triplets)
-    if embeddings is not None or semantic_weight is not None or triplets != "auto":
-        raise SpherecodesError(
-            f"embeddings, semantic_weight and triplets apply to the privileged method, not {method!r}"
-        )
-    if method != "tammes" and (neighbours is not None or refresh is not None):
-        raise SpherecodesError(f"neighbours and refresh apply to the tammes method, not {method!r}")
-    large = {"max_memory": max_memory, "neighbours": neighbours, "refresh": refresh} if method == "tammes" else {}
-    if method in OPTIMISERS:
-        from . import solvers  # torch is imported only when an optimiser runs
+    run = _RUNNERS.get(method, _closed_form)
+    return run(d, k, method, name=name, labels=labels, seed=seed, used_seed=used_seed, rotation=rotation,
+               device=device, steps=steps, restarts=restarts, time_limit=time_limit, progress=progress,
+               embeddings=embeddings, semantic_weight=semantic_weight, triplets=triplets, max_memory=max_memory,
+               neighbours=neighbours, refresh=refresh)
 
-        solve = getattr(solvers, _SOLVERS[method])
-        result = solve(
-            d, k, seed=seed, steps=steps, restarts=restarts, time_limit=time_limit,
-            device=device, progress=progress, **large,
-        )
-        return code_from_result(result, name=name, labels=labels, seed=used_seed, max_memory=max_memory)
+
+def _listed(names, conjunction: str = "and") -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
+
+
+# --------------------------------------------------------------------------- the methods
+# Each runner takes generate's arguments (checked) and returns the Code.  The
+# solvers import torch, so they are imported when an optimiser runs, not when
+# spherecodes is imported.
+
+
+def _closed_form(d, k, method, *, name, labels, seed, used_seed, rotation, max_memory, **_) -> Code:
     start = time.perf_counter()
     prototypes = construct(method, d, k, rotation=rotation, seed=seed)
     return make_code(
@@ -193,9 +251,41 @@ def generate(
     )
 
 
-def _privileged(d, k, embeddings, *, name, labels, seed, device, steps, restarts, time_limit, progress,
-                semantic_weight, triplets) -> Code:
-    """The ``privileged`` branch of :func:`generate`: checks, then :func:`spherecodes.semantic.privileged`."""
+def _optimise(solver, d, k, *, name, labels, seed, used_seed, device, steps, restarts, time_limit, progress,
+              max_memory, solver_options=None) -> Code:
+    result = solver(d, k, seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device,
+                    progress=progress, **(solver_options or {}))
+    return code_from_result(result, name=name, labels=labels, seed=used_seed, max_memory=max_memory)
+
+
+def _tammes(d, k, method, *, max_memory, neighbours, refresh, **options) -> Code:
+    from .solvers import tammes
+
+    # Only tammes sizes its working set (dense or neighbour lists) to the memory limit.
+    large = {"neighbours": neighbours, "refresh": refresh, "max_memory": max_memory}
+    return _optimise(tammes, d, k, max_memory=max_memory, solver_options=large, **_common(options))
+
+
+def _softmax(d, k, method, *, max_memory, **options) -> Code:
+    from .solvers import softmax_code
+
+    return _optimise(softmax_code, d, k, max_memory=max_memory, **_common(options))
+
+
+def _maxsep(d, k, method, *, max_memory, **options) -> Code:
+    from .solvers import maxsep
+
+    return _optimise(maxsep, d, k, max_memory=max_memory, **_common(options))
+
+
+def _common(options: dict) -> dict:
+    keys = ("name", "labels", "seed", "used_seed", "device", "steps", "restarts", "time_limit", "progress")
+    return {key: options[key] for key in keys}
+
+
+def _privileged(d, k, method, *, embeddings, name, labels, seed, device, steps, restarts, time_limit, progress,
+                semantic_weight, triplets, **_) -> Code:
+    """Checks, then :func:`spherecodes.semantic.privileged`, packaged as a labelled code."""
     from .semantic import DEFAULT_SEMANTIC_WEIGHT, ClassEmbeddings, privileged
 
     if not isinstance(embeddings, ClassEmbeddings):
@@ -211,3 +301,13 @@ def _privileged(d, k, embeddings, *, name, labels, seed, device, steps, restarts
         triplets=triplets,
     )
     return code_from_result(result, name=name, labels=embeddings.names, seed=seed)
+
+
+#: The dispatch table of :func:`generate`: method -> runner (every closed form uses :func:`_closed_form`).
+_RUNNERS = {
+    **{method: _closed_form for method in CLOSED_FORMS},
+    "tammes": _tammes,
+    "softmax": _softmax,
+    "maxsep": _maxsep,
+    "privileged": _privileged,
+}

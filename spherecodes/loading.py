@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .bank import Code, make_code, read_code
+from .bank import read_code
+from .code import NAME_PUNCTUATION, Code, make_code
 from .errors import SpherecodesError
 from .stats import validate_prototypes
 
@@ -74,7 +75,7 @@ def load_code(
     matrix = _read_matrix(path, suffix)
     prototypes = validate_prototypes(matrix, normalize=normalize)
     settings = {"source": str(path), "normalized": bool(normalize)}
-    stem = "".join(c if c.isalnum() or c in "._+-" else "_" for c in path.stem) or "external"
+    stem = "".join(c if c.isalnum() or c in NAME_PUNCTUATION else "_" for c in path.stem) or "external"
     return make_code(prototypes, method="external", name=stem, settings=settings, stats_device=stats_device,
                      max_memory=max_memory)
 

@@ -10,7 +10,7 @@ a temporary file renamed into place.
   the Theorem 3.9 band; for d ≤ 3 the prototypes themselves.
 * :func:`plot_bounds` — the Theorem 3.9 band on the best possible ρ against d
   for a fixed K, with the certified ρ of catalog banks on top (the picture of
-  seed 003, Fig. 3).
+  Jiang et al. (2024), Fig. 3).
 """
 
 from __future__ import annotations
@@ -22,10 +22,12 @@ from pathlib import Path
 import numpy as np
 
 from .atomic import replace_atomically
-from .bank import Code
-from .bounds import check_sizes, max_cos_lower_bound, theorem_3_9
+from .bounds import max_cos_lower_bound, theorem_3_9
+from .checks import check_sizes
+from .code import Code
+from .constructions import closed_form_rho
 from .errors import SpherecodesError
-from .stats import gram_tiles
+from .sphere import gram_tiles
 
 #: File name endings :func:`save_figure` accepts.
 FORMATS = (".png", ".pdf", ".svg")
@@ -367,24 +369,6 @@ def _draw_points(ax, code: Code) -> None:
         ax.set_ylabel("y")
         ax.set_zlabel("z")
     ax.set_title("The prototypes on the unit sphere" if code.d > 1 else "The prototypes on the line")
-
-
-def closed_form_rho(d: int, k: int) -> float | None:
-    """ρ of the closed form that is optimal for (d, K), or ``None`` when there is none (SPEC §3).
-
-    Examples
-    --------
-    >>> closed_form_rho(99, 100), closed_form_rho(50, 100), closed_form_rho(16, 100)
-    (1.0101010101010102, 1.0, None)
-    """
-    check_sizes(d, k)
-    if k <= d + 1:
-        return k / (k - 1)
-    if k <= 2 * d:
-        return 1.0
-    if d == 2:
-        return 1.0 - math.cos(2 * math.pi / k)
-    return None
 
 
 def plot_bounds(k: int, d_values, path, *, entries=()):

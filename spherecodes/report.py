@@ -1,15 +1,34 @@
-"""Reports of a code: a JSON-ready dictionary with stable keys, and its text form.
+"""Presentation: every number the library computes, as JSON-ready dictionaries and as text.
 
-Every number comes from the code's float64 statistics (computed from the
-stored prototypes) or from a theorem about (d, K); nothing is estimated.
+Reports of a code and of the bounds (:func:`code_report`, :func:`bounds_report`
+and their text forms), the text of a semantic report, of an assignment and of
+catalog entries, and the two human units (:func:`format_bytes`,
+:func:`format_duration`).  Every number comes from the code's float64
+statistics (computed from the stored prototypes) or from a theorem about
+(d, K); nothing is estimated here.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .bank import Code
 from .bounds import known_optimal, max_cos_lower_bound, theorem_3_9
+from .code import Code
+from .memory import format_bytes, format_duration
+
+__all__ = [
+    "bounds_report",
+    "code_report",
+    "format_assignment",
+    "format_bounds_report",
+    "format_bytes",
+    "format_code_report",
+    "format_duration",
+    "format_entries",
+    "format_semantic_report",
+]
 
 
 def code_report(code: Code, *, bank: str | None = None) -> dict:
@@ -26,7 +45,7 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
 
     Examples
     --------
-    >>> from spherecodes.bank import make_code
+    >>> from spherecodes.code import make_code
     >>> from spherecodes.constructions import simplex_etf
     >>> r = code_report(make_code(simplex_etf(12, 11), method="etf"))
     >>> round(r["max_cos"], 12), r["known_optimal"]["value"]
@@ -114,7 +133,7 @@ def format_code_report(report: dict) -> str:
 
     Examples
     --------
-    >>> from spherecodes.bank import make_code
+    >>> from spherecodes.code import make_code
     >>> from spherecodes.constructions import cell_600
     >>> print(format_code_report(code_report(make_code(cell_600(), method="600-cell"))))
     ... # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
@@ -159,7 +178,10 @@ def format_code_report(report: dict) -> str:
             else f"not applicable (needs {thm['condition']})",
         ),
     ]
-    return _align(lines)
+    text = _align(lines)
+    if report.get("semantic"):
+        text += "".join(f"\n  {label:<17}  {value}" for label, value in format_semantic_report(report["semantic"]))
+    return text
 
 
 def _certificate_lines(report: dict) -> list:
@@ -216,3 +238,101 @@ def _align(lines) -> str:
     rows = [row for row in lines[1:] if row is not None]
     width = max(len(label) for label, _ in rows)
     return "\n".join([lines[0]] + [f"  {label:<{width}}  {value}" for label, value in rows])
+
+
+def format_semantic_report(semantic: dict) -> list[tuple[str, str]]:
+    """The ``(label, value)`` lines of a text report for :func:`semantic_report`'s dict.
+
+    Examples
+    --------
+    >>> format_semantic_report({"triplet_agreement": 0.75, "spearman": 0.5, "triplets": 4,
+    ...     "triplets_total": 4, "triplets_sampled": False, "pairs": 6, "pairs_total": 6,
+    ...     "pairs_sampled": False, "seed": 0})
+    [('triplet agreement', '0.75   (all 4 triplets; 0.5 = chance)'), ('Spearman', '0.5   (all 6 pairs)')]
+    """
+    def extent(used, total, sampled, what):
+        if sampled:
+            return f"sample of {used:,} of {total:,} {what}, seed {semantic['seed']}"
+        return f"all {total:,} {what}"
+
+    spearman = "n/a" if semantic["spearman"] is None else f"{semantic['spearman']:.6g}"
+    return [
+        (
+            "triplet agreement",
+            f"{semantic['triplet_agreement']:.6g}   ("
+            f"{extent(semantic['triplets'], semantic['triplets_total'], semantic['triplets_sampled'], 'triplets')}"
+            "; 0.5 = chance)",
+        ),
+        (
+            "Spearman",
+            f"{spearman}   ({extent(semantic['pairs'], semantic['pairs_total'], semantic['pairs_sampled'], 'pairs')})",
+        ),
+    ]
+
+
+def format_assignment(assignment) -> str:
+    """A short text summary of a :class:`spherecodes.semantic.Assignment`: objective and agreement before and after.
+
+    Examples
+    --------
+    >>> from spherecodes.semantic import assign_by_class_means
+    >>> p = np.array([[1.0, 0], [0.8, 0.6], [-1, 0], [0, -1]])
+    >>> result = assign_by_class_means(p, p[[2, 0, 3, 1]])
+    >>> print(format_assignment(result))  # doctest: +ELLIPSIS
+    linear assignment (optimal), 0 swaps, ... s
+      mean cos(prototype, class mean)  -0.2 -> 1
+      triplet agreement                0.166667 -> 1
+      Spearman                         -0.794118 -> 1
+    """
+    objective = "Pearson(prototype cos, embedding cos)" if assignment.method == "quadratic" \
+        else "mean cos(prototype, class mean)"
+
+    def pair(before, after):
+        fmt = lambda x: "n/a" if x is None else f"{x:.6g}"  # noqa: E731
+        return f"{fmt(before)} -> {fmt(after)}"
+
+    rows = [
+        (objective, pair(assignment.objective_before, assignment.objective_after)),
+        ("triplet agreement", pair(assignment.agreement_before["triplet_agreement"],
+                                   assignment.agreement_after["triplet_agreement"])),
+        ("Spearman", pair(assignment.agreement_before["spearman"], assignment.agreement_after["spearman"])),
+    ]
+    width = max(len(label) for label, _ in rows)
+    head = (f"{assignment.method} assignment ({assignment.stop_reason}), {assignment.swaps} swaps, "
+            f"{assignment.wall_time:.3g} s")
+    return "\n".join([head] + [f"  {label:<{width}}  {value}" for label, value in rows])
+
+
+def format_entries(entries) -> str:
+    """Catalog entries as an aligned table (text of ``spherecodes catalog list``).
+
+    Examples
+    --------
+    >>> format_entries([])
+    'no banks in the catalog'
+    """
+    entries = list(entries)
+    if not entries:
+        return "no banks in the catalog"
+    rows = [("name", "d", "K", "method", "max-cos", "rho interval", "LP gap", "size", "source")]
+    for e in entries:
+        rows.append(
+            (
+                e.name,
+                str(e.d),
+                str(e.k),
+                e.method,
+                f"{e.max_cos:.6f}",
+                f"[{e.rho_lower:.6f}, {e.rho_upper:.6f}]" + ("" if e.rho_certified else " (wide)"),
+                f"{e.lp_gap:.2e}" if math.isfinite(e.lp_gap) else "n/a",
+                format_bytes(e.size),
+                e.source,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    right = {1, 2, 4, 6, 7}
+    lines = []
+    for r in rows:
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
 from .errors import SpherecodesError
 from .memory import memory_limit, require_memory
+from .sphere import DEFAULT_TILE, gram_tiles, random_start
 
 #: Largest allowed deviation of a row norm from 1 for a matrix to count as a code.
 UNIT_TOL = 1e-9
@@ -26,8 +26,6 @@ UNIT_TOL = 1e-9
 #: max-cos by more than this: moving it a little cannot change max-cos.
 RATTLER_TOL = 1e-6
 
-#: Side of the square Gram tiles (a 2048×2048 float64 tile is 32 MiB).
-DEFAULT_TILE = 2048
 
 #: Tile side on a GPU, where larger products keep the device busy (512 MiB).
 DEVICE_TILE = 8192
@@ -87,28 +85,9 @@ def validate_prototypes(prototypes, *, normalize: bool = False) -> np.ndarray:
     return w
 
 
-def gram_tiles(w: np.ndarray, tile: int = DEFAULT_TILE) -> Iterator[tuple[int, int, np.ndarray]]:
-    """Yield ``(row_start, col_start, W[rows] @ W[cols].T)`` over the upper triangle.
-
-    Tiles with ``col_start == row_start`` lie on the diagonal and contain the
-    self-products ``<w_i, w_i>``; callers mask them as they need.
-
-    Examples
-    --------
-    >>> w = np.eye(3)
-    >>> [(r, c, g.shape) for r, c, g in gram_tiles(w, tile=2)]
-    [(0, 0, (2, 2)), (0, 2, (2, 1)), (2, 2, (1, 1))]
-    """
-    k = w.shape[0]
-    for r in range(0, k, tile):
-        rows = w[r : r + tile]
-        for c in range(r, k, tile):
-            yield r, c, rows @ w[c : c + tile].T
-
-
 @dataclass(frozen=True)
 class SeparationStats:
-    """Pairwise separation of a code (SPEC §1), all in float64.
+    """Pairwise separation of a code (max-cos and the cosine statistics of Mettes, van der Pol & Snoek 2019), all in float64.
 
     Attributes
     ----------
@@ -146,7 +125,7 @@ class SeparationStats:
 
     @property
     def separation(self) -> dict:
-        """HPN cosine-distance statistics (seed 002 Table 2): min, mean, max of ``1 − cos``."""
+        """HPN cosine-distance statistics (Mettes, van der Pol & Snoek 2019, Table 2): min, mean, max of ``1 − cos``."""
         return {
             "min": 1.0 - self.max_cos,
             "mean": 1.0 - self.mean_cos,
@@ -270,9 +249,7 @@ def random_code_max_cos(d: int, k: int, *, seed: int = 0, device=None, max_memor
     >>> round(random_code_max_cos(8, 50), 6) > tammes(8, 50, seed=0, device="cpu").max_cos
     True
     """
-    from .solvers import _start  # torch is imported only when this is called
-
-    return max_cos(_start(seed, 0, k, d), device=device, max_memory=max_memory)
+    return max_cos(random_start(seed, 0, k, d), device=device, max_memory=max_memory)
 
 
 def _torch_device(device):

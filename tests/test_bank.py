@@ -13,11 +13,10 @@ from spherecodes.bank import (
     SCHEMA_VERSION,
     delete_code,
     list_codes,
-    make_code,
-    prototype_checksum,
     read_code,
     write_code,
 )
+from spherecodes.code import make_code, prototype_checksum
 from spherecodes.constructions import cell_600, construct, simplex_etf
 from spherecodes.errors import SpherecodesError
 

@@ -13,7 +13,7 @@ from conftest import dense_offdiagonal_cos, random_code
 
 
 def theorem_3_9_mpmath(d, k):
-    """Eq. 13 of seed 003 evaluated directly with 60-digit Gamma functions."""
+    """Eq. 13 of Jiang et al. (2024) evaluated directly with 60-digit Gamma functions."""
     mpmath.mp.dps = 60
     d, k = mpmath.mpf(d), mpmath.mpf(k)
     lower = mpmath.mpf(1) / 2 * (

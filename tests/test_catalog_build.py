@@ -9,10 +9,11 @@ import pytest
 from click.testing import CliRunner
 
 from spherecodes.bank import read_code
-from spherecodes.catalog_build import build_catalog, parse_grid, parse_methods, plan_build
+from spherecodes.catalog import build_catalog, parse_grid, parse_methods, plan_build
 from spherecodes.cli import main
 from spherecodes.errors import SpherecodesError
-from spherecodes.registry import REGISTRY_FILE, open_catalog, verify_witness
+from spherecodes.catalog import REGISTRY_FILE, open_catalog
+from spherecodes.certificate import verify_witness
 
 FAST = dict(steps=60, restarts=1, device="cpu")
 
@@ -38,6 +39,7 @@ def test_plan_leaves_out_the_sizes_with_an_optimal_closed_form():
     assert closed == [(2, 10, "polygon"), (5, 10, "cross-polytope"), (16, 10, "etf"), (2, 100, "polygon")]
 
 
+@pytest.mark.slow
 def test_build_on_a_local_cluster_resumes_and_publishes(tmp_path):
     seen = []
     report = build_catalog(parse_grid("d=3 k=5..8"), ["tammes"], tmp_path / "cat", workers=1, processes=False,
@@ -52,7 +54,7 @@ def test_build_on_a_local_cluster_resumes_and_publishes(tmp_path):
     for entry in cat.entries:
         code = read_code(tmp_path / "cat" / entry.file)
         assert code.certificate is not None and code.settings["steps"] == 60
-        verify_witness(code)
+        verify_witness(code.prototypes, code.certificate)
     stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "cat").glob("*.h5")}
     # A damaged bank (an interrupted copy, say) is rebuilt; finished ones are skipped.
     (tmp_path / "cat" / "tammes-d3-k8.h5").write_bytes(b"half a bank")
@@ -65,7 +67,7 @@ def test_build_on_a_local_cluster_resumes_and_publishes(tmp_path):
 
 
 def test_failed_tasks_are_reported_after_the_others_finish(tmp_path, monkeypatch):
-    import spherecodes.catalog_build as cb
+    from spherecodes.catalog import build as cb
 
     real = cb.build_bank
 
@@ -100,7 +102,7 @@ def test_cli_build_on_an_existing_scheduler(tmp_path):
 
 
 def test_cli_build_bad_input(tmp_path, monkeypatch):
-    import spherecodes.catalog_build as cb
+    from spherecodes.catalog import build as cb
 
     monkeypatch.setattr(cb, "CONNECT_TIMEOUT_S", 1)
     runner = CliRunner()

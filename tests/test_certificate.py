@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 
-from spherecodes import certificate as cert_module
+from spherecodes.certificate import _qp as cert_qp
 from spherecodes.certificate import one_vs_rest_distances
 from spherecodes.constructions import cell_600, cross_polytope, e8_roots, random_rotation, regular_polygon, simplex_etf
 from spherecodes.errors import SpherecodesError
@@ -183,8 +183,8 @@ def test_tiny_candidate_sets_are_repaired_by_the_global_check():
 def test_every_solver_path_gives_the_same_certificate(monkeypatch, quick, band):
     w = random_code(200, 12, seed=11)
     default = one_vs_rest_distances(w, device="cpu")
-    monkeypatch.setattr(cert_module, "WOLFE_QUICK_ITERATIONS", quick)
-    monkeypatch.setattr(cert_module, "JAMMED_BAND", band)
+    monkeypatch.setattr(cert_qp, "WOLFE_QUICK_ITERATIONS", quick)
+    monkeypatch.setattr(cert_qp, "JAMMED_BAND", band)
     other = one_vs_rest_distances(w, device="cpu")
     assert other.certified
     np.testing.assert_allclose(other.hi, default.hi, atol=1e-9)
@@ -286,7 +286,6 @@ def test_cuda_without_gpu_is_refused():
 
 def test_memory_refusal_shows_the_estimate(monkeypatch):
     monkeypatch.setattr("spherecodes.memory.available_memory_bytes", lambda device="cpu": 1000)
-    monkeypatch.setattr(cert_module, "available_memory_bytes", lambda device="cpu": 1000)
     with pytest.raises(SpherecodesError, match="needs about"):
         one_vs_rest_distances(random_code(50, 4), device="cpu")
 

@@ -127,6 +127,7 @@ def test_version_and_help(run):
         assert result.exit_code == 0 and "Usage:" in result.output
 
 
+@pytest.mark.slow
 def test_real_subprocess_follows_the_readme(tmp_path):
     """A new user's session: generate, report, bounds, as separate processes."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

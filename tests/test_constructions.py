@@ -1,4 +1,4 @@
-"""Closed forms against the geometry they are known to have (SPEC §3)."""
+"""Closed forms against the geometry they are known to have."""
 
 import math
 
@@ -38,6 +38,7 @@ def test_simplex_etf_is_equiangular_with_cos_minus_one_over_k_minus_one(k, d):
     np.testing.assert_allclose(w.sum(axis=0), 0.0, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_simplex_etf_at_d_equal_k_minus_one_large():
     """The case common code in the wild cannot do: K = d + 1 with d = 2047."""
     k, d = 2048, 2047

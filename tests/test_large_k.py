@@ -18,14 +18,16 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from spherecodes import certificate as cert_module
-from spherecodes import neighbours, solvers
+from spherecodes import solvers
+from spherecodes.certificate import _blocks as cert_blocks
+from spherecodes.solvers import _neighbours as neighbours
 from spherecodes.bank import read_code
 from spherecodes.certificate import one_vs_rest_distances
 from spherecodes.cli.main import main
 from spherecodes.errors import SpherecodesError
 from spherecodes.memory import parse_size
-from spherecodes.neighbours import neighbour_plan, top_matches
+from spherecodes.solvers._neighbours import neighbour_plan
+from spherecodes.sphere import random_start, top_matches
 from spherecodes.solvers import tammes, tammes_estimate
 from spherecodes.stats import _torch_tiles, max_cos, random_code_max_cos, separation_statistics
 
@@ -59,6 +61,7 @@ def test_all_pairs_as_lists_follow_the_dense_trajectory():
 
 
 @pytest.mark.parametrize("k,m", [(6, 2), (8, 3), (12, 4)])
+@pytest.mark.slow
 def test_tiny_lists_reach_the_dense_optimum(k, m):
     # Lists of 2-4 prototypes out of K - 1, refreshed as the points move; both
     # paths are polished to convergence and must meet at the same max-cos
@@ -73,6 +76,7 @@ def test_tiny_lists_reach_the_dense_optimum(k, m):
     assert abs(lists.max_cos - {6: 0.0, 8: 1 / (1 + 2**1.5), 12: ICOSAHEDRON}[k]) < 1e-6
 
 
+@pytest.mark.slow
 def test_neighbour_path_is_deterministic():
     run = dict(steps=60, device="cpu", neighbours=12, refresh=5)
     first = tammes(12, 3000, seed=1, **run)
@@ -83,6 +87,7 @@ def test_neighbour_path_is_deterministic():
     assert not np.array_equal(first.prototypes, other.prototypes)
 
 
+@pytest.mark.slow
 def test_large_k_chooses_neighbour_lists_and_beats_random_vectors():
     d, k = 8, 12_000
     res = tammes(d, k, seed=0, steps=60, device="cpu")
@@ -103,6 +108,7 @@ def test_memory_limit_switches_to_neighbour_lists():
 
 
 @pytest.mark.parametrize("where", ["annealing", "lists"])
+@pytest.mark.slow
 def test_ctrl_c_keeps_the_best_code_so_far(where):
     reports = []
 
@@ -120,6 +126,7 @@ def test_ctrl_c_keeps_the_best_code_so_far(where):
     assert res.max_cos == pytest.approx(max_cos(res.prototypes), abs=1e-15)
 
 
+@pytest.mark.slow
 def test_time_limit_on_neighbour_lists():
     res = tammes(8, 12_000, steps=100_000, time_limit=2.0, device="cpu")
     assert res.stop_reason == "time_limit" and 0 < res.steps < 100_000
@@ -183,6 +190,7 @@ MEASURE_PEAK = textwrap.dedent(
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux /proc to measure peak memory")
+@pytest.mark.slow
 def test_memory_estimate_bounds_the_measured_peak():
     out = subprocess.run([sys.executable, "-c", MEASURE_PEAK], capture_output=True, text=True, check=True)
     figures = json.loads(out.stdout.strip().splitlines()[-1])
@@ -240,6 +248,7 @@ def test_cli_refuses_an_impossible_size_with_one_line(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_cli_prints_the_estimate_and_keeps_json_clean(tmp_path):
     runner = CliRunner()  # click >= 8.2 keeps stderr apart from stdout
     args = ["generate", "--d", "8", "--k", "3000", "--neighbours", "16", "--steps", "20", "--device", "cpu",
@@ -264,7 +273,7 @@ def test_cli_ctrl_c_writes_the_best_code_so_far(tmp_path, monkeypatch):
         if len(calls) == 3:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(solvers._Clock, "report", interrupt_on_third)
+    monkeypatch.setattr(solvers.Clock, "report", interrupt_on_third)
     out = tmp_path / "bank.h5"
     result = CliRunner().invoke(main, ["generate", "--d", "8", "--k", "3000", "--neighbours", "16", "--steps", "500",
                                        "--device", "cpu", "--out", str(out)])
@@ -319,14 +328,14 @@ def test_statistics_fit_a_small_memory_limit():
 
 
 def test_random_baseline_is_the_first_start_measured_exactly():
-    start = solvers._start(5, 0, 400, 7)
+    start = random_start(5, 0, 400, 7)
     assert random_code_max_cos(7, 400, seed=5) == pytest.approx(dense_offdiagonal_cos(start).max(), abs=1e-15)
 
 
 def test_certificate_streams_over_prototype_tiles(monkeypatch):
     w = random_code(700, 5, seed=4)
     whole = one_vs_rest_distances(w, device="cpu")
-    monkeypatch.setattr(cert_module, "COLUMN_TILE", 64)
+    monkeypatch.setattr(cert_blocks, "COLUMN_TILE", 64)
     reports = []
     tiled = one_vs_rest_distances(w, device="cpu", max_memory=64 * 2**20, progress=reports.append)
     assert tiled.certified
@@ -343,14 +352,14 @@ def test_exact_duplicates_are_found_by_hashing():
     w[41, 0] = 0.0
     w[42] = w[41]
     w[42, 0] = -0.0  # equal to w[41]: -0.0 == 0.0
-    groups, twin = cert_module._exact_duplicates(w)
+    groups, twin = cert_blocks.exact_duplicates(w)
     assert groups == [(2, 7, 30), (11, 40), (41, 42)]
     assert twin[2] in (7, 30) and twin[11] == 40 and twin[0] == -1
 
 
 def test_progress_bar_shows_rate_and_time_left(monkeypatch, capsys):
     from spherecodes.certificate import CertificateProgress
-    from spherecodes.cli.main import ProgressBar
+    from spherecodes.cli._common import ProgressBar
     from spherecodes.solvers import Progress
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)

@@ -130,6 +130,7 @@ def known_codes():
 
 
 @pytest.mark.parametrize("name,w,d,k", list(known_codes()), ids=[c[0] for c in known_codes()])
+@pytest.mark.slow
 def test_bound_is_valid_on_known_codes(name, w, d, k):
     max_cos = dense_offdiagonal_cos(w).max()
     assert lp_max_cos_lower_bound(d, k).value <= max_cos + 1e-12
@@ -173,6 +174,7 @@ def test_reference_values_from_the_issue(d, k, reference, digits):
 
 
 @pytest.mark.parametrize("d,ks", [(4, [6, 10, 20, 40, 80, 160]), (16, [20, 100, 500, 5000])])
+@pytest.mark.slow
 def test_bound_grows_with_k(d, ks):
     values = [lp_max_cos_lower_bound(d, k).value for k in ks]
     assert values == sorted(values)

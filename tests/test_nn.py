@@ -13,7 +13,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from spherecodes.bank import make_code, write_code
+from spherecodes.bank import write_code
+from spherecodes.code import make_code
 from spherecodes.constructions import cross_polytope, regular_polygon, simplex_etf
 from spherecodes.errors import SpherecodesError
 from spherecodes.nn import (
@@ -161,7 +162,7 @@ def test_dot_regression_value_is_eq_14_and_gradient_is_eq_15():
     k, d, feature_length = 4, 5, 1.7
     p = simplex_etf(k, d)
     counts = np.array([40, 20, 8, 4])
-    s = counts.sum() / (k * counts)  # sqrt(E_{w_k}), seed 004 App. C
+    s = counts.sum() / (k * counts)  # sqrt(E_{w_k}), Yang et al. 2022, App. C
     h_np = rng.standard_normal((10, d))
     h_np *= feature_length / np.linalg.norm(h_np, axis=1, keepdims=True)  # ‖h‖² = E_H
     y = rng.integers(0, k, 10)
@@ -413,6 +414,7 @@ def digits():
     torch.set_num_threads(threads)
 
 
+@pytest.mark.slow
 def test_fixed_prototypes_reach_90_percent_on_digits_at_d_10(digits):
     start = time.perf_counter()
     accuracy = digits.fixed_prototype_accuracy(simplex_etf(10, 10), "hpn", digits.load_split(), epochs=60, seed=0)
@@ -432,6 +434,7 @@ def test_dot_regression_with_class_lengths_learns_the_imbalanced_digits(digits):
     assert accuracy >= 0.85
 
 
+@pytest.mark.slow
 def test_the_library_does_not_import_scikit_learn():
     code = "import sys, spherecodes.nn; sys.exit('sklearn' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

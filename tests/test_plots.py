@@ -6,13 +6,15 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from spherecodes.bank import make_code, write_code
+from spherecodes.bank import write_code
+from spherecodes.code import make_code
 from spherecodes.certificate import one_vs_rest_distances
 from spherecodes.cli import main
 from spherecodes.constructions import regular_polygon
 from spherecodes.errors import SpherecodesError
-from spherecodes.plots import closed_form_rho, cosine_histogram, plot_bounds, plot_code
-from spherecodes.registry import publish
+from spherecodes.catalog import publish
+from spherecodes.constructions import closed_form_rho
+from spherecodes.plots import cosine_histogram, plot_bounds, plot_code
 
 from conftest import dense_offdiagonal_cos, random_code
 
@@ -48,6 +50,7 @@ def test_cosine_histogram_counts_every_pair_once():
     assert dense_offdiagonal_cos(w).size == 2 * counts.sum()
 
 
+@pytest.mark.slow
 def test_report_plot_png_and_pdf(bank, tmp_path):
     runner = CliRunner()
     out = tmp_path / "code.png"
@@ -87,6 +90,7 @@ def _texts(ax):
     return " ".join(t.get_text() for t in ax.texts)
 
 
+@pytest.mark.slow
 def test_plot_code_panels(tmp_path, monkeypatch):
     figures = _capture_figures(monkeypatch)
     code = make_code(regular_polygon(7), method="polygon")  # not certified: certified for the plot
@@ -157,6 +161,7 @@ def test_simplex_and_cross_polytope_say_what_they_are(tmp_path, monkeypatch):
     assert "cross-polytope" in _texts(xp.axes[0])
 
 
+@pytest.mark.slow
 def test_bounds_plot_overlays_catalog_banks(tmp_path, monkeypatch):
     folder = tmp_path / "cat"
     folder.mkdir()

@@ -16,12 +16,13 @@ import pytest
 from click.testing import CliRunner
 
 import spherecodes
-from spherecodes.bank import make_code, read_code, write_code
+from spherecodes.bank import read_code, write_code
+from spherecodes.code import make_code
 from spherecodes.bounds import max_cos_lower_bound
 from spherecodes.certificate import one_vs_rest_distances
 from spherecodes.cli import main
 from spherecodes.errors import SpherecodesError
-from spherecodes.registry import (
+from spherecodes.catalog import (
     REGISTRY_FILE,
     CatalogEntry,
     bundled_catalog,
@@ -31,8 +32,8 @@ from spherecodes.registry import (
     open_catalog,
     parse_registry,
     publish,
-    verify_witness,
 )
+from spherecodes.certificate import verify_witness
 from spherecodes.stats import separation_statistics
 
 from conftest import random_code
@@ -215,15 +216,15 @@ def test_publish_refuses_uncertified_codes_and_duplicates(tmp_path):
 
 def test_verify_witness_catches_a_certificate_that_does_not_check(banks_dir):
     code = read_code(banks_dir / "tammes-d3-k9.h5")
-    lo, hi = verify_witness(code)
+    lo, hi = verify_witness(code.prototypes, code.certificate)
     assert np.all(lo <= hi) and np.allclose(hi, code.certificate.hi, atol=1e-12)
     cert = code.certificate
     code.certificate = type(cert)(**{**cert.__dict__, "hi": cert.hi + 1e-6})
     with pytest.raises(SpherecodesError, match="does not check"):
-        verify_witness(code)
+        verify_witness(code.prototypes, code.certificate)
     code.certificate = type(cert)(**{**cert.__dict__, "support_weights": cert.support_weights * 0.5})
     with pytest.raises(SpherecodesError, match="sum to 1"):
-        verify_witness(code)
+        verify_witness(code.prototypes, code.certificate)
 
 
 def test_registry_entries_are_validated():
@@ -259,12 +260,13 @@ def test_bundled_registry_lists_exactly_the_shipped_banks_with_matching_hashes()
     assert cat.total_size < 25_000_000, "the bundled catalog must stay under 25 MB"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry", bundled_catalog().entries, ids=lambda e: e.name)
 def test_every_bundled_bank_passes_the_certificate(entry):
     code = read_code(_bundled_root() / entry.file, entry.code)
     assert (code.d, code.k, code.method, code.sha256) == (entry.d, entry.k, entry.method, entry.prototypes_sha256)
     assert separation_statistics(code.prototypes).max_cos == entry.max_cos
-    lo, hi = verify_witness(code)  # the stored witness, re-evaluated against all K prototypes
+    lo, hi = verify_witness(code.prototypes, code.certificate)  # the stored witness, re-evaluated against all K prototypes
     assert lo.min() == pytest.approx(entry.rho_lower, abs=1e-12) and hi.min() == pytest.approx(entry.rho_upper, abs=1e-12)
     assert entry.rho_certified and code.certificate.certified
     if code.k * code.d <= 5_000:  # small banks: solve the QPs again from scratch
@@ -348,7 +350,7 @@ def test_a_404_says_so_and_caches_nothing(server):
     assert _cached_files(url) == [REGISTRY_FILE]
     httpd.behaviour[REGISTRY_FILE] = "forbidden"
     with pytest.raises(SpherecodesError, match=r"registry.json failed: HTTP 403"):
-        spherecodes.catalog(url)
+        spherecodes.catalog_entries(url)
 
 
 def test_a_truncated_transfer_is_refused_and_not_cached(server):
@@ -380,7 +382,7 @@ def test_unreachable_server(published, tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with pytest.raises(SpherecodesError, match="cannot reach"):
-        spherecodes.catalog(f"http://127.0.0.1:{port}/")
+        spherecodes.catalog_entries(f"http://127.0.0.1:{port}/")
 
 
 # --------------------------------------------------------------------------- the CLI

@@ -14,8 +14,9 @@ import torch
 from gensim.models import KeyedVectors, Word2Vec
 from scipy.stats import spearmanr
 
-from spherecodes import semantic
-from spherecodes.bank import make_code, read_code, write_code
+from spherecodes.bank import read_code, write_code
+from spherecodes.code import make_code
+from spherecodes.report import format_assignment
 from spherecodes.generation import generate
 from spherecodes.constructions import cell_600, cross_polytope, simplex_etf
 from spherecodes.errors import SpherecodesError
@@ -23,12 +24,10 @@ from spherecodes.semantic import (
     ALL_TRIPLETS_UP_TO_K,
     ClassEmbeddings,
     RankingTriplets,
-    _pair_swaps,
     assign_by_class_means,
     assign_by_embeddings,
     assign_code,
     class_embeddings,
-    format_assignment,
     load_class_means,
     load_embeddings,
     privileged,
@@ -38,7 +37,11 @@ from spherecodes.semantic import (
     semantic_agreement,
     semantic_report,
 )
+from spherecodes.semantic.assignment import _pair_swaps
 from spherecodes.stats import separation_statistics
+
+# The module that holds the privileged optimiser.
+import spherecodes.semantic.ranking as privileged_module
 
 from conftest import random_code
 
@@ -437,7 +440,7 @@ def test_sampled_triplets_are_distinct_classes_and_reproducible():
 def test_sampled_targets_without_the_embedding_gram_are_the_same(monkeypatch):
     e = planted_clusters(300, 5, 6)
     with_gram = RankingTriplets(e, "sampled", samples=5000, seed=4).batch()
-    monkeypatch.setattr(semantic, "_EMBEDDING_GRAM_UP_TO_K", 10)
+    monkeypatch.setattr(privileged_module, "_EMBEDDING_GRAM_UP_TO_K", 10)
     without = RankingTriplets(e, "sampled", samples=5000, seed=4)
     assert without._embed_gram is None
     for x, y in zip(with_gram, without.batch()):

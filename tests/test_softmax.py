@@ -1,6 +1,6 @@
 """The Softmax-Code optimiser: closed-form optima, monotonicity, its gradient, the CLI.
 
-The expected values are the closed forms of seed 003 Thm 3.3 (ρ = K/(K−1) for
+The expected values are the closed forms of Jiang et al. 2024, Thm 3.3 (ρ = K/(K−1) for
 the simplex, 1 for the cross-polytope and its subsets, 1 − cos(2π/K) for the
 regular polygon), and ρ of the Tammes code each run starts from, certified
 independently of the optimiser.
@@ -19,7 +19,9 @@ from spherecodes.certificate import one_vs_rest_distances
 from spherecodes.cli import main
 from spherecodes.errors import SpherecodesError
 from spherecodes.generation import generate
+from spherecodes.solvers import softmax as softmax_module
 from spherecodes.solvers import softmax_code, tammes
+from spherecodes.sphere import normalise_rows
 
 from conftest import random_code
 
@@ -41,6 +43,7 @@ def certified_rho(w: np.ndarray) -> float:
         (3, 6, 1.0),  # the octahedron: the optimal v is not unique there
     ],
 )
+@pytest.mark.slow
 def test_random_starts_reach_the_closed_form_optimum(d, k, rho):
     res = softmax_code(d, k, seed=1, start="random", closed_form=False, device="cpu")
     assert res.method == "softmax"
@@ -58,6 +61,7 @@ def test_closed_forms_are_returned_where_provably_optimal():
 
 
 @pytest.mark.parametrize("d, k", [(3, 20), (6, 40)])
+@pytest.mark.slow
 def test_never_below_the_tammes_code_it_starts_from(d, k):
     start = tammes(d, k, seed=2, restarts=4, device="cpu")
     res = softmax_code(d, k, start=start.prototypes, steps=30, polish_time=1.0, device="cpu")
@@ -74,9 +78,9 @@ def test_an_explicit_start_is_used_and_improved():
 
 def test_ascent_direction_is_the_gradient_of_the_smoothed_minimum():
     # Finite differences of the certified distances against the subgradient
-    # of SPEC §4, on a generic code (unique optimal v for every class).
+    # of the one-vs-rest distances (docs/optimisers.md), on a generic code (unique optimal v for every class).
     w = random_code(30, 5, seed=7)
-    model = solvers._OneVsRestDistances(torch.device("cpu"))
+    model = softmax_module._OneVsRestDistances(torch.device("cpu"))
     t = 40.0
     grad = model.ascent_direction(w, t)
     rng = np.random.default_rng(1)
@@ -84,8 +88,8 @@ def test_ascent_direction_is_the_gradient_of_the_smoothed_minimum():
         delta = rng.standard_normal(w.shape)
         delta -= (delta * w).sum(1, keepdims=True) * w  # tangent moves
         eps = 1e-6
-        plus = solvers._normalise_rows(w + eps * delta)
-        minus = solvers._normalise_rows(w - eps * delta)
+        plus = normalise_rows(w + eps * delta)
+        minus = normalise_rows(w - eps * delta)
         smooth = lambda x: model.smoothed_min(one_vs_rest_distances(x, device="cpu").hi, t)  # noqa: E731
         numeric = (smooth(plus) - smooth(minus)) / (2 * eps)
         assert numeric == pytest.approx(float((grad * delta).sum()), rel=1e-4, abs=1e-8)
@@ -117,6 +121,7 @@ def test_bad_options_are_refused():
         softmax_code(3, 10, sharpness=3)
 
 
+@pytest.mark.slow
 def test_generate_and_the_cli_make_a_softmax_bank(tmp_path):
     code = generate(3, 9, "softmax", seed=1, steps=20, device="cpu")
     assert (code.method, code.name) == ("softmax", "softmax-d3-k9-s1")

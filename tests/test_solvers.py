@@ -17,6 +17,7 @@ from spherecodes import solvers
 from spherecodes.errors import SpherecodesError
 from spherecodes.devices import resolve_device
 from spherecodes.solvers import Progress, SolverResult, maxsep, tammes
+from spherecodes.sphere import random_start
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -89,6 +90,7 @@ def test_tammes_reaches_the_3d_optimum(n):
     assert res.stop_reason == "converged"
 
 
+@pytest.mark.slow
 def test_tammes_finds_the_600_cell_from_random_starts():
     res = tammes(4, 120, seed=0, restarts=2, device="cpu")
     _check_code(res, 4, 120)
@@ -193,10 +195,11 @@ def _published_hpn_steps(start: np.ndarray, steps: int, lr: float) -> np.ndarray
     return prototypes.detach().numpy()
 
 
+@pytest.mark.slow
 def test_maxsep_follows_the_published_procedure():
     d, k, seed, steps = 5, 12, 3, 40
     res = maxsep(d, k, seed=seed, steps=steps, device="cpu", dtype="float64")
-    expected = _published_hpn_steps(solvers._start(seed, 0, k, d), steps, lr=0.1)
+    expected = _published_hpn_steps(random_start(seed, 0, k, d), steps, lr=0.1)
     np.testing.assert_allclose(res.prototypes, expected, atol=1e-12)
 
 

@@ -73,6 +73,7 @@ def test_statistics_are_invariant_under_rotation_and_permutation(k, d, seed):
     np.testing.assert_allclose(np.sort(b.nearest_cos), np.sort(a.nearest_cos), atol=1e-12)
 
 
+@pytest.mark.slow
 def test_large_k_never_builds_a_k_by_k_matrix():
     k, d, tile = 12_000, 16, 512
     w = random_code(k, d, seed=1)

@@ -16,16 +16,17 @@ import torch.nn.functional as F
 from scipy.optimize import linear_sum_assignment
 from torch import nn
 
-from ..bank import check_labels, make_code, read_code
+from ..bank import read_code
+from ..code import check_labels, make_code
 from ..errors import SpherecodesError
 from ..stats import validate_prototypes
 from .losses import hyperspherical_regression_loss
 
 #: Default softmax temperature τ for cross-entropy on cosine logits (the value
-#: seed 003 uses for its class-mean-feature experiment, App. B).
+#: Jiang et al. (2024) uses for its class-mean-feature experiment, App. B).
 DEFAULT_TEMPERATURE = 0.1
 
-#: Default EMA momentum β of the class-mean-feature classifier (seed 003 App. B).
+#: Default EMA momentum β of the class-mean-feature classifier (Jiang et al. 2024, App. B).
 DEFAULT_BETA = 0.9
 
 
@@ -40,14 +41,14 @@ class PrototypeClassifier(nn.Module):
     """A classifier head whose class vectors are fixed prototypes on the sphere.
 
     ``forward(z)`` returns the cosine logits ``cos(z, p_c)`` for every class
-    (seed 002 Eq. 3); the prediction is their argmax.  The prototypes are a
+    (Mettes et al. 2019, Eq. 3); the prediction is their argmax.  The prototypes are a
     buffer, so they receive no gradient and need no place in the optimizer.
 
     Parameters
     ----------
     prototypes : Tensor, array_like or object with ``.prototypes``
         K rows in R^d.  Rows are rescaled to unit length.  An object such as a
-        bank :class:`~spherecodes.bank.Code` or a solver result also lends its
+        bank :class:`~spherecodes.code.Code` or a solver result also lends its
         ``.labels`` when it has them and ``labels`` is not given.
     labels : sequence of str, optional
         Name of class k at position k, for :meth:`decode`.
@@ -130,7 +131,7 @@ class PrototypeClassifier(nn.Module):
 
     @torch.no_grad()
     def predict(self, z: torch.Tensor) -> torch.Tensor:
-        """Class indices ``argmax_c cos(z, p_c)`` (seed 002 Eq. 3), shape (batch,)."""
+        """Class indices ``argmax_c cos(z, p_c)`` (Mettes et al. 2019, Eq. 3), shape (batch,)."""
         return self(z).argmax(dim=-1)
 
     def decode(self, indices: torch.Tensor | Sequence[int]) -> list[str]:
@@ -189,7 +190,7 @@ class PrototypeClassifier(nn.Module):
 
 
 def match_prototypes(class_means: torch.Tensor, prototypes: torch.Tensor) -> torch.Tensor:
-    """Linear assignment of classes to prototypes from class-mean features (seed 000).
+    """Linear assignment of classes to prototypes from class-mean features (the dynamic label-to-prototype assignment paper (CVPR 2024, supplementary)).
 
     Maximises ``Σ_k cos(h̄_k, p_perm[k])`` over permutations with the
     Hungarian method (:func:`scipy.optimize.linear_sum_assignment`).  Cosines,
@@ -228,13 +229,13 @@ def match_prototypes(class_means: torch.Tensor, prototypes: torch.Tensor) -> tor
 
 
 class ClassMeanClassifier(PrototypeClassifier):
-    """Class-mean-feature (CMF) classifier of seed 003 App. B.
+    """Class-mean-feature (CMF) classifier of Jiang et al. 2024, App. B.
 
     The class vectors are not learned by gradient: after each step,
     :meth:`update` moves them towards the mini-batch class means,
     ``W ← β W + (1 − β) H̄_batch`` with β = 0.9, and re-normalises the rows.
     Features are put on the unit sphere before averaging (the spherical
-    constraint of seed 003 Eq. 2).  A class absent from the batch keeps its row:
+    constraint of Jiang et al. 2024, Eq. 2).  A class absent from the batch keeps its row:
     its batch mean is undefined.  ``forward`` gives cosine logits as in
     :class:`PrototypeClassifier`.
 
@@ -341,7 +342,7 @@ class ClassMeanClassifier(PrototypeClassifier):
 
 
 class PrototypeRegressor(nn.Module):
-    """Hyperspherical regression with two antipodal prototypes (seed 002 Eq. 7).
+    """Hyperspherical regression with two antipodal prototypes (Mettes et al. 2019, Eq. 7).
 
     A target y in [v_l, v_u] is encoded as ``r = 2 (y − v_l)/(v_u − v_l) − 1``
     in [−1, 1]; the network's output z is trained so that ``cos(z, p_u) = r``,
@@ -397,7 +398,7 @@ class PrototypeRegressor(nn.Module):
         self.upper = float(upper)
 
     def encode(self, y: torch.Tensor) -> torch.Tensor:
-        """Target value → cosine target r in [−1, 1] (seed 002 Eq. 7)."""
+        """Target value → cosine target r in [−1, 1] (Mettes et al. 2019, Eq. 7)."""
         return 2.0 * (y - self.lower) / (self.upper - self.lower) - 1.0
 
     def decode(self, cosine: torch.Tensor) -> torch.Tensor:
@@ -409,7 +410,7 @@ class PrototypeRegressor(nn.Module):
         return F.normalize(z, dim=-1) @ self.upper_prototype.to(z.dtype)
 
     def loss(self, z: torch.Tensor, y: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
-        """Seed 002 Eq. 7: ``(r − cos(z, p_u))²`` per sample, reduced."""
+        """Mettes et al. (2019) Eq. 7: ``(r − cos(z, p_u))²`` per sample, reduced."""
         return hyperspherical_regression_loss(
             z, y, self.upper_prototype, self.lower, self.upper, reduction=reduction
         )
@@ -431,7 +432,7 @@ class PrototypeRegressor(nn.Module):
 
 
 def joint_layout(class_prototypes: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    """Joint regression + classification output space (seed 002 §2.3).
+    """Joint regression + classification output space (Mettes et al. 2019, §2.3).
 
     Regression gets the first axis of R^(d+1) (p_u = e_0, p_l = −e_0); the K
     class prototypes of R^d are placed on the orthogonal complement, so their

@@ -7,8 +7,8 @@ prototypes at each call, so the loss follows the head across ``.to(device)``
 and :meth:`~spherecodes.nn.PrototypeClassifier.reassign`.
 
 The per-sample terms are the papers' exactly; ``reduction`` ("mean", "sum" or
-"none") says how they are combined ("sum" is the literal Σ of seed 002 Eq. 1,
-"mean" the 1/N of seeds 003 and 004, and the default, which keeps the step
+"none") says how they are combined ("sum" is the literal Σ of Mettes et al. 2019, Eq. 1,
+"mean" the 1/N of Jiang et al. (2024) and Yang et al. (2022), and the default, which keeps the step
 size independent of the batch size).
 """
 
@@ -41,9 +41,9 @@ def _target_prototypes(prototypes: torch.Tensor, target: torch.Tensor, like: tor
 def hpn_loss(
     z: torch.Tensor, target: torch.Tensor, prototypes: torch.Tensor, reduction: str = "mean"
 ) -> torch.Tensor:
-    """Hyperspherical prototype loss ``(1 − cos(z, p_y))²`` (seed 002 Eq. 1).
+    """Hyperspherical prototype loss ``(1 − cos(z, p_y))²`` (Mettes et al. 2019, Eq. 1).
 
-    Its gradient with respect to z is seed 002 Eq. 2,
+    Its gradient with respect to z is Mettes et al. 2019, Eq. 2,
     ``2 (1 − cos θ) (cos θ · z/‖z‖² − p_y/(‖z‖ ‖p_y‖))``.
 
     Parameters
@@ -71,10 +71,10 @@ def cosine_cross_entropy(
     temperature: float,
     reduction: str = "mean",
 ) -> torch.Tensor:
-    """Cross-entropy on cosine logits with temperature, ``−log softmax(cos/τ)_y`` (seed 003 Eq. 1).
+    """Cross-entropy on cosine logits with temperature, ``−log softmax(cos/τ)_y`` (Jiang et al. 2024, Eq. 1).
 
     Features and prototypes are both put on the unit sphere, the spherical
-    constraint of seed 003 Eq. 2.
+    constraint of Jiang et al. 2024, Eq. 2.
 
     Examples
     --------
@@ -98,7 +98,7 @@ def dot_regression_loss(
     feature_length: float = 1.0,
     reduction: str = "mean",
 ) -> torch.Tensor:
-    """Dot-regression loss of seed 004 Eq. 14, on the features exactly as given.
+    """Dot-regression loss of Yang et al. 2022, Eq. 14, on the features exactly as given.
 
     ``1/(2 sqrt(E_W E_H)) · (w_yᵀ h − sqrt(E_W E_H))²`` with
     ``w_y = sqrt(E_W) · p_y``: the class vector is the unit prototype scaled to
@@ -139,7 +139,7 @@ def dot_regression_loss(
 
 
 def dr_class_lengths(class_counts) -> torch.Tensor:
-    """Per-class lengths ``sqrt(E_{w_k}) = N / (K n_k)`` for imbalanced data (seed 004 App. C).
+    """Per-class lengths ``sqrt(E_{w_k}) = N / (K n_k)`` for imbalanced data (Yang et al. 2022, App. C).
 
     They equalise the bound on each class's gradient with respect to the
     backbone, which amounts to a class-weighted loss; all ones when balanced.
@@ -168,7 +168,7 @@ def hyperspherical_regression_loss(
     upper: float,
     reduction: str = "mean",
 ) -> torch.Tensor:
-    """Regression loss ``(r − cos(z, p_u))²``, ``r = 2 (y − v_l)/(v_u − v_l) − 1`` (seed 002 Eq. 7).
+    """Regression loss ``(r − cos(z, p_u))²``, ``r = 2 (y − v_l)/(v_u − v_l) − 1`` (Mettes et al. 2019, Eq. 7).
 
     Examples
     --------
@@ -227,7 +227,7 @@ class CosineCrossEntropyLoss(nn.Module):
 
 
 class DotRegressionLoss(nn.Module):
-    """Dot-regression loss as seed 004 trains with it (Eq. 14 and App. C).
+    """Dot-regression loss as Yang et al. (2022) trains with it (Eq. 14 and App. C).
 
     The outputs are ℓ2-normalised and scaled to ``feature_length`` (App. C:
     "we simply perform an ℓ2 normalization for the features"), then

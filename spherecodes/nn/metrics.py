@@ -4,10 +4,10 @@ Notation: features ``h_i`` with labels ``y_i``; class means ``h̄_k``; the globa
 mean ``h_G`` (over samples); class vectors ``w_k`` (the prototypes or a learned
 classifier), one row per class.  All metrics are computed in float64.
 
-* GNC1 / NC1 (seed 003 §2.2, Papyan et al.): ``(1/K) tr(Σ_W Σ_B^†)``.
-* GNC2 (seed 003 §2.2): the one-vs-rest distance ρ of the class vectors.
-* GNC3 (seed 003 §2.2; SPEC §5): ``(1/K) Σ_k (1 − <w_k/‖w_k‖, h̄_k/‖h̄_k‖>)``.
-* NC2 and NC3 cosines (seed 004 §3.1, §5.1): ``cos∠(h̄_c − h_G, h̄_k − h_G)``
+* GNC1 / NC1 (Jiang et al. 2024, §2.2, Papyan et al.): ``(1/K) tr(Σ_W Σ_B^†)``.
+* GNC2 (Jiang et al. 2024, §2.2): the one-vs-rest distance ρ of the class vectors.
+* GNC3 (Jiang et al. 2024, §2.2, with normalised class means): ``(1/K) Σ_k (1 − <w_k/‖w_k‖, h̄_k/‖h̄_k‖>)``.
+* NC2 and NC3 cosines (Yang et al. 2022, §3.1, §5.1): ``cos∠(h̄_c − h_G, h̄_k − h_G)``
   for c ≠ k (−1/(K−1) at collapse onto a simplex ETF) and
   ``cos∠(h̄_c − h_G, w_c)`` (1 at self-duality).
 """
@@ -63,7 +63,7 @@ def nc1(features, labels, num_classes: int | None = None, centered: bool = False
     """Within-class variability collapse ``(1/K) tr(Σ_W Σ_B^†)``; 0 at collapse.
 
     ``Σ_W`` averages ``(h_i − h̄_{y_i})(h_i − h̄_{y_i})ᵀ`` over all samples.
-    By default ``Σ_B = (1/K) Σ_k h̄_k h̄_kᵀ`` as seed 003 defines GNC1 (features
+    By default ``Σ_B = (1/K) Σ_k h̄_k h̄_kᵀ`` as Jiang et al. (2024) defines GNC1 (features
     on the sphere, no centring); ``centered=True`` subtracts the global mean,
     ``Σ_B = (1/K) Σ_k (h̄_k − h_G)(h̄_k − h_G)ᵀ``, as in Papyan et al.'s NC1.
 
@@ -82,7 +82,7 @@ def nc1(features, labels, num_classes: int | None = None, centered: bool = False
 
 
 def gnc2(weights):
-    """GNC2: the one-vs-rest distance ρ of the class vectors, certified (seed 003 §2.2).
+    """GNC2: the one-vs-rest distance ρ of the class vectors, certified (Jiang et al. 2024, §2.2).
 
     The rows are put on the unit sphere (ρ is defined there; class means are
     shorter than 1) and handed to
@@ -121,7 +121,7 @@ def gnc3(weights, means) -> float:
 
 
 def nc2_cosines(means, global_mean) -> torch.Tensor:
-    """``cos∠(h̄_c − h_G, h̄_k − h_G)`` for all c ≠ k (seed 004 NC2, Fig. 3), shape (K(K−1),).
+    """``cos∠(h̄_c − h_G, h̄_k − h_G)`` for all c ≠ k (Yang et al. 2022, NC2, Fig. 3), shape (K(K−1),).
 
     At collapse onto a simplex ETF every value is −1/(K−1).
 
@@ -136,7 +136,7 @@ def nc2_cosines(means, global_mean) -> torch.Tensor:
 
 
 def nc3_cosines(means, global_mean, weights) -> torch.Tensor:
-    """``cos∠(h̄_c − h_G, w_c)`` per class (seed 004 NC3, Fig. 4), shape (K,); 1 at self-duality.
+    """``cos∠(h̄_c − h_G, w_c)`` per class (Yang et al. 2022, NC3, Fig. 4), shape (K,); 1 at self-duality.
 
     Examples
     --------
@@ -198,7 +198,7 @@ def collapse_metrics(features, labels, weights=None, num_classes: int | None = N
 
 
 def classifier_projector(weights, eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
-    """Projector onto the classifier subspace and its complement (seed 001 Eq. vi).
+    """Projector onto the classifier subspace and its complement (Kobayashi, direct-sum approach (supplementary), Eq. vi).
 
     With the class vectors as the columns of ``W`` (d × K),
     ``P = W (WᵀW + εI)⁻¹ Wᵀ``, whose eigenvalues ``σ_j²/(σ_j² + ε)`` smoothly

@@ -4,7 +4,7 @@ Only near pairs matter for max-cos: at the end of the annealing of
 :func:`spherecodes.solvers.tammes` a pair whose cosine is 0.05 below the
 maximum has a weight of ``exp(-0.05 t)``, below 1e-70.  So instead of the
 K×K matrix of all cosines, each prototype keeps its ``m`` nearest prototypes,
-found among *all* K by a blocked matrix product (:func:`top_matches`), and
+found among *all* K by a blocked matrix product (:func:`spherecodes.sphere.top_matches`), and
 the smoothed maximum is taken over the pairs of those lists, made symmetric:
 
     f_t(P) = (1/t) log Σ_i Σ_{j ∈ U(i)} exp(t <p_i, p_j>),
@@ -28,8 +28,8 @@ is recorded.
 
 Everything is torch on the CPU or a CUDA device and deterministic.  Besides
 the annealing (:func:`anneal_neighbours`, called by ``tammes``), the pieces
-are :func:`top_matches` (the blocked top-m search, used by the certificate
-too), :func:`neighbour_defaults`, :func:`neighbour_plan` (block sizes and
+are :func:`spherecodes.sphere.top_matches` (the blocked top-m search, shared with
+the certificate), :func:`neighbour_defaults`, :func:`neighbour_plan` (block sizes and
 memory estimate) and :func:`neighbour_seconds` (time estimate).
 ``docs/optimisers.md`` (Large K) has the measurements.
 """
@@ -42,12 +42,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .devices import timed_call
-from .solvers import _DTYPES, _EXP_FLOOR, _Batch, _Clock, _riemannian_adam_step
+from ..devices import timed_call
+from ..sphere import top_matches
+from ._core import DTYPES, EXP_FLOOR, Batch, Clock, geometric, riemannian_adam_step, run_steps
 
 __all__ = [
     "LIST_TOLERANCE", "NEIGHBOUR_MIN_K", "NeighbourPlan", "anneal_neighbours", "neighbour_defaults", "neighbour_plan",
-    "neighbour_seconds", "top_matches",
+    "neighbour_seconds",
 ]
 
 #: Total weight, relative to the largest pair's, that the pairs outside the
@@ -65,87 +66,6 @@ STEP_CHUNK_BYTES = {"cpu": 64 * 2**20, "cuda": 512 * 2**20}
 
 #: Rows per block of the Adam update (bounds its temporaries).
 _ADAM_ROWS = 65536
-
-
-# --------------------------------------------------------------------------- top-m search
-
-
-def top_matches(
-    queries: torch.Tensor,
-    keys: torch.Tensor,
-    m: int,
-    *,
-    exclude: torch.Tensor | None = None,
-    tile: int | None = None,
-    buffer: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The m largest inner products of each query with the keys, streamed over key tiles.
-
-    Parameters
-    ----------
-    queries : torch.Tensor, shape (n, d)
-    keys : torch.Tensor, shape (K, d)
-        Same dtype and device as ``queries``.
-    m : int
-        How many to keep per query (at most the number of keys not excluded).
-    exclude : torch.Tensor of int64, shape (n, e), optional
-        Key indices that query n must not match (its own row, known
-        candidates); −1 entries are ignored.
-    tile : int, optional
-        Keys per tile (default: all at once).  Memory is ``n × tile`` scores.
-    buffer : torch.Tensor, optional
-        Scratch space of at least ``n × tile`` elements, reused for the scores.
-
-    Returns
-    -------
-    values, indices : torch.Tensor, shape (n, m)
-        Largest first; the order of exact ties is the device's ``topk`` order.
-
-    Examples
-    --------
-    >>> import torch
-    >>> w = torch.eye(3, dtype=torch.float64)[[0, 0, 1, 2]]
-    >>> values, indices = top_matches(w[:2], w, 1, exclude=torch.tensor([[0], [1]]), tile=2)
-    >>> values.tolist(), indices.tolist()
-    ([[1.0], [1.0]], [[1], [0]])
-    """
-    n = queries.shape[0]
-    k = keys.shape[0]
-    tile = k if tile is None else max(1, min(int(tile), k))
-    best_values = best_indices = None
-    for c0 in range(0, k, tile):
-        c1 = min(c0 + tile, k)
-        if buffer is None:
-            scores = queries @ keys[c0:c1].T
-        else:
-            # A contiguous view of the scratch space: no fresh allocation (and
-            # no page faults) per tile.
-            scores = buffer.view(-1)[: n * (c1 - c0)].view(n, c1 - c0)
-            torch.matmul(queries, keys[c0:c1].T, out=scores)
-        if exclude is not None:
-            _exclude(scores, exclude, c0, c1)
-        if m == 1:
-            values, indices = scores.max(dim=1, keepdim=True)
-        else:
-            values, indices = torch.topk(scores, min(m, c1 - c0), dim=1)
-        indices = indices + c0
-        if best_values is None:
-            best_values, best_indices = values, indices
-        else:
-            values = torch.cat([best_values, values], dim=1)
-            indices = torch.cat([best_indices, indices], dim=1)
-            best_values, order = torch.topk(values, min(m, values.shape[1]), dim=1)
-            best_indices = indices.gather(1, order)
-    return best_values, best_indices
-
-
-def _exclude(scores: torch.Tensor, exclude: torch.Tensor, c0: int, c1: int) -> None:
-    """Set ``scores[n, j - c0] = -inf`` for the excluded keys j of each row that lie in [c0, c1)."""
-    local = exclude - c0
-    hit = (exclude >= 0) & (local >= 0) & (local < c1 - c0)
-    rows, slots = hit.nonzero(as_tuple=True)
-    # Duplicate (row, column) pairs all write the same value: deterministic.
-    scores[rows, local[rows, slots]] = -math.inf
 
 
 # --------------------------------------------------------------------------- plan
@@ -251,7 +171,7 @@ def neighbour_plan(
     return NeighbourPlan(k, d, m, itemsize, refresh_rows, refresh_cols, chunk_elements, int(nbytes), parts)
 
 
-def neighbour_seconds(cfg: dict, plan: NeighbourPlan, device: torch.device) -> float:
+def neighbour_seconds(cfg, plan: NeighbourPlan, device: torch.device) -> float:
     """Expected seconds of a neighbour-list annealing: its work, timed on a sample of it.
 
     One refresh block against up to 32,768 random prototypes, one chunk of a
@@ -261,7 +181,7 @@ def neighbour_seconds(cfg: dict, plan: NeighbourPlan, device: torch.device) -> f
     mean length of the symmetric lists).  Every scheduled refresh is counted,
     so the figure errs on the long side when refreshes are skipped.
     """
-    dtype = _DTYPES[cfg["dtype"]]
+    dtype = DTYPES[cfg.dtype]
     k, d, m = plan.k, plan.d, plan.m
     generator = torch.Generator().manual_seed(0)
     n_keys = min(k, 32768)
@@ -284,10 +204,11 @@ def neighbour_seconds(cfg: dict, plan: NeighbourPlan, device: torch.device) -> f
 
     state = [keys[own].clone(), torch.randn(n, d, generator=generator, dtype=dtype).to(device)]
     moments = [torch.zeros_like(state[0]), torch.zeros_like(state[0])]
-    adam = timed_call(lambda: _riemannian_adam_step(state[0], state[1].clone(), *moments, 1, 1e-3, cfg), device)
+    adam = timed_call(lambda: riemannian_adam_step(state[0], state[1].clone(), *moments, 1, 1e-3,
+                                                   cfg.beta1, cfg.beta2, cfg.eps), device)
     step = (timed_call(chunk, device) + adam) * k / n
-    refreshes = math.ceil(cfg["steps"] / cfg["refresh"]) + 1
-    return cfg["steps"] * step + refreshes * refresh
+    refreshes = math.ceil(cfg.steps / cfg.refresh) + 1
+    return cfg.steps * step + refreshes * refresh
 
 
 # --------------------------------------------------------------------------- lists
@@ -422,27 +343,27 @@ def neighbour_defaults(d: int, k: int) -> dict:
 def anneal_neighbours(
     start: np.ndarray,
     t_start: float,
-    cfg: dict,
+    cfg,
     plan: NeighbourPlan,
     device: torch.device,
     first_restart: int,
-    clock: _Clock,
+    clock: Clock,
     history: list,
     step_offset: int,
-) -> _Batch:
+) -> Batch:
     """Anneal one start on the pairs of its neighbour lists (the large-K path of ``tammes``).
 
     The schedule of the dense annealing of :func:`spherecodes.solvers.tammes`
     (sharpness from ``t_start`` to ``t_end``, step size from ``lr_start`` to
     ``lr_end``, Riemannian Adam) on the smoothed maximum over the symmetric
-    neighbour lists; ``cfg["refresh"]`` is the number of steps between
+    neighbour lists; ``cfg.refresh`` is the number of steps between
     scheduled refreshes.  The best iterate is taken among those whose
     maximum over the lists is provably the true max-cos; the last iterate is
     measured with fresh lists.  Ctrl-C ends the annealing early and keeps
     the best iterate so far (``interrupted``).
     """
-    dtype = _DTYPES[cfg["dtype"]]
-    steps = cfg["steps"]
+    dtype = DTYPES[cfg.dtype]
+    steps = cfg.steps
     k, d = start.shape
     x = torch.tensor(start, dtype=dtype, device=device)
     best_x = x.clone()
@@ -459,7 +380,7 @@ def anneal_neighbours(
     outside = 2 * math.log(k) + math.log(1 / LIST_TOLERANCE)
 
     def sharpness(step: int) -> float:
-        return t_start * (cfg["t_end"] / t_start) ** min(1.0, step / max(steps - 1, 1))
+        return geometric(t_start, cfg.t_end, min(1.0, step / max(steps - 1, 1)))
 
     def refresh() -> _Lists:
         nonlocal refreshes
@@ -474,43 +395,46 @@ def anneal_neighbours(
         best_val = torch.where(improved, top, best_val)
         torch.where(improved, x, best_x, out=best_x)
 
-    lists = top = None
-    since = refreshes = done = 0
-    timed_out = interrupted = False
-    try:
-        for step in range(steps):
-            if clock.expired():
-                timed_out = True
-                break
-            t = sharpness(step)
-            lr = cfg["lr_start"] * (cfg["lr_end"] / cfg["lr_start"]) ** (step / max(steps - 1, 1))
-            if lists is None or (
-                since >= cfg["refresh"]
-                and not _still_complete(top, per_row[2], lists.tau, sharpness(step + cfg["refresh"]), outside, rounding)
-            ):
-                lists = None  # free the old lists before the new ones are built
-                lists = refresh()
-                since = 0
-            since += 1
-            top, total, bound = _pair_pass(x, ref, lists, t, grad, per_row, gathered)
-            keep_if_best(top, bound)
-            for a in range(0, k, _ADAM_ROWS):
-                b = min(a + _ADAM_ROWS, k)
-                _riemannian_adam_step(x[a:b], grad[a:b], moment1[a:b], moment2[a:b], step, lr, cfg)
-            done = step + 1
-            if done % cfg["log_every"] == 0 or done == steps:
-                # log(total / 2): the lists hold every pair in both directions.
-                smooth = float(top + torch.log(total / 2) / t)
-                history.append((step_offset + done, smooth, float(best_val)))
-                clock.report(first_restart, done, steps, float(best_val))
-        if done and not timed_out:
+    state = {"lists": None, "top": None, "total": None, "t": None}
+    since = refreshes = 0
+
+    def step(i: int, frac: float) -> None:
+        nonlocal since
+        t = sharpness(i)
+        lr = geometric(cfg.lr_start, cfg.lr_end, frac)
+        if state["lists"] is None or (
+            since >= cfg.refresh
+            and not _still_complete(state["top"], per_row[2], state["lists"].tau, sharpness(i + cfg.refresh),
+                                    outside, rounding)
+        ):
+            state["lists"] = None  # free the old lists before the new ones are built
+            state["lists"] = refresh()
+            since = 0
+        since += 1
+        top, total, bound = _pair_pass(x, ref, state["lists"], t, grad, per_row, gathered)
+        state.update(top=top, total=total, t=t)
+        keep_if_best(top, bound)
+        for a in range(0, k, _ADAM_ROWS):
+            b = min(a + _ADAM_ROWS, k)
+            riemannian_adam_step(x[a:b], grad[a:b], moment1[a:b], moment2[a:b], i, lr, cfg.beta1, cfg.beta2, cfg.eps)
+
+    def log(done: int) -> None:
+        # log(total / 2): the lists hold every pair in both directions.
+        smooth = float(state["top"] + torch.log(state["total"] / 2) / state["t"])
+        history.append((step_offset + done, smooth, float(best_val)))
+        clock.report(first_restart, done, steps, float(best_val))
+
+    end = run_steps(steps, clock, step, log, log_every=cfg.log_every, catch_interrupt=True)
+    interrupted = end.interrupted
+    if end.done and not end.timed_out and not interrupted:
+        try:
             # The last update has not been measured yet: measure it with fresh lists.
-            lists = None
-            lists = refresh()
-            keep_if_best(*_pair_pass(x, ref, lists, cfg["t_end"], grad, per_row, gathered)[::2])
-    except KeyboardInterrupt:
-        interrupted = True
-    return _Batch(best_x.double().cpu().numpy()[None], done, timed_out, interrupted, refreshes)
+            state["lists"] = None
+            state["lists"] = refresh()
+            keep_if_best(*_pair_pass(x, ref, state["lists"], cfg.t_end, grad, per_row, gathered)[::2])
+        except KeyboardInterrupt:
+            interrupted = True
+    return Batch(best_x.double().cpu().numpy()[None], end.done, end.timed_out, interrupted, refreshes)
 
 
 def _pair_pass(x, ref, lists: _Lists, t: float, grad, per_row, gathered):
@@ -535,13 +459,13 @@ def _pair_pass(x, ref, lists: _Lists, t: float, grad, per_row, gathered):
         own = x.index_select(0, rows)
         cosines = torch.bmm(vectors, own.unsqueeze(2)).squeeze(2).masked_fill_(~valid, -math.inf)
         top = cosines.amax(dim=1)
-        weights = cosines.sub_(top[:, None]).mul_(t).clamp_(min=_EXP_FLOOR).exp_().masked_fill_(~valid, 0.0)
+        weights = cosines.sub_(top[:, None]).mul_(t).clamp_(min=EXP_FLOOR).exp_().masked_fill_(~valid, 0.0)
         row_max.index_copy_(0, rows, top)
         row_sum.index_copy_(0, rows, weights.sum(dim=1))
         grad.index_copy_(0, rows, torch.bmm(weights.unsqueeze(1), vectors).squeeze(1))
         moved.index_copy_(0, rows, (own - ref.index_select(0, rows)).norm(dim=1))
     top = row_max.max()
-    factor = row_max.sub(top).mul_(t).clamp_(min=_EXP_FLOOR).exp_()
+    factor = row_max.sub(top).mul_(t).clamp_(min=EXP_FLOOR).exp_()
     total = (factor * row_sum).sum()
     grad.mul_((factor / total).unsqueeze(1))
     # An unlisted pair (i, j) had cosine <= tau_i at the refresh and each end

@@ -1,8 +1,8 @@
 """Build a catalog: one bank per (d, K, method), computed as tasks on Dask distributed.
 
 :func:`build_catalog` plans a grid of sizes, skips the sizes where a closed
-form is optimal (SPEC §3: the simplex ETF, cross-polytope vertices and the
-regular polygon; :func:`spherecodes.fetch` constructs those on the spot) and
+form is optimal (the simplex ETF, cross-polytope vertices and the regular
+polygon, see :func:`spherecodes.constructions.optimal_closed_form`; :func:`spherecodes.fetch` constructs those on the spot) and
 the banks that a previous run finished, runs every remaining (d, K, method) as
 one task — on a ``LocalCluster`` by default, or on an existing cluster given
 its scheduler address — and publishes the folder's registry at the end.
@@ -25,11 +25,15 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .bounds import check_sizes
-from .errors import SpherecodesError
-
-#: Optimisers that need per-class input (word embeddings) and so make no catalog code.
-NEEDS_CLASS_DATA = ("privileged",)
+from ..atomic import replace_atomically
+from ..bank import check_writable_destination, list_codes, read_code, write_code
+from ..certificate import one_vs_rest_distances
+from ..checks import check_sizes
+from ..code import default_code_name
+from ..constructions import optimal_closed_form
+from ..errors import SpherecodesError
+from ..generation import NEEDS_CLASS_DATA, OPTIMISERS, generate
+from .publish import publish as publish_registry
 
 #: How long to wait for an existing scheduler before giving up.
 CONNECT_TIMEOUT_S = 30
@@ -45,7 +49,7 @@ class BuildTask:
 
     @property
     def name(self) -> str:
-        return f"{self.method}-d{self.d}-k{self.k}"
+        return default_code_name(self.method, self.d, self.k)
 
     @property
     def file(self) -> str:
@@ -66,7 +70,7 @@ class BuildReport:
         ``(d, K, closed form)`` for the sizes left out because a closed form is optimal.
     failed : list of tuple
         ``(name, message)`` for the tasks that raised.
-    catalog : spherecodes.registry.Catalog or None
+    catalog : spherecodes.catalog.Catalog or None
         The published registry (``None`` when not published).
     """
 
@@ -141,11 +145,9 @@ def parse_methods(text: str) -> list[str]:
     ...
     spherecodes.errors.SpherecodesError: a catalog is built with optimisers; 'etf' is not one (choose from tammes, ...)
     """
-    from . import generation
-
     # A catalog code depends on (d, K) alone: methods that need class names or
     # word embeddings (privileged) belong to one data set, not to a catalog.
-    optimisers = [m for m in generation.OPTIMISERS if m not in NEEDS_CLASS_DATA]
+    optimisers = [m for m in OPTIMISERS if m not in NEEDS_CLASS_DATA]
     methods = []
     for name in (m.strip() for m in text.split(",")):
         if not name:
@@ -170,14 +172,11 @@ def plan_build(pairs, methods) -> tuple[list[BuildTask], list[tuple[int, int, st
     >>> [t.name for t in tasks], closed
     (['tammes-d3-k7'], [(3, 5, 'cross-polytope')])
     """
-    from .constructions import applicable_closed_forms
-    from .registry import OPTIMAL_CLOSED_FORMS
-
     tasks, closed = [], []
     for d, k in pairs:
-        optimal = [m for m in applicable_closed_forms(d, k) if m in OPTIMAL_CLOSED_FORMS]
-        if optimal:
-            closed.append((d, k, optimal[0]))
+        optimal = optimal_closed_form(d, k)
+        if optimal is not None:
+            closed.append((d, k, optimal))
             continue
         tasks.extend(BuildTask(d, k, m) for m in methods)
     return tasks, closed
@@ -185,8 +184,6 @@ def plan_build(pairs, methods) -> tuple[list[BuildTask], list[tuple[int, int, st
 
 def is_finished(path, task: BuildTask) -> bool:
     """Whether ``path`` is a valid bank holding one certified code of the task's size and method."""
-    from .bank import list_codes, read_code
-
     path = Path(path)
     if not path.is_file():
         return False
@@ -217,10 +214,6 @@ def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: i
     >>> build_bank(3, 7, "tammes", out, steps=50, restarts=1, device="cpu")["status"]
     'skipped'
     """
-    from .bank import read_code, write_code
-    from .certificate import one_vs_rest_distances
-    from .generation import generate
-
     task = BuildTask(d, k, method)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
@@ -237,13 +230,9 @@ def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: i
     started = time.perf_counter()
     code = generate(d, k, method, seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device)
     code.certificate = one_vs_rest_distances(code.prototypes, device=device)
-    tmp = folder / f".{task.file}.tmp-{uuid.uuid4().hex[:8]}"
-    try:
+    with replace_atomically(path, suffix=".h5") as tmp:
+        tmp.unlink()  # write_code makes a new bank, not one inside the empty placeholder
         write_code(tmp, code)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
     return {**summary, "status": "built", "seconds": time.perf_counter() - started,
             "max_cos": code.stats.max_cos, "rho_lower": code.certificate.rho_lower}
 
@@ -287,8 +276,6 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
         Bad arguments, a scheduler that cannot be reached, or tasks that
         failed (after publishing the banks that were finished).
     """
-    from .bank import check_writable_destination
-
     if workers is not None and scheduler is not None:
         raise SpherecodesError("give either a number of local workers or a scheduler address, not both")
     if workers is not None and workers < 1:
@@ -336,8 +323,6 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
                 if progress is not None:
                     progress(done, total, summary)
     if publish:
-        from .registry import publish as publish_registry
-
         report.catalog = publish_registry(out)
     if report.failed:
         listed = "; ".join(f"{name}: {message}" for name, message in report.failed[:5])

@@ -1,0 +1,309 @@
+"""The registry of a catalog: its entries, the JSON document, and checking one when read.
+
+A **catalog** is a folder of banks plus a ``registry.json`` that lists them,
+one entry per code: its name (``<method>-d<d>-k<k>``), size, how it was made,
+the SHA-256 and byte size of its bank file, and the numbers a user chooses by
+(max-cos, the certified interval on ρ, the gap to the best lower bound on
+max-cos).  Shared by the other modules of :mod:`spherecodes.catalog`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import urllib.parse
+from dataclasses import dataclass
+
+from .. import __version__
+from ..bounds import theorem_3_9
+from ..checks import check_sizes
+from ..code import name_pattern
+from ..errors import SpherecodesError
+
+#: Name of the registry file of a catalog.
+REGISTRY_FILE = "registry.json"
+
+#: ``format`` field of a registry.
+CATALOG_FORMAT = "spherecodes-catalog"
+
+#: Registry schema this version writes; readers refuse larger numbers.
+CATALOG_SCHEMA_VERSION = 1
+
+#: Methods tried, in this order, when a fetch by (d, K) names none: the
+#: Tammes code (smallest max-cos) before the Softmax Code (largest ρ).
+METHOD_PREFERENCE = ("tammes", "softmax", "maxsep")
+
+#: A bank file of a catalog: a plain ``*.h5`` name (the code-name rule, longer).
+FILE_PATTERN = name_pattern(201, ".h5")
+
+#: A SHA-256 digest in lower-case hexadecimal.
+SHA_PATTERN = re.compile(r"^[0-9a-f]{64}$")
+
+
+def method_rank(method: str) -> int:
+    """Position of ``method`` in :data:`METHOD_PREFERENCE` (others after all of them)."""
+    return METHOD_PREFERENCE.index(method) if method in METHOD_PREFERENCE else len(METHOD_PREFERENCE)
+
+
+def is_http(location: str) -> bool:
+    """Whether a catalog location is an HTTP(S) URL."""
+    return urllib.parse.urlsplit(location).scheme.lower() in ("http", "https")
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One code listed in a catalog.
+
+    Attributes
+    ----------
+    name : str
+        ``<method>-d<d>-k<k>``: unique within a catalog.
+    d, k : int
+        Dimension and number of prototypes.
+    method : str
+        How the code was made (``"tammes"``, ``"softmax"``, ...).
+    seed : int or None
+        Seed of the optimiser, ``None`` when the code does not depend on one.
+    file : str
+        Bank file, relative to the catalog.
+    code : str
+        Name of the code inside that bank.
+    sha256 : str
+        SHA-256 of the whole bank file: a download must match it.
+    size : int
+        Size of the bank file in bytes.
+    max_cos : float
+        Largest cosine between two prototypes.
+    rho_lower, rho_upper : float
+        Certified interval on the one-vs-rest distance ρ.
+    rho_certified : bool
+        Whether the interval is within the certificate's tolerance.
+    lp_bound : float
+        The best lower bound on max-cos of any K-point code in R^d.
+    lp_bound_method : str
+        The theorem that gives it (Delsarte–Goethals–Seidel LP, Rankin, ...).
+    lp_gap : float
+        ``max_cos - lp_bound``: how far this code can be from optimal at most.
+    prototypes_sha256 : str
+        Checksum of the prototypes (the bank's own ``sha256`` attribute).
+    source : str
+        ``"bundled"``, or the directory or URL of the catalog it came from
+        (not stored in the registry).
+    """
+
+    name: str
+    d: int
+    k: int
+    method: str
+    seed: int | None
+    file: str
+    code: str
+    sha256: str
+    size: int
+    max_cos: float
+    rho_lower: float
+    rho_upper: float
+    rho_certified: bool
+    lp_bound: float
+    lp_bound_method: str
+    lp_gap: float
+    prototypes_sha256: str
+    source: str = "bundled"
+
+    def to_dict(self) -> dict:
+        """The entry as written in ``registry.json``."""
+        thm = theorem_3_9(self.d, self.k)
+        return {
+            "name": self.name,
+            "d": self.d,
+            "k": self.k,
+            "method": self.method,
+            "seed": self.seed,
+            "file": self.file,
+            "code": self.code,
+            "sha256": self.sha256,
+            "size": self.size,
+            "max_cos": self.max_cos,
+            "rho": {
+                "lower": self.rho_lower,
+                "upper": self.rho_upper,
+                "certified": self.rho_certified,
+            },
+            "max_cos_lower_bound": {
+                "value": self.lp_bound,
+                "method": self.lp_bound_method,
+                "gap": self.lp_gap,
+            },
+            "theorem_3_9": {"lower": thm.lower, "upper": thm.upper} if thm.applicable else None,
+            "prototypes_sha256": self.prototypes_sha256,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str) -> "CatalogEntry":
+        """Read and check one registry entry; ``source`` names the catalog in errors."""
+        where = f"the registry of {source}"
+        try:
+            entry = cls(
+                name=str(data["name"]),
+                d=_integer(data["d"]),
+                k=_integer(data["k"]),
+                method=str(data["method"]),
+                seed=None if data.get("seed") is None else _integer(data["seed"]),
+                file=str(data["file"]),
+                code=str(data["code"]),
+                sha256=str(data["sha256"]).lower(),
+                size=_integer(data["size"]),
+                max_cos=float(data["max_cos"]),
+                rho_lower=float(data["rho"]["lower"]),
+                rho_upper=float(data["rho"]["upper"]),
+                rho_certified=bool(data["rho"]["certified"]),
+                lp_bound=float(data["max_cos_lower_bound"]["value"]),
+                lp_bound_method=str(data["max_cos_lower_bound"]["method"]),
+                lp_gap=float(data["max_cos_lower_bound"]["gap"]),
+                prototypes_sha256=str(data["prototypes_sha256"]).lower(),
+                source=source,
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            label = data.get("name", "?") if isinstance(data, dict) else "?"
+            raise SpherecodesError(f"{where} has a damaged entry {label!r} ({type(err).__name__}: {err})") from None
+        if not FILE_PATTERN.match(entry.file):
+            raise SpherecodesError(
+                f"{where}: entry {entry.name!r} names the file {entry.file!r}; a catalog file must be a plain "
+                "*.h5 name inside the catalog"
+            )
+        if not (SHA_PATTERN.match(entry.sha256) and SHA_PATTERN.match(entry.prototypes_sha256)):
+            raise SpherecodesError(f"{where}: entry {entry.name!r} has no valid SHA-256 (64 hexadecimal digits)")
+        try:
+            check_sizes(entry.d, entry.k)
+        except SpherecodesError as err:
+            raise SpherecodesError(f"{where}: entry {entry.name!r}: {err}") from None
+        return entry
+
+    @property
+    def rho_width(self) -> float:
+        return self.rho_upper - self.rho_lower
+
+
+def _integer(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an integer, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """A catalog and its entries.
+
+    Attributes
+    ----------
+    location : str
+        ``"bundled"``, a directory, or an HTTP(S) URL.
+    entries : tuple of CatalogEntry
+    """
+
+    location: str
+    entries: tuple
+    left_out: tuple = ()
+
+    @property
+    def kind(self) -> str:
+        """``"bundled"``, ``"directory"`` or ``"http"``."""
+        if self.location == "bundled":
+            return "bundled"
+        return "http" if is_http(self.location) else "directory"
+
+    @property
+    def total_size(self) -> int:
+        """Bytes of all the bank files the catalog lists (each file once)."""
+        return sum({e.file: e.size for e in self.entries}.values())
+
+
+# --------------------------------------------------------------------------- registry files
+
+
+def registry_document(entries) -> dict:
+    """The JSON document of a registry listing ``entries``."""
+    ordered = sorted(entries, key=lambda e: (e.k, e.d, method_rank(e.method), e.name))
+    return {
+        "format": CATALOG_FORMAT,
+        "schema_version": CATALOG_SCHEMA_VERSION,
+        "created_by": f"spherecodes {__version__}",
+        "entries": [e.to_dict() for e in ordered],
+    }
+
+
+def parse_registry(text: str | bytes, source: str) -> Catalog:
+    """Read a registry document and check every entry.
+
+    Parameters
+    ----------
+    text : str or bytes
+        The contents of ``registry.json``.
+    source : str
+        The catalog's location, kept in each entry and used in messages.
+
+    Examples
+    --------
+    >>> parse_registry('{"format": "spherecodes-catalog", "schema_version": 1, "entries": []}', "x").entries
+    ()
+    >>> parse_registry('{"format": "other"}', "x")
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: the registry of x is not a spherecodes catalog (format 'other', expected 'spherecodes-catalog')
+    """
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise SpherecodesError(f"the registry of {source} is not valid JSON ({err})") from None
+    if not isinstance(data, dict) or data.get("format") != CATALOG_FORMAT:
+        found = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise SpherecodesError(
+            f"the registry of {source} is not a spherecodes catalog (format {found!r}, expected {CATALOG_FORMAT!r})"
+        )
+    version = data.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise SpherecodesError(f"the registry of {source} has no integer schema_version; it is damaged")
+    if version > CATALOG_SCHEMA_VERSION:
+        raise SpherecodesError(
+            f"the registry of {source} uses catalog schema version {version}, newer than the version "
+            f"{CATALOG_SCHEMA_VERSION} this spherecodes ({__version__}) reads; upgrade spherecodes"
+        )
+    raw = data.get("entries")
+    if not isinstance(raw, list):
+        raise SpherecodesError(f"the registry of {source} has no list of entries; it is damaged")
+    entries = tuple(CatalogEntry.from_dict(item, source) for item in raw)
+    names = [e.name for e in entries]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise SpherecodesError(f"the registry of {source} lists {', '.join(repeated)} more than once")
+    return Catalog(location=source, entries=entries)
+
+
+def file_sha256(path) -> str:
+    """SHA-256 of a file's bytes, read in 1 MiB chunks.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "x")
+    >>> _ = open(path, "wb").write(b"abc")
+    >>> file_sha256(path)[:16]
+    'ba7816bf8f01cfea'
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(2**20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def catalog_name(method: str, d: int, k: int) -> str:
+    """The name of a catalog entry: ``<method>-d<d>-k<k>``.
+
+    Examples
+    --------
+    >>> catalog_name("tammes", 64, 1000)
+    'tammes-d64-k1000'
+    """
+    return f"{method}-d{d}-k{k}"

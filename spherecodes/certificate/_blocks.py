@@ -1,0 +1,120 @@
+"""Block sizing, memory and bookkeeping of the certificate (no solver here).
+
+The classes are certified a block at a time, and each block's products with
+all K prototypes are streamed over tiles of :data:`COLUMN_TILE` prototypes,
+so memory is O(K·d) plus the blocks, whatever K.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import memory
+from ..memory import require_memory
+
+__all__ = [
+    "BLOCK_BUDGET_BYTES", "COLUMN_TILE", "GLOBAL_ADDITIONS", "HASH_ROWS", "block_size", "exact_duplicates", "host_memory",
+    "pad_supports", "per_class_bytes",
+]
+
+#: Bytes that the working arrays of one block of classes may take, by device
+#: type; the block size is chosen so that this holds, and never more than a
+#: quarter of what is free on the device (or half of ``max_memory`` beyond
+#: the inputs and results).  A GPU needs large blocks to be busy; on a CPU
+#: larger blocks gain nothing.
+BLOCK_BUDGET_BYTES = {"cpu": 256 * 2**20, "cuda": 4 * 2**30}
+
+#: Prototypes per tile of the products of a block with all K prototypes, so
+#: that a block holds ``block × COLUMN_TILE`` similarities, not ``block × K``.
+COLUMN_TILE = 32768
+
+#: Candidates that join a class's candidate set per failed global check.
+GLOBAL_ADDITIONS = 32
+
+#: Rows hashed at a time by :func:`exact_duplicates`.
+HASH_ROWS = 8192
+
+
+def exact_duplicates(w: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """Groups of identical rows, and for each row another member of its group (or −1).
+
+    Rows are hashed (a multiply-add of their bit patterns, a block of rows at
+    a time, so memory stays O(K)); rows with equal hashes are then compared
+    exactly.  ``−0.0`` counts as ``0.0``.  Groups are listed by first member.
+    """
+    k, d = w.shape
+    multipliers = np.random.default_rng(0).integers(1, 2**63, size=d, dtype=np.uint64) | np.uint64(1)
+    keys = np.empty(k, dtype=np.uint64)
+    for start in range(0, k, HASH_ROWS):
+        # Adding 0.0 turns -0.0 into 0.0; uint64 arithmetic wraps around.
+        bits = np.ascontiguousarray(w[start : start + HASH_ROWS] + 0.0).view(np.uint64)
+        keys[start : start + HASH_ROWS] = (bits * multipliers).sum(axis=1, dtype=np.uint64)
+    order = np.argsort(keys, kind="stable")
+    same = np.flatnonzero(keys[order][1:] == keys[order][:-1])
+    duplicate_of = np.full(k, -1, dtype=np.int64)
+    groups = []
+    if same.size:
+        # Runs of equal keys: each candidate set is split by exact equality.
+        starts = np.flatnonzero(np.diff(np.concatenate([[-2], same])) > 1)
+        for first, last in zip(same[starts], np.append(same[starts[1:] - 1], same[-1])):
+            candidates = np.sort(order[first : last + 2])
+            _, label = np.unique(w[candidates] + 0.0, axis=0, return_inverse=True)
+            for value in np.unique(label.reshape(-1)):
+                members = candidates[label.reshape(-1) == value]
+                if len(members) > 1:
+                    groups.append(tuple(int(i) for i in members))
+                    # Each member's nearest point in the hull of the others is its twin.
+                    duplicate_of[members] = np.roll(members, 1)
+    return sorted(groups), duplicate_of
+
+
+def host_memory(k: int, d: int) -> float:
+    """Bytes of the certificate's inputs and results on the host: prototypes, features, supports, bounds."""
+    return 8.0 * k * d * 3 + 8.0 * k * (2 * (d + 2) + 4)
+
+
+def per_class_bytes(k: int, d: int, m: int) -> float:
+    """Working memory of one class in a block (see :func:`block_size`)."""
+    s = d + 2 + 16
+    return 8.0 * (2 * min(k, COLUMN_TILE) + 2 * (m + GLOBAL_ADDITIONS) * d + 2 * s * d + 4 * s * s + 8 * m)
+
+
+def block_size(k: int, d: int, m: int, dev, max_memory: float | None = None) -> tuple[int, int]:
+    """Classes per block and prototypes per column tile, so that a block's working arrays fit.
+
+    Per class a block holds one row of a column tile of similarities, the
+    candidate vectors (m·d, up to twice after global additions), the corral
+    vectors and their Gram matrix and Cholesky factor (s·d + 3·s² with
+    s <= d + 1 + the corral growth of one step), all float64.  The
+    interior-point restart runs after Wolfe's arrays are freed and needs less
+    (float32 points w_k − w_j and a scaled copy, 8·m·d bytes, and two d×d
+    matrices).
+    """
+    tile = min(k, COLUMN_TILE)
+    per_class = per_class_bytes(k, d, m)
+    budget = min(BLOCK_BUDGET_BYTES["cuda" if dev.type == "cuda" else "cpu"], 0.25 * memory.available_memory_bytes(str(dev)))
+    if max_memory is not None:
+        # The prototypes stay on the device; on the CPU the inputs and results share the limit.
+        fixed = 8.0 * k * d + (host_memory(k, d) if dev.type == "cpu" else 0.0)
+        budget = min(budget, 0.5 * (max_memory - fixed))
+    block = int(max(1, min(k, budget // per_class)))
+    require_memory(
+        per_class * block,
+        f"the working arrays of a block of {block} classes (K={k}, d={d}, {m} candidates each)",
+        str(dev),
+        limit=None if max_memory is None else max(max_memory - 8.0 * k * d, 0.0),
+    )
+    return block, tile
+
+
+
+def pad_supports(supports: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Stack per-block supports into (K, s) arrays padded with −1 / 0."""
+    width = max(idx.shape[1] for idx, _ in supports)
+    indices = np.vstack([np.pad(idx, ((0, 0), (0, width - idx.shape[1])), constant_values=-1) for idx, _ in supports])
+    weights = np.vstack([np.pad(wt, ((0, 0), (0, width - wt.shape[1]))) for _, wt in supports])
+    return indices, weights
+
+
+# --------------------------------------------------------------------------
+# the solver

@@ -1,0 +1,186 @@
+"""What a certificate of one-vs-rest distances holds (NumPy only, no torch).
+
+:class:`OneVsRestCertificate` is returned by
+:func:`spherecodes.certificate.one_vs_rest_distances` and rebuilt from a bank
+without solving anything; :class:`CertificateProgress` is what the
+certificate's ``progress`` callable receives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["CertificateProgress", "OneVsRestCertificate"]
+
+
+@dataclass(frozen=True)
+class CertificateProgress:
+    """A progress report passed to the ``progress`` callable of :func:`one_vs_rest_distances`.
+
+    Attributes
+    ----------
+    step : int
+        Classes certified so far.
+    steps : int
+        Classes in all (K).
+    elapsed : float
+        Seconds since the call.
+    """
+
+    step: int
+    steps: int
+    elapsed: float
+
+
+@dataclass(frozen=True)
+class OneVsRestCertificate:
+    """Certified one-vs-rest distances of a code and what follows from them.
+
+    Attributes
+    ----------
+    lo, hi : ndarray, shape (K,)
+        float64 bounds with ``lo[k] <= dist_k <= hi[k]``.
+    tol : float
+        The width that was asked for: the certificate is :attr:`certified` when
+        every ``hi[k] − lo[k] <= tol``.
+    rattler_tol : float
+        Margin in the definition of a Softmax-Code rattler (see
+        :attr:`softmax_rattlers`).
+    support_indices : ndarray of int64, shape (K, s)
+        For each class the prototypes with positive weight in the primal point
+        ``v`` that gives ``hi``, padded with −1.
+    support_weights : ndarray, shape (K, s)
+        Their weights (they sum to 1 in each row), padded with 0.
+    features : ndarray, shape (K, d)
+        Optimal features ``h_k = r_k/‖r_k‖`` (Jiang et al. 2024, Thm 3.5 Eq. 9).  A row
+        is NaN where ``r_k = 0``, i.e. where ``w_k`` duplicates another
+        prototype and no direction separates them.
+    duplicates : list of tuple of int
+        Groups of indices of identical prototypes; their classes have
+        ``dist = 0`` exactly.
+    rounds : int
+        Global optimality checks (one matrix product against all K prototypes
+        per block and round) that were needed.
+    device : str
+        Where the solver ran.
+    wall_time : float
+        Seconds spent.
+    """
+
+    lo: np.ndarray
+    hi: np.ndarray
+    tol: float
+    rattler_tol: float
+    support_indices: np.ndarray
+    support_weights: np.ndarray
+    features: np.ndarray
+    duplicates: list
+    rounds: int
+    device: str
+    wall_time: float
+
+    @property
+    def k(self) -> int:
+        """Number of classes."""
+        return int(self.lo.shape[0])
+
+    @property
+    def rho_lower(self) -> float:
+        """Lower end of the certified interval for ρ: ``min_k lo_k``."""
+        return float(self.lo.min())
+
+    @property
+    def rho_upper(self) -> float:
+        """Upper end of the certified interval for ρ: ``min_k hi_k``."""
+        return float(self.hi.min())
+
+    @property
+    def widths(self) -> np.ndarray:
+        """Per-class interval widths ``hi − lo``."""
+        return self.hi - self.lo
+
+    @property
+    def width(self) -> float:
+        """Largest per-class width; ρ's own interval is never wider."""
+        return float(self.widths.max())
+
+    @property
+    def certified(self) -> bool:
+        """Whether every class's interval is at most :attr:`tol` wide."""
+        return self.width <= self.tol
+
+    @property
+    def softmax_rattlers(self) -> np.ndarray:
+        """Classes that are certainly Softmax-Code rattlers (Jiang et al. 2024, Def. 3.4).
+
+        A rattler is a class whose distance exceeds ρ.  With a margin
+        ``rattler_tol`` (exact optima have equal distances only up to the
+        accuracy of the optimiser that produced them), class k is reported
+        when ``lo_k > rho_upper + rattler_tol``: then ``dist_k − ρ >
+        rattler_tol`` for every value the intervals allow.
+        """
+        return np.flatnonzero(self.lo > self.rho_upper + self.rattler_tol)
+
+    @property
+    def rattlers_undecided(self) -> np.ndarray:
+        """Classes the intervals cannot classify as rattler or non-rattler.
+
+        Those with ``hi_k > rho_lower + rattler_tol`` (possibly a rattler) that
+        are not in :attr:`softmax_rattlers`; empty whenever the widths are far
+        below ``rattler_tol`` and no distance sits right at ``ρ + rattler_tol``.
+        """
+        maybe = self.hi > self.rho_lower + self.rattler_tol
+        return np.flatnonzero(maybe & ~(self.lo > self.rho_upper + self.rattler_tol))
+
+    def weights_of(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Indices and weights of the primal point ``v`` of class ``k``.
+
+        Examples
+        --------
+        >>> from spherecodes.certificate import one_vs_rest_distances
+        >>> from spherecodes.constructions import regular_polygon
+        >>> cert = one_vs_rest_distances(regular_polygon(6), device="cpu")
+        >>> idx, w = cert.weights_of(0)
+        >>> sorted(idx.tolist()), w.round(12).tolist()
+        ([1, 5], [0.5, 0.5])
+        """
+        keep = self.support_indices[k] >= 0
+        return self.support_indices[k][keep], self.support_weights[k][keep]
+
+    def to_dict(self, per_class: bool = False) -> dict:
+        """A JSON-ready summary; ``per_class=True`` adds lo, hi and the supports.
+
+        Examples
+        --------
+        >>> from spherecodes.certificate import one_vs_rest_distances
+        >>> from spherecodes.constructions import simplex_etf
+        >>> d = one_vs_rest_distances(simplex_etf(4), device="cpu").to_dict()
+        >>> d["certified"], round(d["rho_lower"], 12), round(d["rho_upper"], 12)
+        (True, 1.333333333333, 1.333333333333)
+        """
+        out = {
+            "k": self.k,
+            "rho_lower": self.rho_lower,
+            "rho_upper": self.rho_upper,
+            "width": self.width,
+            "tol": self.tol,
+            "certified": self.certified,
+            "softmax_rattlers": self.softmax_rattlers.tolist(),
+            "rattlers_undecided": self.rattlers_undecided.tolist(),
+            "rattler_tol": self.rattler_tol,
+            "duplicates": [list(group) for group in self.duplicates],
+            "rounds": self.rounds,
+            "device": self.device,
+            "wall_time": self.wall_time,
+        }
+        if per_class:
+            out["lo"] = self.lo.tolist()
+            out["hi"] = self.hi.tolist()
+            out["support"] = [
+                {"indices": i.tolist(), "weights": w.tolist()}
+                for i, w in (self.weights_of(k) for k in range(self.k))
+            ]
+        return out
+

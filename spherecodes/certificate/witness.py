@@ -1,0 +1,141 @@
+"""Check a stored certificate from its witness, in float64 (NumPy only, no torch).
+
+A certificate stores, for each class k, the primal point ``v`` of the simplex
+that gives its upper bound (its support and weights).  From the prototypes and
+that witness alone both ends of the interval follow again:
+``hi_k = ‖r_k‖`` with ``r_k = w_k − Σ_j v_j w_j``, and the weak-duality bound
+``lo_k = min_{j≠k} <w_k − w_j, h_k>`` with ``h_k = r_k/‖r_k‖`` (Jiang et al.
+2024, Lemma C.6; ``docs/certificate.md``).  Re-checking takes one (K, K)
+product in tiles, not a new solve.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import SpherecodesError
+
+__all__ = ["WITNESS_SLACK", "support_residuals", "verify_witness"]
+
+#: Largest difference allowed between a stored interval end and the one
+#: recomputed from its witness (both are float64 evaluations of the same sums).
+WITNESS_SLACK = 1e-12
+
+#: Rows of the tiled product of :func:`verify_witness`.
+_TILE = 2048
+
+
+def support_residuals(prototypes: np.ndarray, indices: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``r_k = w_k − Σ_j v_j w_j`` for the primal points stored in a certificate.
+
+    Padded entries (index −1) carry weight 0.  Rows are gathered in blocks, so
+    memory stays near 32 MiB whatever K and the support width.
+
+    Parameters
+    ----------
+    prototypes : ndarray, shape (K, d)
+    indices : ndarray of int, shape (K, s)
+        Support of each class, padded with −1.
+    weights : ndarray, shape (K, s)
+        Their weights, padded with 0.
+
+    Returns
+    -------
+    ndarray, shape (K, d), float64
+
+    Examples
+    --------
+    >>> w = np.eye(3)
+    >>> support_residuals(w, np.array([[1, 2], [0, -1], [0, 1]]), np.array([[0.5, 0.5], [1.0, 0], [0.5, 0.5]]))
+    array([[ 1. , -0.5, -0.5],
+           [-1. ,  1. ,  0. ],
+           [-0.5, -0.5,  1. ]])
+    """
+    k, d = prototypes.shape
+    width = indices.shape[1] if indices.ndim == 2 else 0
+    residuals = np.array(prototypes, dtype=np.float64, copy=True)
+    if width == 0:
+        return residuals
+    rows = max(1, 2**22 // (width * d))
+    for start in range(0, k, rows):
+        part = slice(start, start + rows)
+        gathered = prototypes[np.maximum(indices[part], 0)]  # (rows, s, d)
+        residuals[part] -= np.matmul(weights[part, None, :], gathered)[:, 0, :]
+    return residuals
+
+
+def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the code") -> tuple[np.ndarray, np.ndarray]:
+    """Re-evaluate a stored certificate from its witness, in float64.
+
+    Recomputes ``hi_k`` and ``lo_k`` against all K prototypes and checks that
+    they agree with the stored interval.
+
+    Parameters
+    ----------
+    prototypes : ndarray, shape (K, d)
+        The code's unit rows.
+    certificate : OneVsRestCertificate or None
+        Anything with ``lo``, ``hi``, ``support_indices`` and ``support_weights``.
+    where : str
+        How error messages name the code (e.g. ``"code 'tammes-d3-k12'"``).
+
+    Returns
+    -------
+    lo, hi : ndarray, shape (K,)
+        The recomputed interval ends; every ``dist_k`` lies in ``[lo_k, hi_k]``.
+
+    Raises
+    ------
+    SpherecodesError
+        There is no certificate, the witness is not a point of the simplex,
+        or the recomputed interval disagrees with the stored one by more than
+        :data:`WITNESS_SLACK`.
+
+    Examples
+    --------
+    >>> from spherecodes.certificate import one_vs_rest_distances
+    >>> from spherecodes.constructions import regular_polygon
+    >>> w = regular_polygon(6)
+    >>> lo, hi = verify_witness(w, one_vs_rest_distances(w, device="cpu"))
+    >>> round(float(lo.min()), 12), round(float(hi.min()), 12)
+    (0.5, 0.5)
+    """
+    cert = certificate
+    if cert is None:
+        raise SpherecodesError(f"{where} has no certificate; run spherecodes certify BANK --write first")
+    w = np.asarray(prototypes, dtype=np.float64)
+    k = w.shape[0]
+    idx = np.asarray(cert.support_indices)
+    wt = np.asarray(cert.support_weights, dtype=np.float64)
+    if idx.ndim != 2 or idx.shape[0] != k or wt.shape != idx.shape:
+        raise SpherecodesError(f"{where}: the certificate's witness has the wrong shape {idx.shape}")
+    used = idx >= 0
+    bad = used & ((idx >= k) | (idx == np.arange(k)[:, None]))
+    if bad.any() or (wt < 0).any() or (wt[~used] != 0).any():
+        raise SpherecodesError(f"{where}: the certificate's witness is not a point of the simplex (bad index or weight)")
+    sums = wt.sum(axis=1)
+    if np.abs(sums - 1).max(initial=0) > 1e-12:
+        raise SpherecodesError(
+            f"{where}: the certificate's witness weights do not sum to 1 (largest deviation {np.abs(sums - 1).max():.3g})"
+        )
+    residual = support_residuals(w, idx, wt)
+    hi = np.linalg.norm(residual, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        h = np.where(hi[:, None] > 0, residual / hi[:, None], 0.0)
+    lo = np.empty(k)
+    for start in range(0, k, _TILE):
+        block = h[start : start + _TILE] @ w.T  # <w_j, h_k>, rows k, columns j
+        rows = np.arange(start, min(start + _TILE, k))
+        block[np.arange(len(rows)), rows] = -np.inf
+        lo[rows] = (w[rows] * h[rows]).sum(axis=1) - block.max(axis=1)
+    # A duplicated prototype has distance 0 and no separating direction.
+    lo[hi == 0] = 0.0
+    lo = np.minimum(lo, hi)
+    slack = WITNESS_SLACK
+    if (np.abs(hi - cert.hi) > slack).any() or (lo < cert.lo - slack).any():
+        worst = int(np.argmax(np.maximum(np.abs(hi - cert.hi), cert.lo - lo)))
+        raise SpherecodesError(
+            f"{where}: the stored certificate does not check: class {worst} stores "
+            f"[{cert.lo[worst]:.17g}, {cert.hi[worst]:.17g}] but its witness gives [{lo[worst]:.17g}, {hi[worst]:.17g}]"
+        )
+    return lo, hi

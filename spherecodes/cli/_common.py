@@ -1,0 +1,142 @@
+"""What the commands share besides option types: JSON output, progress on stderr, certifying, reports."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from ..certificate import DEFAULT_TOL, certificate_estimate, one_vs_rest_distances
+from ..report import code_report, format_code_report, format_duration
+
+
+def print_json(data) -> None:
+    """Print ``data`` as indented JSON (NaN and infinity refused: they are not JSON)."""
+    click.echo(json.dumps(data, indent=2, allow_nan=False))
+
+
+def default_bank_path(d: int, k: int) -> Path:
+    """Bank file used when ``--out`` is not given: ``spherecodes_d<d>_k<k>.h5``."""
+    return Path(f"spherecodes_d{d}_k{k}.h5")
+
+
+def tell(quiet: bool, as_json: bool) -> bool:
+    """Whether to print estimates on stderr: not with --quiet, and with --json only to a terminal."""
+    return not quiet and (not as_json or sys.stderr.isatty())
+
+
+def certify(prototypes, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL):
+    """The certificate of a code, with its estimate and a progress bar on stderr unless ``quiet``."""
+    if quiet:  # the memory check alone, without timing a sample
+        certificate_estimate(k=prototypes.shape[0], d=prototypes.shape[1], device=device, max_memory=max_memory)
+    else:
+        click.echo(certificate_estimate(prototypes, device=device, max_memory=max_memory).describe(), err=True)
+    with ProgressBar(enabled=not quiet) as progress:
+        return one_vs_rest_distances(prototypes, tol=tol, device=device, max_memory=max_memory, progress=progress)
+
+
+def show_report(code, bank: str | None, as_json: bool, semantic: dict | None = None) -> None:
+    """Print a code's report (:func:`spherecodes.report.code_report`), with its ``semantic`` part if given."""
+    report = code_report(code, bank=bank)
+    if semantic is not None:
+        report["semantic"] = semantic
+    if as_json:
+        print_json(report)
+    else:
+        click.echo(format_code_report(report))
+
+
+class ProgressBar:
+    """Draws progress on stderr: stage bar, where it is, rate, elapsed time and time left.
+
+    Takes the :class:`spherecodes.solvers.Progress` of an optimiser (start,
+    max-cos, steps per second) and the
+    :class:`spherecodes.certificate.CertificateProgress` of a certificate
+    (classes per second).  The rate is measured over the current stage (a
+    batch of starts, the polish, the certificate) and gives the time left in
+    it.  Only drawn on a terminal (a log file would fill with carriage
+    returns) and at most ten times a second; a no-op when disabled.
+    """
+
+    WIDTH = 24
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+        self.last_draw = 0.0
+        self.drawn = False
+        self.stage = None
+        self.stage_start = (0, 0.0)
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, update) -> None:
+        if not self.enabled:
+            return
+        stage = (type(update).__name__, getattr(update, "restart", 0), update.steps)
+        if stage != self.stage or update.step < self.stage_start[0]:
+            self.stage, self.stage_start = stage, (update.step, update.elapsed)
+        now = time.monotonic()
+        if now - self.last_draw < 0.1 and update.step < update.steps:
+            return
+        self.last_draw = now
+        fraction = min(1.0, update.step / max(1, update.steps))
+        filled = int(round(fraction * self.WIDTH))
+        bar = "#" * filled + "-" * (self.WIDTH - filled)
+        done, seconds = update.step - self.stage_start[0], update.elapsed - self.stage_start[1]
+        rate = done / seconds if done > 0 and seconds > 0 else None
+        if hasattr(update, "max_cos"):
+            where = (f"start {min(update.restart + 1, update.restarts)}/{update.restarts}"
+                     + (f"  rho {update.rho:.6f}" if update.rho is not None else "")
+                     + f"  max-cos {update.max_cos:.6f}")
+            unit = "steps"
+        else:
+            where, unit = f"classes {update.step}/{update.steps}", "classes"
+        speed = f"  {rate:.3g} {unit}/s" if rate else ""
+        left = f"  {format_duration((update.steps - update.step) / rate)} left" if rate else ""
+        click.echo(f"\r\033[K[{bar}] {fraction:4.0%}  {where}{speed}  {update.elapsed:6.1f} s{left}", nl=False, err=True)
+        self.drawn = True
+
+    def __exit__(self, *exc):
+        if self.drawn:
+            click.echo(err=True)
+            self.drawn = False
+        return False
+
+
+class BuildProgress:
+    """Progress of a catalog build on stderr: a bar on a terminal, one line per bank otherwise."""
+
+    WIDTH = 24
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+        self.drawn = False
+
+    def __call__(self, done: int, total: int, summary: dict) -> None:
+        if not self.enabled:
+            return
+        status = summary["status"]
+        if status == "built":
+            what = (f"{summary['name']} built in {summary['seconds']:.1f} s "
+                    f"(max-cos {summary['max_cos']:.6f}, rho {summary['rho_lower']:.6f})")
+        elif status == "skipped":
+            what = f"{summary['name']} finished before, skipped"
+        else:
+            what = f"{summary['name']} FAILED: {summary.get('error', '')}"
+        if self.tty:
+            filled = int(round(done / max(1, total) * self.WIDTH))
+            bar = "#" * filled + "-" * (self.WIDTH - filled)
+            click.echo(f"\r\033[K[{bar}] {done}/{total}  {what}", nl=False, err=True)
+            self.drawn = True
+        else:
+            click.echo(f"[{done}/{total}] {what}", err=True)
+
+    def close(self) -> None:
+        if self.drawn:
+            click.echo(err=True)
+            self.drawn = False

@@ -1,0 +1,184 @@
+"""``spherecodes generate``: compute a code for (d, K), certify it, store it in a bank, report it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ...bank import check_writable_destination, list_codes, write_code
+from ...checks import check_sizes
+from ...errors import SpherecodesError
+from ...generation import (
+    METHODS,
+    NEEDS_CLASS_DATA,
+    SINGLE_START,
+    generate,
+    inapplicable_options,
+    options_of,
+    planned_code_name,
+    resolve_method,
+)
+from ...semantic import (
+    DEFAULT_SEMANTIC_WEIGHT,
+    TRIPLET_STRATEGIES,
+    class_embeddings,
+    read_class_names,
+    semantic_report,
+)
+from ...solvers import tammes_estimate
+from .._common import ProgressBar, default_bank_path, show_report, tell
+from .._common import certify as certify_prototypes
+from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_options, main
+
+@main.command(name="generate")
+@click.option("--d", "d", type=DIM, required=True, help="Dimension of the prototypes (>= 1).")
+@click.option("--k", "k", type=COUNT, default=None,
+              help="Number of prototypes, one per class (>= 2). May be omitted with --classes.")
+@click.option(
+    "--method",
+    type=click.Choice(("auto",) + METHODS),
+    default="auto",
+    show_default=True,
+    help="auto: the closed form that applies to (d, K), else tammes. tammes: minimise "
+    "max-cos. softmax: maximise rho, each prototype's distance to the hull of the others (Jiang et al. 2024, "
+    "Eq. 3), starting from tammes; slower, one certificate per step. "
+    "maxsep: the HPN objective (Mettes et al. 2019, Eq. 5) as published. privileged: Eq. 5 "
+    "plus the ranking loss of Mettes et al. 2019, Eq. 6 on word embeddings of the class names "
+    "(needs --classes and --embeddings). The others are closed forms for the sizes where they apply.",
+)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the optimiser's random starts or of the random rotation.")
+@click.option(
+    "--rotation",
+    type=click.Choice(("canonical", "random")),
+    default="canonical",
+    show_default=True,
+    help="Closed forms only: canonical coordinates or a seeded Haar-random rotation.",
+)
+@click.option("--device", default="auto", show_default=True,
+              help="Optimisers only: auto (CUDA when present), cpu, cuda or cuda:N.")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="Optimisers only: steps per start. Default: chosen from (d, K).")
+@click.option("--restarts", type=click.IntRange(min=1), default=None,
+              help="Optimisers only: number of random starts. Default: chosen from (d, K).")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="SECONDS", help="Optimisers only: stop then and store the best code so far "
+              "(Ctrl-C does the same).")
+@click.option("--max-memory", type=MemorySize(), default=None, help=MAX_MEMORY_HELP)
+@click.option("--neighbours", type=click.IntRange(min=0), default=None, metavar="M",
+              help="tammes only: optimise on each prototype's M nearest prototypes (lists refreshed from all K), "
+              "in memory O(K(d + M)); 0 uses all pairs (K x K matrices). Default: all pairs up to K = 10,000 "
+              "when they fit, else M = d within [32, 128].")
+@click.option("--refresh", type=click.IntRange(min=1), default=None, metavar="STEPS",
+              help="tammes with neighbour lists: steps between refreshes of the lists (skipped while they are "
+              "provably complete). Default: K/2000 within [10, 100].")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Bank file to write into (created if missing). Default: spherecodes_d<D>_k<K>.h5.",
+)
+@click.option("--name", default=None, help="Code name inside the bank. Default: <method>-d<D>-k<K>[-s<seed>].")
+@click.option("--overwrite", is_flag=True, help="Replace a code of the same name in the bank.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--certify/--no-certify", default=True, show_default=True,
+              help="Certify the one-vs-rest distances and rho before storing the code.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no text report (errors still print).")
+@click.option("--classes", type=FILE, default=None,
+              help="Class names, one per line: K is their number and they become the code's labels.")
+@click.option("--embeddings", type=FILE, default=None,
+              help="privileged only: word vectors for the class names (word2vec, GloVe or a gensim save); "
+              "multi-word names use the mean of their words.")
+@embedding_options
+@click.option("--semantic-weight", type=click.FloatRange(min=0), default=None,
+              help=f"privileged only: weight of the ranking loss against separation; higher follows the "
+              f"embeddings more closely at a higher max-cos. Default: {DEFAULT_SEMANTIC_WEIGHT:g}.")
+@click.option("--triplets", type=click.Choice(TRIPLET_STRATEGIES), default=None,
+              help="privileged only: class triplets of the ranking loss per step: all, a fresh uniform "
+              "sample, or each class's nearest embedding neighbours. Default (auto): all up to 200 "
+              "classes, sampled beyond.")
+def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_limit, max_memory, neighbours, refresh,
+                 out, name, overwrite, as_json, certify, quiet, classes, embeddings, embeddings_format, missing_words,
+                 semantic_weight, triplets):
+    """Compute a code for (d, K), store it in a bank, and print its report.
+
+    \b
+    Examples:
+      spherecodes generate --d 64 --k 1000
+      spherecodes generate --d 11 --k 12 --rotation random --seed 3
+      spherecodes generate --d 128 --k 10000 --time-limit 60 --out big.h5
+      spherecodes generate --d 512 --k 1000000 --time-limit 480 --max-memory 60GiB
+      spherecodes generate --d 64 --method privileged --classes classes.txt --embeddings glove.txt
+
+    Before the work starts, the memory and time it is expected to take are
+    printed on stderr (not with --quiet; with --json only to a terminal), and
+    a size that cannot fit is refused.  Ctrl-C during the optimisation stores the best code found so
+    far, uncertified, and exits with status 130.
+    """
+    names = read_class_names(classes) if classes is not None else None
+    if k is None:
+        if names is None:
+            raise click.UsageError("give --k, or --classes to take K from the class names")
+        k = len(names)
+    elif names is not None and len(names) != k:
+        raise SpherecodesError(f"--k is {k} but {classes} holds {len(names)} class names; give one name per prototype")
+    privileged = method in NEEDS_CLASS_DATA
+    if privileged:
+        if names is None or embeddings is None:
+            raise click.UsageError(f"--method {method} needs --classes and --embeddings")
+    if restarts is not None and method in SINGLE_START:
+        raise click.UsageError(f"--method {method} runs a single start; drop --restarts")
+    if privileged:
+        check_sizes(d, k)
+    if inapplicable_options(method, embeddings=embeddings, semantic_weight=semantic_weight, triplets=triplets):
+        raise click.UsageError(
+            f"{_flags(options_of(NEEDS_CLASS_DATA))} apply to --method {' or '.join(NEEDS_CLASS_DATA)}; "
+            "to place the classes of another code on its prototypes use 'spherecodes assign'"
+        )
+    out = check_writable_destination(out or default_bank_path(d, k))
+    name = name or planned_code_name(d, k, method, seed=seed, rotation=rotation)
+    # Refuse an existing code before computing anything: generation can be long.
+    if out.exists() and not overwrite and name in {c["name"] for c in list_codes(out)}:
+        raise SpherecodesError(f"code {name!r} already exists in {out}; pass --overwrite to replace it")
+    # Read the embeddings before the long computation, so that a missing name fails fast.
+    class_vectors = (
+        class_embeddings(names, embeddings, missing=missing_words, fmt=embeddings_format) if privileged else None
+    )
+    resolved = resolve_method(d, k, method)
+    if resolved == "tammes":
+        # Refuses an impossible size here, before any work.
+        estimate = tammes_estimate(d, k, steps=steps, restarts=restarts, device=device, neighbours=neighbours,
+                                   refresh=refresh, max_memory=max_memory)
+        if tell(quiet, as_json):
+            click.echo(estimate.describe(), err=True)
+    elif inapplicable_options(resolved, neighbours=neighbours, refresh=refresh):
+        raise click.UsageError(f"{_flags(options_of(('tammes',)))} apply to the tammes method")
+    with ProgressBar(enabled=not quiet) as progress:
+        code = generate(d, k, method, seed=seed, rotation=rotation, name=name, labels=None if privileged else names,
+                        device=device, steps=steps, restarts=restarts, time_limit=time_limit, progress=progress,
+                        embeddings=class_vectors, semantic_weight=semantic_weight, triplets=triplets or "auto",
+                        max_memory=max_memory, neighbours=neighbours, refresh=refresh)
+    interrupted = code.settings.get("stop_reason") == "interrupted"
+    if certify and not interrupted:
+        try:
+            code.certificate = certify_prototypes(code.prototypes, device=device, max_memory=max_memory,
+                                                  quiet=not tell(quiet, as_json))
+        except KeyboardInterrupt:
+            interrupted = True
+    write_code(out, code, overwrite=overwrite)
+    if interrupted:
+        click.echo(f"Interrupted; kept the best code so far as {code.name} in {out} (max-cos {code.stats.max_cos:.10g}"
+                   f"{', uncertified' if code.certificate is None else ''}).", err=True)
+        raise click.exceptions.Exit(130)
+    if as_json or not quiet:
+        semantic = semantic_report(code, class_vectors) if privileged else None
+        show_report(code, str(out), as_json, semantic)
+
+
+
+
+def _flags(options) -> str:
+    """``["semantic_weight", "triplets"]`` -> ``"--semantic-weight and --triplets"``."""
+    flags = ["--" + option.replace("_", "-") for option in options]
+    return flags[0] if len(flags) == 1 else f"{', '.join(flags[:-1])} and {flags[-1]}"

@@ -1,0 +1,57 @@
+"""``spherecodes report``: the statistics, bounds, semantic agreement and plots of a stored code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ...bank import read_code
+from ...errors import SpherecodesError
+from ...plots import check_plot_path, plot_code
+from ...semantic import class_embeddings, read_class_names, semantic_report
+from .._common import show_report
+from ..main import BANK, FILE, embedding_options, main
+
+@main.command()
+@click.argument("bank", type=BANK)
+@click.option("--code", "name", default=None, help="Code to report; may be omitted if the bank holds one.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--embeddings", type=FILE, default=None,
+              help="Also report how well the code's class order agrees with these word vectors "
+              "(JSON key semantic).")
+@click.option("--classes", type=FILE, default=None,
+              help="With --embeddings, for a code stored without labels: the class of each row, in row order.")
+@embedding_options
+@click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="OUT",
+              help="Also draw the code into OUT (.png, .pdf or .svg): the histogram of pairwise cosines with "
+              "max-cos and its lower bound, the sorted one-vs-rest distances with rho and the Theorem 3.9 band, "
+              "and for d <= 3 the prototypes themselves. A code without a certificate is certified for the plot.")
+def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_words, plot):
+    """Report the separation statistics and bounds of a code in BANK.
+
+    \b
+    Examples:
+      spherecodes report spherecodes_d64_k1000.h5
+      spherecodes report spherecodes_d64_k1000.h5 --plot d64_k1000.png
+    """
+    if plot is not None:
+        check_plot_path(plot)
+    code = read_code(bank, name)
+    semantic = None
+    if embeddings is not None:
+        if classes is not None and code.labels is not None:
+            raise click.UsageError("the code has labels; --classes is only for a code stored without them")
+        names = read_class_names(classes) if classes is not None else code.labels
+        if names is None:
+            raise SpherecodesError(
+                f"code {code.name!r} has no labels; name its rows in order with --classes to report its semantic agreement"
+            )
+        class_vectors = class_embeddings(names, embeddings, missing=missing_words, fmt=embeddings_format)
+        semantic = semantic_report(code, class_vectors, labels=names)
+    elif classes is not None:
+        raise click.UsageError("--classes is used with --embeddings")
+    show_report(code, str(bank), as_json, semantic)
+    if plot is not None:
+        plot_code(code, plot)
+        click.echo(f"plot written to {plot}", err=as_json)

@@ -1,0 +1,233 @@
+"""Codes in memory: the prototypes with everything needed to trust and reproduce them.
+
+A :class:`Code` holds a (K, d) float64 matrix of unit rows, how it was made,
+its float64 separation statistics and, once certified, its certificate.
+Reading and writing codes in HDF5 banks is :mod:`spherecodes.bank`'s job;
+this module is numpy only.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from . import __version__
+from .errors import SpherecodesError
+from .stats import SeparationStats, separation_statistics, validate_prototypes
+
+if TYPE_CHECKING:  # the certificate package imports torch for its solver; load it only when needed
+    from .certificate import OneVsRestCertificate
+
+#: Characters a name may hold besides letters and digits (never first).
+NAME_PUNCTUATION = "._+-"
+
+
+def name_pattern(max_length: int = 128, suffix: str = "") -> "re.Pattern":
+    """The one rule for names (of codes, and of catalog files): a letter or digit, then letters,
+    digits and :data:`NAME_PUNCTUATION`, at most ``max_length`` characters before ``suffix``.
+
+    Examples
+    --------
+    >>> bool(name_pattern().match("tammes-d64-k1000-s0")), bool(name_pattern().match("-x"))
+    (True, False)
+    >>> bool(name_pattern(201, ".h5").match("banks.h5"))
+    True
+    """
+    return re.compile(rf"^[A-Za-z0-9][A-Za-z0-9{re.escape(NAME_PUNCTUATION)}]{{0,{max_length - 1}}}{re.escape(suffix)}$")
+
+
+#: The names a code may have inside a bank: 1-128 characters.
+CODE_NAME_PATTERN = name_pattern(128)
+
+
+def prototype_checksum(prototypes: np.ndarray) -> str:
+    """SHA-256 of the prototypes as little-endian float64 bytes in row-major order.
+
+    Examples
+    --------
+    >>> w = np.eye(2)
+    >>> prototype_checksum(w) == hashlib.sha256(w.astype("<f8").tobytes()).hexdigest()
+    True
+    """
+    data = np.ascontiguousarray(prototypes, dtype="<f8")
+    return hashlib.sha256(data.tobytes()).hexdigest()
+
+
+@dataclass
+class Code:
+    """One code of a bank: the prototypes and everything needed to trust and reproduce them.
+
+    Build one with :func:`make_code`; read one with :func:`read_code`.
+
+    Attributes
+    ----------
+    name : str
+        Name of the code inside its bank.
+    prototypes : ndarray, shape (K, d)
+        float64, unit rows.
+    method : str
+        How the code was made (``"etf"``, ``"tammes"``, ...).
+    labels : list of str or None
+        Class names, one per row.
+    settings : dict
+        Every setting needed to reproduce the code.
+    seed : int or None
+    package_version, device, created_utc, sha256 : str
+    wall_time : float
+        Seconds spent making the code.
+    stats : SeparationStats
+        Computed from ``prototypes`` in float64.
+    certificate : OneVsRestCertificate or None
+        Certified one-vs-rest distances, when the code has been certified
+        (:func:`spherecodes.certificate.one_vs_rest_distances`).
+    """
+
+    name: str
+    prototypes: np.ndarray
+    method: str
+    stats: SeparationStats
+    sha256: str
+    labels: list[str] | None = None
+    settings: dict = field(default_factory=dict)
+    seed: int | None = None
+    package_version: str = __version__
+    device: str = "cpu"
+    wall_time: float = 0.0
+    created_utc: str = ""
+    certificate: "OneVsRestCertificate | None" = None
+
+    @property
+    def k(self) -> int:
+        return int(self.prototypes.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.prototypes.shape[1])
+
+
+def default_code_name(method: str, d: int, k: int, seed: int | None = None) -> str:
+    """The name a code gets when the user gives none: ``<method>-d<d>-k<k>[-s<seed>]``.
+
+    Examples
+    --------
+    >>> default_code_name("etf", 11, 12)
+    'etf-d11-k12'
+    """
+    name = f"{method}-d{d}-k{k}"
+    return name if seed is None else f"{name}-s{seed}"
+
+
+def make_code(
+    prototypes,
+    *,
+    method: str,
+    name: str | None = None,
+    labels=None,
+    settings: dict | None = None,
+    seed: int | None = None,
+    device: str = "cpu",
+    wall_time: float = 0.0,
+    stats_device=None,
+    max_memory: float | None = None,
+) -> Code:
+    """Package prototypes as a :class:`Code`, computing statistics and checksum.
+
+    Parameters
+    ----------
+    prototypes : array_like, shape (K, d)
+        Unit rows (validated).
+    method : str
+        How they were made.
+    name : str, optional
+        Defaults to :func:`default_code_name`.
+    labels : sequence of str, optional
+        One class name per row, all different.
+    settings : dict, optional
+        JSON-serialisable settings of the method.
+    seed : int, optional
+    device : str
+        Where the code was computed.
+    wall_time : float
+        Seconds spent computing it.
+    stats_device : str, optional
+        Where the float64 statistics are computed (see
+        :func:`spherecodes.stats.separation_statistics`); default the CPU.
+    max_memory : float, optional
+        Bytes the statistics may use (``--max-memory``).
+
+    Examples
+    --------
+    >>> from spherecodes.constructions import simplex_etf
+    >>> code = make_code(simplex_etf(3), method="etf")
+    >>> code.name, code.k, code.d, round(code.stats.max_cos, 12)
+    ('etf-d2-k3', 3, 2, -0.5)
+    """
+    w = np.ascontiguousarray(validate_prototypes(prototypes))
+    k, d = w.shape
+    name = default_code_name(method, d, k, seed) if name is None else name
+    check_code_name(name)
+    labels = check_labels(labels, k)
+    settings = dict(settings or {})
+    try:
+        json.dumps(settings)
+    except TypeError as err:
+        raise SpherecodesError(f"settings must be JSON-serialisable: {err}") from None
+    return Code(
+        name=name,
+        prototypes=w,
+        method=str(method),
+        stats=separation_statistics(w, device=stats_device, max_memory=max_memory),
+        sha256=prototype_checksum(w),
+        labels=labels,
+        settings=settings,
+        seed=None if seed is None else int(seed),
+        device=str(device),
+        wall_time=float(wall_time),
+        created_utc=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
+def check_code_name(name: str) -> str:
+    """Refuse a code name that :data:`CODE_NAME_PATTERN` does not match.
+
+    Examples
+    --------
+    >>> check_code_name("etf-d11-k12")
+    'etf-d11-k12'
+    """
+    if not isinstance(name, str) or not CODE_NAME_PATTERN.match(name):
+        raise SpherecodesError(
+            f"invalid code name {name!r}: use 1-128 letters, digits, '.', '_', '+' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def check_labels(labels, k: int) -> list[str] | None:
+    """Class names as a list of K distinct strings (or None when there are none).
+
+    Examples
+    --------
+    >>> check_labels(["cat", "dog"], 2)
+    ['cat', 'dog']
+    >>> check_labels(["cat", "cat"], 2)
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: labels must be distinct; repeated: cat
+    """
+    if labels is None:
+        return None
+    labels = [str(x) for x in labels]
+    if len(labels) != k:
+        raise SpherecodesError(f"got {len(labels)} labels for {k} prototypes; give one per row")
+    seen = set()
+    duplicates = sorted({x for x in labels if x in seen or seen.add(x)})
+    if duplicates:
+        raise SpherecodesError(f"labels must be distinct; repeated: {', '.join(duplicates[:10])}")
+    return labels

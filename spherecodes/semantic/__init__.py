@@ -1,0 +1,85 @@
+"""Semantic prototypes: class names, word embeddings, agreement and assignment.
+
+Four pieces, all behind ``spherecodes generate --method privileged``,
+``spherecodes assign`` and the ``semantic`` part of a report
+(``docs/semantic.md``):
+
+* **class names and embeddings** (:mod:`.embeddings`) — :func:`read_class_names`,
+  :func:`load_embeddings` (word2vec, GloVe, gensim) and :func:`class_embeddings`;
+* **semantic agreement** (:mod:`.agreement`) — :func:`semantic_agreement`
+  measures how well the prototypes' similarity order matches the embeddings'
+  (triplet agreement and Spearman correlation);
+* **assignment** (:mod:`.assignment`) — :func:`assign_by_embeddings`
+  (approximate quadratic assignment) and :func:`assign_by_class_means` (linear
+  assignment, as in the supplementary of "Hyperspherical classification with
+  dynamic label-to-prototype assignment" (CVPR 2024)) choose which class gets
+  which prototype without moving any prototype;
+* **the privileged optimiser** (:mod:`.privileged`) — :func:`privileged`
+  minimises ``L_HP + w · L_PI`` of Mettes, van der Pol & Snoek (2019),
+  Hyperspherical Prototype Networks (Eq. 5 + Eq. 6) over the triplets of
+  :class:`RankingTriplets`; :func:`spherecodes.generation.generate` with
+  ``method="privileged"`` makes it a labelled code.
+
+Conventions: a code's ``labels[i]`` is the class of prototype row ``i``.  An
+assignment is an ``order`` array: prototype row ``i`` goes to class
+``order[i]`` of the class list, so the new labels are ``names[order]``.
+Text for these numbers is in :mod:`spherecodes.report`.
+"""
+
+from .agreement import DEFAULT_MAX_PAIRS, DEFAULT_MAX_TRIPLETS, TIE_TOL, semantic_agreement, semantic_report
+from .assignment import (
+    DEFAULT_RELAXATION_ITERATIONS,
+    Assignment,
+    assign_by_class_means,
+    assign_by_embeddings,
+    assign_code,
+    load_class_means,
+    relabel_code,
+)
+from .embeddings import (
+    EMBEDDING_FORMATS,
+    MISSING_POLICIES,
+    ClassEmbeddings,
+    class_embeddings,
+    load_embeddings,
+    read_class_names,
+)
+from .ranking import (
+    ALL_TRIPLETS_UP_TO_K,
+    DEFAULT_NEIGHBOURS,
+    DEFAULT_SEMANTIC_WEIGHT,
+    DEFAULT_TRIPLET_SAMPLES,
+    TRIPLET_STRATEGIES,
+    RankingTriplets,
+    privileged,
+    privileged_information_loss,
+)
+
+__all__ = [
+    "ALL_TRIPLETS_UP_TO_K",
+    "Assignment",
+    "ClassEmbeddings",
+    "DEFAULT_MAX_PAIRS",
+    "DEFAULT_MAX_TRIPLETS",
+    "DEFAULT_NEIGHBOURS",
+    "DEFAULT_RELAXATION_ITERATIONS",
+    "DEFAULT_SEMANTIC_WEIGHT",
+    "DEFAULT_TRIPLET_SAMPLES",
+    "EMBEDDING_FORMATS",
+    "MISSING_POLICIES",
+    "RankingTriplets",
+    "TIE_TOL",
+    "TRIPLET_STRATEGIES",
+    "assign_by_class_means",
+    "assign_by_embeddings",
+    "assign_code",
+    "class_embeddings",
+    "load_class_means",
+    "load_embeddings",
+    "privileged",
+    "privileged_information_loss",
+    "read_class_names",
+    "relabel_code",
+    "semantic_agreement",
+    "semantic_report",
+]

@@ -1,0 +1,429 @@
+"""Class names and word embeddings: one unit vector per class.
+
+:func:`read_class_names` reads one class name per line; :func:`load_embeddings`
+reads word2vec (binary or text), GloVe text (with or without the header line)
+and saved gensim models; :func:`class_embeddings` turns every class name into
+one vector, averaging the words of multi-word names and refusing names it
+cannot embed.  The small helpers at the end (:func:`unit_rows`,
+:func:`vectors_of`, :func:`positions_of`, :func:`check_names`) are shared by
+the rest of :mod:`spherecodes.semantic`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import SpherecodesError
+
+#: Formats :func:`load_embeddings` reads; ``auto`` recognises each from the file's first bytes.
+EMBEDDING_FORMATS = ("auto", "word2vec-binary", "word2vec-text", "glove", "gensim")
+
+#: What :func:`class_embeddings` does with a class name none of whose words has a vector.
+MISSING_POLICIES = ("error", "random")
+
+
+# --------------------------------------------------------------------------- class names
+
+
+def read_class_names(path) -> list[str]:
+    """Read a class-names file: one name per line, K = number of names.
+
+    Surrounding whitespace is stripped and blank lines are skipped; spaces
+    inside a name are kept (``maple tree``).  The file is UTF-8 (a byte-order
+    mark is allowed).
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    list of str
+        The names in file order.
+
+    Raises
+    ------
+    SpherecodesError
+        The file is missing or not UTF-8 text, holds fewer than two names, or
+        repeats a name (every repeated name is listed with its line numbers).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "classes.txt")
+    >>> _ = open(path, "w").write("cat\\ndog\\n\\npickup_truck\\nmaple tree\\n")
+    >>> read_class_names(path)
+    ['cat', 'dog', 'pickup_truck', 'maple tree']
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise SpherecodesError(f"no such class-names file: {path}") from None
+    except IsADirectoryError:
+        raise SpherecodesError(f"{path} is a directory; give a text file with one class name per line") from None
+    except UnicodeDecodeError as err:
+        raise SpherecodesError(
+            f"{path} is not UTF-8 text (byte {err.start}); give a text file with one class name per line"
+        ) from None
+    except OSError as err:
+        raise SpherecodesError(f"cannot read {path}: {err.strerror or err}") from None
+    names, lines_of = [], {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        name = line.strip()
+        if name:
+            names.append(name)
+            lines_of.setdefault(name, []).append(number)
+    if len(names) < 2:
+        raise SpherecodesError(f"{path} holds {len(names)} class names; give at least 2, one per line")
+    repeated = [f"{name!r} (lines {', '.join(map(str, lines))})" for name, lines in lines_of.items() if len(lines) > 1]
+    if repeated:
+        raise SpherecodesError(f"{path} repeats class names, each class must appear once: {'; '.join(repeated)}")
+    return names
+
+
+# --------------------------------------------------------------------------- embeddings
+
+
+def load_embeddings(path, fmt: str = "auto"):
+    """Load word embeddings with gensim.
+
+    Parameters
+    ----------
+    path : str or Path
+        The embedding file; ``.gz`` and ``.bz2`` files are read compressed.
+    fmt : {"auto", "word2vec-binary", "word2vec-text", "glove", "gensim"}
+        ``word2vec-text`` also covers GloVe files that carry a ``count dim``
+        header line; ``glove`` is GloVe's header-less text; ``gensim`` is a
+        ``KeyedVectors`` (or a ``Word2Vec``/``FastText`` model) saved with
+        gensim's ``.save``.  ``auto`` tells them apart from the first bytes:
+        a pickle is a gensim save, a ``count dim`` first line is word2vec
+        (text when the next line is a word and ``dim`` numbers, else binary),
+        anything else is tried as GloVe.
+
+    Returns
+    -------
+    gensim.models.KeyedVectors
+
+    Raises
+    ------
+    SpherecodesError
+        Unknown ``fmt``, a missing file, or a file gensim cannot read in that format.
+
+    Notes
+    -----
+    A gensim save is a Python pickle, and loading a pickle can run code: load
+    only files you trust.  The whole vocabulary is loaded; for the 3M-word
+    GoogleNews vectors that is about 3.6 GB.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from gensim.models import KeyedVectors
+    >>> kv = KeyedVectors(3)
+    >>> kv.add_vectors(["cat", "dog"], np.array([[1, 0, 0], [0.8, 0.6, 0]], dtype=np.float32))
+    >>> path = os.path.join(tempfile.mkdtemp(), "vectors.bin")
+    >>> kv.save_word2vec_format(path, binary=True)
+    >>> loaded = load_embeddings(path)
+    >>> loaded.vector_size, sorted(loaded.key_to_index)
+    (3, ['cat', 'dog'])
+    """
+    from gensim.models import KeyedVectors
+
+    if fmt not in EMBEDDING_FORMATS:
+        raise SpherecodesError(f"unknown embedding format {fmt!r}; choose one of {', '.join(EMBEDDING_FORMATS)}")
+    path = Path(path)
+    if not path.is_file():
+        raise SpherecodesError(f"no such embedding file: {path}")
+    if fmt == "auto":
+        fmt = _sniff_embedding_format(path)
+    try:
+        if fmt == "gensim":
+            loaded = KeyedVectors.load(str(path))
+            # A saved Word2Vec/FastText model loads as the model; its vectors are .wv.
+            vectors = getattr(loaded, "wv", loaded)
+            if not isinstance(vectors, KeyedVectors):
+                raise SpherecodesError(
+                    f"{path} is a gensim save of {type(loaded).__name__}, not word vectors; "
+                    "save a KeyedVectors or a Word2Vec/FastText model"
+                )
+            return vectors
+        return KeyedVectors.load_word2vec_format(
+            str(path),
+            binary=fmt == "word2vec-binary",
+            no_header=fmt == "glove",
+            # Large published vector files contain a few tokens cut mid-character.
+            unicode_errors="ignore",
+        )
+    except SpherecodesError:
+        raise
+    except Exception as err:  # gensim reports bad files with many exception types
+        reason = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+        raise SpherecodesError(
+            f"cannot read {path} as {fmt} embeddings ({reason}); check the file or pass the format explicitly "
+            f"(one of {', '.join(EMBEDDING_FORMATS[1:])})"
+        ) from None
+
+
+def _sniff_embedding_format(path: Path) -> str:
+    """Recognise an embedding file's format from its first 64 KiB (see :func:`load_embeddings`)."""
+    from gensim import utils
+
+    try:
+        with utils.open(str(path), "rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError as err:
+        raise SpherecodesError(f"cannot read {path}: {err.strerror or err}") from None
+    if head[:1] == b"\x80":  # pickle protocol 2 and later: a gensim .save
+        return "gensim"
+    first, _, rest = head.partition(b"\n")
+    fields = first.split()
+    if len(fields) == 2 and all(f.isdigit() for f in fields):
+        dim = int(fields[1])
+        second = rest.split(b"\n", 1)[0]
+        return "word2vec-text" if _is_text_vector_line(second, dim) else "word2vec-binary"
+    if _is_text_vector_line(first, None):
+        return "glove"
+    raise SpherecodesError(
+        f"{path} is not a recognised embedding file (neither a gensim save, nor word2vec with a "
+        "'count dim' header, nor GloVe text lines 'word x1 x2 ...')"
+    )
+
+
+def _is_text_vector_line(line: bytes, dim: int | None) -> bool:
+    """Whether ``line`` reads as ``word x1 ... x_dim`` in UTF-8 text (any length when ``dim`` is None)."""
+    try:
+        tokens = line.decode("utf-8").rstrip().split(" ")
+        numbers = [float(t) for t in tokens[1:]]
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return len(numbers) > 0 and (dim is None or len(numbers) == dim)
+
+
+@dataclass(frozen=True)
+class ClassEmbeddings:
+    """One embedding vector per class name, as :func:`class_embeddings` makes them.
+
+    Attributes
+    ----------
+    names : list of str
+        The class names, in the order given.
+    vectors : ndarray, shape (K, m)
+        float64 unit rows; row ``c`` belongs to ``names[c]``.
+    partial : dict
+        Multi-word names some of whose words had no vector: name -> the missing words.
+    fallback : list of str
+        Names none of whose words had a vector and that got a random vector instead.
+    source : str
+        Where the vectors came from (a path, or a description).
+    """
+
+    names: list[str]
+    vectors: np.ndarray
+    partial: dict = field(default_factory=dict)
+    fallback: list = field(default_factory=list)
+    source: str = ""
+
+    def settings(self) -> dict:
+        """The JSON-ready description of these vectors that a bank's settings record."""
+        return {
+            "embeddings": self.source,
+            "embedding_dim": int(self.vectors.shape[1]),
+            "partially_embedded": {name: list(words) for name, words in self.partial.items()},
+            "random_fallback": list(self.fallback),
+        }
+
+    def aligned_to(self, labels) -> np.ndarray:
+        """The vectors reordered so that row ``i`` belongs to ``labels[i]``.
+
+        Raises
+        ------
+        SpherecodesError
+            When ``labels`` is not the same set of names (the differences are listed).
+
+        Examples
+        --------
+        >>> emb = ClassEmbeddings(["a", "b"], np.eye(2))
+        >>> emb.aligned_to(["b", "a"])
+        array([[0., 1.],
+               [1., 0.]])
+        """
+        return self.vectors[self.indices_of(labels)]
+
+    def indices_of(self, labels) -> np.ndarray:
+        """Position of each of ``labels`` in :attr:`names` (the labels must be the same set)."""
+        return positions_of(labels, self.names)
+
+
+def positions_of(labels, names) -> np.ndarray:
+    """``names.index(label)`` for every label; refuses, listing the differences, unless both are the same set."""
+    position = {name: c for c, name in enumerate(names)}
+    labels = list(labels)
+    unknown = [name for name in labels if name not in position]
+    absent = sorted(set(names) - set(labels))
+    if unknown or absent or len(labels) != len(names):
+        parts = [f"the code has {len(labels)} labels and the class list {len(names)} names"]
+        if unknown:
+            parts.append(f"labels not among the class names: {quoted(unknown)}")
+        if absent:
+            parts.append(f"class names not among the labels: {quoted(absent)}")
+        raise SpherecodesError("the code's labels and the class names differ: " + "; ".join(parts))
+    return np.array([position[name] for name in labels], dtype=np.int64)
+
+
+def check_names(names, k: int | None = None) -> list[str]:
+    """Distinct class names as strings, K of them when ``k`` is given."""
+    names = [str(n) for n in names]
+    if k is not None and len(names) != k:
+        raise SpherecodesError(f"got {len(names)} class names for a code of K={k} prototypes; give one per prototype")
+    repeated = sorted(name for name, count in Counter(names).items() if count > 1)
+    if repeated:
+        raise SpherecodesError(f"class names must be distinct; repeated: {quoted(repeated)}")
+    return names
+
+
+def quoted(names) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+def class_embeddings(names, embeddings, *, missing: str = "error", fmt: str = "auto") -> ClassEmbeddings:
+    """Embed every class name with word vectors.
+
+    A name is looked up whole first (``pickup_truck`` is one token in the
+    GoogleNews vectors; ``maple tree`` is also tried as ``maple_tree``), each
+    time exactly and then lower-cased.  Otherwise it is split at spaces and
+    underscores and gets the mean of its words' unit vectors: unit, because a
+    word vector's length tracks the word's frequency rather than its meaning,
+    and the mean should not be dominated by the most frequent word.  Words
+    without a vector are skipped and recorded in ``partial``.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Class names (see :func:`read_class_names`).
+    embeddings : KeyedVectors, Word2Vec, str or Path
+        Loaded vectors (or a gensim model with ``.wv``), or a file for :func:`load_embeddings`.
+    missing : {"error", "random"}
+        A name none of whose words has a vector is an error that lists every
+        such name (``"error"``), or gets a random unit vector seeded by the
+        name (``"random"``: in many dimensions nearly orthogonal to every
+        other class, i.e. semantically unrelated to all of them).
+    fmt : str
+        Format of an embedding file (see :func:`load_embeddings`).
+
+    Returns
+    -------
+    ClassEmbeddings
+
+    Raises
+    ------
+    SpherecodesError
+        Repeated names, an unknown ``missing`` policy, or (with ``"error"``)
+        names that cannot be embedded.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gensim.models import KeyedVectors
+    >>> kv = KeyedVectors(2)
+    >>> kv.add_vectors(["maple", "tree", "oak"], np.array([[1, 0], [0, 1], [0.6, 0.8]], dtype=np.float32))
+    >>> emb = class_embeddings(["Oak", "maple tree"], kv)
+    >>> np.round(emb.vectors, 4)
+    array([[0.6   , 0.8   ],
+           [0.7071, 0.7071]])
+    >>> class_embeddings(["oak", "pine", "fir"], kv)
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: no word vector for 2 of 3 class names: 'pine', 'fir'; fix the names, use other embeddings, or ask for random vectors for them (missing='random', --missing-words random)
+    """
+    if missing not in MISSING_POLICIES:
+        raise SpherecodesError(f"unknown missing-word policy {missing!r}; choose one of {', '.join(MISSING_POLICIES)}")
+    names = check_names(names)
+    if isinstance(embeddings, (str, Path)):
+        source = str(embeddings)
+        embeddings = load_embeddings(embeddings, fmt)
+    else:
+        source = f"in-memory {type(embeddings).__name__}"
+        embeddings = getattr(embeddings, "wv", embeddings)  # a Word2Vec/FastText model's vectors
+    rows, partial, unembedded = [], {}, []
+    for name in names:
+        vector, missing_words = _embed_name(embeddings, name)
+        if vector is None:
+            unembedded.append(name)
+        elif missing_words:
+            partial[name] = tuple(missing_words)
+        rows.append(vector)
+    if unembedded and missing == "error":
+        raise SpherecodesError(
+            f"no word vector for {len(unembedded)} of {len(names)} class names: {quoted(unembedded)}; "
+            "fix the names, use other embeddings, or ask for random vectors for them "
+            "(missing='random', --missing-words random)"
+        )
+    dim = int(embeddings.vector_size)
+    for c, name in enumerate(names):
+        if rows[c] is None:
+            rows[c] = _name_seeded_unit_vector(name, dim)
+    return ClassEmbeddings(
+        names=names, vectors=np.array(rows, dtype=np.float64), partial=partial, fallback=unembedded, source=source
+    )
+
+
+def _lookup(embeddings, token: str):
+    for candidate in (token, token.lower()):
+        if candidate in embeddings.key_to_index:
+            return _unit(np.asarray(embeddings[candidate], dtype=np.float64))
+    return None
+
+
+def _unit(v: np.ndarray):
+    norm = np.linalg.norm(v)
+    return v / norm if norm > 0 and np.isfinite(norm) else None
+
+
+def _embed_name(embeddings, name: str):
+    """The unit vector of one class name and the words it had to skip; ``None`` if all are missing."""
+    for whole in dict.fromkeys((name, "_".join(name.split()))):
+        vector = _lookup(embeddings, whole)
+        if vector is not None:
+            return vector, []
+    words = name.replace("_", " ").split()
+    found, missing_words = [], []
+    for word in words:
+        vector = _lookup(embeddings, word)
+        if vector is None:
+            missing_words.append(word)
+        else:
+            found.append(vector)
+    if not found:
+        return None, missing_words
+    return _unit(np.mean(found, axis=0)), missing_words
+
+
+def _name_seeded_unit_vector(name: str, dim: int) -> np.ndarray:
+    # Seeded by the name alone, so a class keeps its fallback vector whatever the class order.
+    seed = int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "little")
+    return _unit(np.random.default_rng(seed).standard_normal(dim))
+
+
+def unit_rows(vectors, what: str) -> np.ndarray:
+    v = np.asarray(vectors, dtype=np.float64)
+    if v.ndim != 2 or v.shape[0] < 2 or v.shape[1] < 1:
+        raise SpherecodesError(f"{what} must be a (K, m) array with K >= 2, got shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise SpherecodesError(f"{what} must be finite; row {int(np.argwhere(~np.isfinite(v))[0, 0])} is not")
+    norms = np.linalg.norm(v, axis=1)
+    if np.any(norms == 0):
+        raise SpherecodesError(f"{what}: row {int(np.argmin(norms))} is zero and has no direction")
+    return v / norms[:, None]
+
+
+def vectors_of(class_vectors) -> np.ndarray:
+    if isinstance(class_vectors, ClassEmbeddings):
+        class_vectors = class_vectors.vectors
+    return unit_rows(class_vectors, "class vectors")

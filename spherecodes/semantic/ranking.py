@@ -1,0 +1,384 @@
+"""The privileged optimiser: separation plus the class semantics of word embeddings.
+
+:func:`privileged` minimises ``L_HP + w · L_PI`` of Mettes, van der Pol &
+Snoek (2019), Hyperspherical Prototype Networks (NeurIPS), Eq. 5 + Eq. 6,
+over the triplets of :class:`RankingTriplets`;
+:func:`spherecodes.generation.generate` with ``method="privileged"`` makes it
+a labelled code.  It runs on the public descent loop of
+:mod:`spherecodes.solvers`.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..checks import check_int, check_positive, check_seed
+from ..devices import default_threads, resolve_device, torch_threads
+from ..errors import SpherecodesError
+from ..memory import require_memory
+from ..solvers import DTYPES, Clock, SolverResult, descend_on_sphere, tammes_defaults
+from ..sphere import random_start
+from ..stats import max_cos
+from .embeddings import ClassEmbeddings, vectors_of
+
+
+#: Ways to choose the triplet set T of Eq. 6; ``auto`` is ``all`` up to :data:`ALL_TRIPLETS_UP_TO_K` classes,
+#: ``sampled`` beyond.
+TRIPLET_STRATEGIES = ("auto", "all", "sampled", "neighbours")
+
+#: Largest K for which ``auto`` uses every triplet (K = 200 gives 3.9 million per step).
+ALL_TRIPLETS_UP_TO_K = 200
+
+#: Triplets drawn per step by the ``sampled`` and ``neighbours`` strategies.
+DEFAULT_TRIPLET_SAMPLES = 1 << 16
+
+#: Nearest embedding neighbours per class for the ``neighbours`` strategy.
+DEFAULT_NEIGHBOURS = 10
+
+# Up to this K the ``sampled`` strategy keeps the K x K embedding cosines (128 MiB at the limit).
+_EMBEDDING_GRAM_UP_TO_K = 4096
+
+
+class RankingTriplets:
+    """The triplet set T of Mettes et al. 2019, Eq. 6 with its targets S̄, one batch per step.
+
+    Strategies:
+
+    * ``all`` — every (i, j, k) with j < k, both ≠ i: Eq. 6 exactly (the
+      mirrored (i, k, j) carries the same information);
+    * ``sampled`` — a fresh uniform sample of ``samples`` triplets every step:
+      an unbiased estimate of Eq. 6;
+    * ``neighbours`` — as the paper's released code intends: j among the
+      ``neighbours`` nearest embedding neighbours of i, k any other class, so
+      the target is always 1; ``samples`` of them are drawn every step.  It
+      spends the budget on each class's nearest classes only, and on planted
+      clusters (K = 500, ``docs/semantic.md``) it reaches a clearly lower
+      agreement over all triplets than ``sampled`` at the same cost;
+    * ``auto`` — ``all`` up to :data:`ALL_TRIPLETS_UP_TO_K` classes, else ``sampled``.
+
+    Triplets are returned as flat indices into the K×K prototype Gram matrix,
+    so that the loss is two gathers and no (T, d) array is ever formed.
+
+    Parameters
+    ----------
+    class_vectors : array_like, shape (K, m), or ClassEmbeddings
+    strategy : {"auto", "all", "sampled", "neighbours"}
+    samples : int
+    neighbours : int
+    seed : int
+        Seed of the per-step samples; the sequence of batches is a function of it.
+    device : str or torch.device
+
+    Examples
+    --------
+    >>> e = np.array([[1.0, 0], [0.9, 0.1], [0, 1]])
+    >>> triplets = RankingTriplets(e, "all")
+    >>> near, far, target = triplets.batch()
+    >>> near.tolist(), far.tolist(), target.tolist()
+    ([1, 3, 6], [2, 5, 7], [1.0, 1.0, 0.0])
+    >>> triplets.settings()["triplets"]
+    'all'
+    """
+
+    def __init__(
+        self,
+        class_vectors,
+        strategy: str = "auto",
+        *,
+        samples: int = DEFAULT_TRIPLET_SAMPLES,
+        neighbours: int = DEFAULT_NEIGHBOURS,
+        seed: int = 0,
+        device="cpu",
+    ):
+        import torch
+
+        vectors = vectors_of(class_vectors)
+        k = vectors.shape[0]
+        if k < 3:
+            raise SpherecodesError(f"the ranking loss needs at least 3 classes, got {k}")
+        if strategy not in TRIPLET_STRATEGIES:
+            raise SpherecodesError(
+                f"unknown triplet strategy {strategy!r}; choose one of {', '.join(TRIPLET_STRATEGIES)}"
+            )
+        if strategy == "auto":
+            strategy = "all" if k <= ALL_TRIPLETS_UP_TO_K else "sampled"
+        if samples < 1:
+            raise SpherecodesError(f"triplet samples per step must be at least 1, got {samples}")
+        if strategy == "neighbours" and not 1 <= neighbours <= k - 2:
+            raise SpherecodesError(f"neighbours per class must be between 1 and K-2 = {k - 2}, got {neighbours}")
+        self.k, self.strategy, self.seed = k, strategy, int(seed)
+        self.samples, self.neighbours = int(samples), int(neighbours)
+        self.device = torch.device(device)
+        self._generator = torch.Generator(device="cpu").manual_seed(int(seed))
+        self._embeddings = torch.as_tensor(vectors, dtype=torch.float64)
+        # Targets of sampled triplets are looked up in the embedding Gram matrix while it
+        # is small, and computed from the vectors (O(m) per triplet) beyond.
+        self._embed_gram = None
+        if strategy == "sampled" and k <= _EMBEDDING_GRAM_UP_TO_K:
+            self._embed_gram = self._embeddings @ self._embeddings.T
+        if strategy == "all":
+            require_memory(8.0 * 3 * k * (k - 1) * (k - 2) / 2, f"all triplets of K={k} classes")
+            self._fixed = self._all_triplets()
+        elif strategy == "neighbours":
+            gram = self._embeddings @ self._embeddings.T
+            gram.fill_diagonal_(-np.inf)
+            # Ties are broken by index, so the neighbour lists are deterministic.
+            self._near = torch.topk(gram, neighbours, dim=1, sorted=True).indices
+            self._excluded = torch.sort(torch.cat([self._near, torch.arange(k)[:, None]], dim=1), dim=1).values
+
+    def _all_triplets(self):
+        import torch
+
+        k = self.k
+        first, second = np.triu_indices(k, 1)
+        anchors = np.repeat(np.arange(k), first.size)
+        near, far = np.tile(first, k), np.tile(second, k)
+        keep = (near != anchors) & (far != anchors)
+        anchors, near, far = anchors[keep], near[keep], far[keep]
+        embed_gram = (self._embeddings @ self._embeddings.T).numpy()
+        target = embed_gram[anchors, near] >= embed_gram[anchors, far]
+        return (
+            torch.as_tensor(anchors * k + near, device=self.device),
+            torch.as_tensor(anchors * k + far, device=self.device),
+            torch.as_tensor(target, dtype=torch.float64, device=self.device),
+        )
+
+    def batch(self):
+        """``(near, far, target)``: flat Gram indices of ``(i, j)`` and ``(i, k)``, and S̄_ijk."""
+        import torch
+
+        if self.strategy == "all":
+            return self._fixed
+        k, n, gen = self.k, self.samples, self._generator
+        anchors = torch.randint(0, k, (n,), generator=gen)
+        if self.strategy == "sampled":
+            near = torch.randint(0, k - 1, (n,), generator=gen)
+            near += near >= anchors
+            low, high = torch.minimum(anchors, near), torch.maximum(anchors, near)
+            far = torch.randint(0, k - 2, (n,), generator=gen)
+            far += far >= low
+            far += far >= high
+            if self._embed_gram is not None:
+                flat = self._embed_gram.reshape(-1)
+                target = (flat[anchors * k + near] >= flat[anchors * k + far]).to(torch.float64)
+            else:
+                e = self._embeddings
+                target = ((e[anchors] * (e[near] - e[far])).sum(dim=1) >= 0).to(torch.float64)
+        else:
+            near = self._near[anchors, torch.randint(0, self.neighbours, (n,), generator=gen)]
+            far = torch.randint(0, k - 1 - self.neighbours, (n,), generator=gen)
+            # Skip the anchor and its neighbours, in increasing order, to land uniformly on the others.
+            excluded = self._excluded[anchors]
+            for column in range(excluded.shape[1]):
+                far += far >= excluded[:, column]
+            target = torch.ones(n, dtype=torch.float64)
+        return (
+            (anchors * k + near).to(self.device),
+            (anchors * k + far).to(self.device),
+            target.to(self.device),
+        )
+
+    def settings(self) -> dict:
+        """What a bank records about T."""
+        out = {"triplets": self.strategy}
+        if self.strategy == "all":
+            out["triplets_per_step"] = int(self._fixed[0].numel())
+        else:
+            out["triplets_per_step"] = self.samples
+            out["triplet_seed"] = self.seed
+        if self.strategy == "neighbours":
+            out["neighbours"] = self.neighbours
+        return out
+
+
+def privileged_information_loss(gram, near, far, target):
+    """Mettes et al. (2019) Eq. 6 on a batch of triplets: the RankNet loss of the similarity order.
+
+    ``L_PI = mean over T of −S̄ log S − (1 − S̄) log(1 − S)`` with
+    ``S = σ(cos(p_i,p_j) − cos(p_i,p_k))``, computed stably from the logits.
+
+    Parameters
+    ----------
+    gram : Tensor, shape (K, K)
+        Prototype cosines ``P Pᵀ`` (unit rows).
+    near, far, target : Tensor
+        A batch of :meth:`RankingTriplets.batch`.
+
+    Returns
+    -------
+    Tensor
+        The scalar loss (differentiable in ``gram``).
+
+    Examples
+    --------
+    >>> import torch
+    >>> gram = torch.tensor([[1.0, 0.5, -0.5], [0.5, 1.0, 0.0], [-0.5, 0.0, 1.0]])
+    >>> loss = privileged_information_loss(gram, torch.tensor([1]), torch.tensor([2]), torch.tensor([1.0]))
+    >>> round(loss.item(), 6), round(float(np.log1p(np.exp(-1.0))), 6)  # −log σ(0.5 − (−0.5))
+    (0.313262, 0.313262)
+    """
+    import torch.nn.functional as F
+
+    flat = gram.reshape(-1)
+    logits = flat[near] - flat[far]
+    return F.binary_cross_entropy_with_logits(logits, target.to(logits.dtype))
+
+
+# --------------------------------------------------------------------------- the privileged optimiser
+
+#: Weight of L_PI in ``L_HP + weight · L_PI``; Mettes et al. (2019) sums the two losses.
+DEFAULT_SEMANTIC_WEIGHT = 1.0
+
+
+def privileged(
+    d: int,
+    k: int,
+    embeddings,
+    *,
+    semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT,
+    seed: int = 0,
+    steps: int | None = None,
+    device="auto",
+    time_limit: float | None = None,
+    progress=None,
+    triplets: str = "auto",
+    triplet_samples: int = DEFAULT_TRIPLET_SAMPLES,
+    neighbours: int = DEFAULT_NEIGHBOURS,
+):
+    """Prototypes that are separated *and* ordered like the class embeddings (Mettes et al. 2019, §2.1).
+
+    Minimises ``L_HP + semantic_weight · L_PI`` over K unit vectors in R^d:
+    ``L_HP = (1/K) Σ_i max_{j≠i} cos(p_i, p_j)`` (Eq. 5) pushes every
+    prototype away from its nearest neighbour, and ``L_PI`` (Eq. 6,
+    :func:`privileged_information_loss` on the triplets of
+    :class:`RankingTriplets`) asks each class's prototype similarities to be
+    ordered like its embedding similarities.  The weight trades separation for
+    semantics: 0 is Eq. 5 alone, larger values follow the embeddings more
+    closely at a higher max-cos.
+
+    The optimiser is Riemannian Adam on the sphere (gradients projected on the
+    tangent space, rows re-normalised after each step) from the same seeded
+    random start as :func:`spherecodes.solvers.tammes`, with its default step
+    sizes for (d, K) decayed geometrically by a factor of 100.
+
+    Parameters
+    ----------
+    d, k : int
+        Dimension (>= 1) and number of classes (>= 3).
+    embeddings : ClassEmbeddings or array_like, shape (K, m)
+        One vector per class; row c is class c (prototype row c).
+    semantic_weight : float
+        Weight of L_PI, >= 0.
+    seed : int
+        Seed of the start and of the triplet samples; a seed and settings give
+        bit-identical prototypes on the same CPU and software.
+    steps : int, optional
+        Optimisation steps (default: :func:`spherecodes.solvers.tammes_defaults`' steps for (d, K)).
+    device : {"auto", "cpu", "cuda", "cuda:N"}
+    time_limit : float, optional
+        Seconds; stops then and returns the current code.
+    progress : callable, optional
+        Receives :class:`spherecodes.solvers.Progress` updates.
+    triplets : {"auto", "all", "sampled", "neighbours"}
+        The triplet set of L_PI (see :class:`RankingTriplets`): every triplet
+        up to 200 classes, a fresh uniform sample every step beyond.
+    triplet_samples, neighbours : int
+        Triplets per step (``sampled``, ``neighbours``) and neighbours per class.
+
+    Returns
+    -------
+    spherecodes.solvers.SolverResult
+        ``method="privileged"``; ``history`` logs ``L_HP + w·L_PI`` and max-cos;
+        ``settings`` records the weight, the triplet strategy and its sample
+        sizes, and the embeddings' description.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> centres = rng.standard_normal((3, 8))
+    >>> emb = centres[np.arange(12) % 3] + 0.2 * rng.standard_normal((12, 8))
+    >>> res = privileged(4, 12, emb, seed=0, steps=300, device="cpu")
+    >>> res.method, res.prototypes.shape, res.settings["triplets"]
+    ('privileged', (12, 4), 'all')
+    >>> plain = privileged(4, 12, emb, semantic_weight=0, seed=0, steps=300, device="cpu")
+    >>> from spherecodes.semantic import semantic_agreement
+    >>> agreement = lambda r: semantic_agreement(r.prototypes, emb)["triplet_agreement"]
+    >>> agreement(res) > agreement(plain) + 0.1
+    True
+    """
+    import torch
+
+    begin = time.perf_counter()
+    d, k = check_int("d", d, 1), check_int("K", k, 2)
+    seed = check_seed(seed)
+    if time_limit is not None:
+        time_limit = check_positive("time_limit", time_limit)
+    if progress is not None and not callable(progress):
+        raise SpherecodesError(f"progress must be a callable or None, got {type(progress).__name__}")
+    vectors = vectors_of(embeddings)
+    if vectors.shape[0] != k:
+        raise SpherecodesError(f"got {vectors.shape[0]} class embeddings for K={k}; give one per class")
+    if isinstance(semantic_weight, bool) or not isinstance(semantic_weight, (int, float, np.integer, np.floating)) \
+            or not (np.isfinite(semantic_weight) and semantic_weight >= 0):
+        raise SpherecodesError(f"semantic weight must be a finite number >= 0, got {semantic_weight!r}")
+    dev = resolve_device(device)
+    defaults = tammes_defaults(d, k, dev)
+    steps = defaults["steps"] if steps is None else check_int("steps", steps, 1)
+    ranking = RankingTriplets(
+        vectors, triplets, samples=triplet_samples, neighbours=neighbours, seed=seed, device=dev
+    )
+    dtype = defaults["dtype"]
+    itemsize = 4 if dtype == "float32" else 8
+    per_step = ranking.settings()["triplets_per_step"]
+    require_memory(
+        itemsize * (4 * k * k + 8 * k * d) + 32.0 * per_step,
+        f"the privileged working set (K x K matrices and {per_step:,} triplets, {dtype})",
+        device=str(dev),
+    )
+    # A step costs a K x K x d Gram product and a few operations per triplet.
+    threads = default_threads(k * k * d + 4 * per_step, dev)
+    settings = {
+        "method": "privileged", "d": d, "k": k, "seed": seed, "steps": steps, "time_limit": time_limit,
+        "device": str(dev), "dtype": dtype, "threads": threads, "semantic_weight": float(semantic_weight),
+        "objective": "L_HP + semantic_weight * L_PI (Mettes et al. 2019, Eq. 5 + Eq. 6)",
+        "lr_start": defaults["lr_start"], "lr_end": defaults["lr_start"] / 100,
+        "beta1": defaults["beta1"], "beta2": defaults["beta2"], "eps": defaults["eps"],
+        "log_every": defaults["log_every"],
+        **ranking.settings(),
+        **(
+            embeddings.settings() if isinstance(embeddings, ClassEmbeddings)
+            else {"embedding_dim": int(vectors.shape[1])}
+        ),
+    }
+    eye2 = 2 * torch.eye(k, dtype=DTYPES[dtype], device=dev)
+
+    def objective(x, step):
+        gram = x @ x.T
+        separation = (gram - eye2).amax(dim=1).mean()
+        if semantic_weight == 0:
+            return separation
+        return separation + semantic_weight * privileged_information_loss(gram, *ranking.batch())
+
+    clock = Clock(time_limit, progress, 1, begin)
+    history: list = []
+    with torch_threads(threads):
+        code, done, timed_out = descend_on_sphere(
+            random_start(seed, 0, k, d), objective, steps=steps, lr_start=settings["lr_start"],
+            lr_end=settings["lr_end"], adam=settings, dtype=dtype, device=dev,
+            clock=clock, history=history, log_every=settings["log_every"],
+        )
+    return SolverResult(
+        prototypes=code,
+        method="privileged",
+        max_cos=max_cos(code),
+        history=np.array(history, dtype=np.float64).reshape(-1, 3),
+        restarts=1,
+        best_restart=0,
+        steps=done,
+        wall_time=clock.elapsed(),
+        device=str(dev),
+        stop_reason="time_limit" if timed_out else "steps",
+        settings=settings,
+    )

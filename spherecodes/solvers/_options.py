@@ -1,0 +1,367 @@
+"""The settings of the solvers: frozen dataclasses, resolved and checked once.
+
+Each solver's keyword options are merged with the defaults for (d, K) and
+checked by one ``resolve`` classmethod; the result is immutable and is
+recorded in :attr:`SolverResult.settings` with :func:`dataclasses.asdict`
+(the keys are the option names, as banks have always stored them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import torch
+
+from ..checks import check_fraction, check_int, check_options, check_positive, check_sizes
+from ..devices import default_threads, resolve_device
+from ..errors import SpherecodesError
+from ..memory import memory_limit
+from ..stats import validate_prototypes
+from ._core import check_dtype, estimated_angle
+from ._neighbours import NEIGHBOUR_MIN_K, neighbour_defaults
+
+__all__ = [
+    "MaxsepOptions", "SoftmaxOptions", "TammesOptions", "dense_bytes", "option_names", "tammes_defaults",
+]
+
+#: Work per step (K^2 d multiply-adds) at which the default budget stops
+#: growing: a start gets ``WORK_BUDGET / (K^2 d)`` steps, within the bounds below.
+WORK_BUDGET = 6.4e10
+MIN_STEPS, MAX_STEPS = 100, 2000
+
+#: K·d up to which a code is "small": polished by default, more softmax steps.
+SMALL_CODE = 20_000
+
+
+def option_names(options_class) -> tuple[str, ...]:
+    """The keyword options a solver accepts: the fields of its options class."""
+    return tuple(f.name for f in dataclasses.fields(options_class))
+
+
+def check_polish(cfg: dict) -> None:
+    """Validate, in place, the options of the LP polish that :func:`tammes` and :func:`softmax_code` share."""
+    for name in ("polish_radius", "polish_min_radius", "polish_work"):
+        cfg[name] = check_positive(name, cfg[name])
+    for name in ("polish_rounds", "polish_max_nonzeros"):
+        cfg[name] = check_int(name, cfg[name], 1)
+    if cfg["polish_time"] is not None:
+        cfg["polish_time"] = check_positive("polish_time", cfg["polish_time"])
+    cfg["polish_tol"] = float(cfg["polish_tol"])
+    cfg["polish"] = bool(cfg["polish"])
+
+
+@dataclass(frozen=True)
+class TammesOptions:
+    """Every setting of a :func:`spherecodes.solvers.tammes` run (see its ``**options``).
+
+    Build it with :meth:`resolve`, which fills in the defaults for (d, K)
+    (:func:`tammes_defaults`) and checks every value once.
+
+    Examples
+    --------
+    >>> opts = TammesOptions.resolve(3, 12, device="cpu")
+    >>> opts.restarts, opts.steps, opts.dtype, opts.polish
+    (64, 2000, 'float64', True)
+    """
+
+    dtype: str = "auto"
+    t_start: float | None = None
+    t_end: float | None = None
+    t_spread: float = 100.0
+    lr_start: float | None = None
+    lr_end: float | None = None
+    beta1: float = 0.9
+    beta2: float = 0.99
+    eps: float = 1e-12
+    batch_size: int | None = None
+    threads: int | None = None
+    log_every: int = 50
+    closed_form: bool = True
+    polish: bool | None = None
+    polish_top: int = 3
+    polish_rounds: int = 200
+    polish_radius: float = 1e-3
+    polish_min_radius: float = 1e-11
+    polish_tol: float = 1e-14
+    polish_time: float | None = None
+    polish_work: float | None = None
+    polish_max_nonzeros: int = 50_000
+    neighbours: int | None = None
+    refresh: int | None = None
+    max_memory: float | None = None
+    steps: int | None = None
+    restarts: int | None = None
+
+    @classmethod
+    def keywords(cls) -> tuple[str, ...]:
+        """The ``**options`` names :func:`tammes` accepts (``steps`` and ``restarts`` are arguments)."""
+        return option_names(cls)[:-2]
+
+    @classmethod
+    def resolve(cls, d: int, k: int, *, steps=None, restarts=None, device="auto", **options) -> TammesOptions:
+        """The checked settings of a run: defaults for (d, K) and the path, then the options given."""
+        d, k = check_sizes(d, k)
+        check_options("tammes", options, cls.keywords())
+        dev = resolve_device(device)
+        max_memory = options.get("max_memory")
+        if max_memory is not None:
+            max_memory = check_positive("max_memory", max_memory)
+        cfg = tammes_defaults(d, k, dev, neighbours=options.get("neighbours"), max_memory=max_memory)
+        # None, and dtype "auto", mean "the default for (d, K)"; neighbours and
+        # max_memory are already resolved in cfg.
+        explicit = {key: value for key, value in options.items()
+                    if value is not None and (key, value) != ("dtype", "auto") and key not in ("neighbours", "max_memory")}
+        cfg.update(explicit)
+        cfg["max_memory"] = max_memory
+        if steps is not None:
+            cfg["steps"] = check_int("steps", steps, 1)
+        if restarts is not None:
+            cfg["restarts"] = check_int("restarts", restarts, 1)
+            if "batch_size" not in explicit:
+                cfg["batch_size"] = max(1, min(cfg["restarts"], int(2**20 // k**2)))
+        if cfg["neighbours"]:
+            cfg["refresh"] = check_int("refresh", cfg["refresh"], 1)
+            cfg["batch_size"] = 1  # the neighbour-list path runs one start at a time
+        elif cfg["refresh"] is not None:
+            raise SpherecodesError("refresh applies to the neighbour-list path; give neighbours >= 1 as well")
+        cfg["dtype"] = check_dtype(cfg["dtype"], "float64")
+        for name in ("t_start", "t_end", "t_spread", "lr_start", "lr_end", "eps"):
+            cfg[name] = check_positive(name, cfg[name])
+        if cfg["t_spread"] < 1:
+            raise SpherecodesError(f"t_spread must be >= 1, got {cfg['t_spread']}")
+        for name in ("beta1", "beta2"):
+            cfg[name] = check_fraction(name, cfg[name])
+        for name, minimum in (("batch_size", 1), ("log_every", 1), ("polish_top", 1)):
+            cfg[name] = check_int(name, cfg[name], minimum)
+        if "polish_work" not in explicit:
+            cfg["polish_work"] = default_polish_work(cfg["restarts"], cfg["steps"], k, d)
+        check_polish(cfg)
+        cfg["closed_form"] = bool(cfg["closed_form"])
+        if cfg["threads"] is None:
+            cfg["threads"] = default_threads(cfg["batch_size"] * k * k * d, dev)
+        else:
+            cfg["threads"] = check_int("threads", cfg["threads"], 1)
+        return cls(**cfg)
+
+    def adam(self) -> dict:
+        """Adam's constants, as :func:`spherecodes.solvers.descend_on_sphere` takes them."""
+        return {"beta1": self.beta1, "beta2": self.beta2, "eps": self.eps}
+
+
+@dataclass(frozen=True)
+class SoftmaxOptions:
+    """Every setting of a :func:`spherecodes.solvers.softmax_code` run but its start (see its ``**options``).
+
+    Examples
+    --------
+    >>> opts, start = SoftmaxOptions.resolve(3, 12, start="random")
+    >>> opts.steps, opts.polish, start
+    (300, True, 'random')
+    """
+
+    lr: float | None = None
+    t_start: float = 20.0
+    t_end: float = 2e5
+    log_every: int = 10
+    threads: int | None = None
+    closed_form: bool = True
+    polish: bool | None = None
+    polish_rounds: int = 200
+    polish_radius: float = 1e-3
+    polish_min_radius: float = 1e-11
+    polish_tol: float = 1e-14
+    polish_time: float | None = None
+    polish_work: float = 2e8
+    polish_max_nonzeros: int = 200_000
+    steps: int | None = None
+
+    @classmethod
+    def keywords(cls) -> tuple[str, ...]:
+        """The ``**options`` names :func:`softmax_code` accepts."""
+        return ("start", *option_names(cls)[:-1])
+
+    @classmethod
+    def resolve(cls, d: int, k: int, *, steps=None, **options) -> tuple[SoftmaxOptions, object]:
+        """The checked settings and the start (``"tammes"``, ``"random"`` or a (K, d) float64 array)."""
+        d, k = check_sizes(d, k)
+        check_options("softmax", options, cls.keywords())
+        given = {key: value for key, value in options.items() if value is not None}
+        start = given.pop("start", "tammes")
+        cfg = dataclasses.asdict(cls())
+        cfg.update(given)
+        small = k * d <= SMALL_CODE
+        cfg["steps"] = (300 if small else 50) if steps is None else check_int("steps", steps, 1)
+        if cfg["polish"] is None:
+            cfg["polish"] = small
+        for name in ("t_start", "t_end"):
+            cfg[name] = check_positive(name, cfg[name])
+        cfg["log_every"] = check_int("log_every", cfg["log_every"], 1)
+        if cfg["threads"] is not None:
+            cfg["threads"] = check_int("threads", cfg["threads"], 1)
+        check_polish(cfg)
+        if isinstance(start, str):
+            if start not in ("tammes", "random"):
+                raise SpherecodesError(f"start must be 'tammes', 'random' or a (K, d) array, got {start!r}")
+        else:
+            start = validate_prototypes(start)
+            if start.shape != (k, d):
+                raise SpherecodesError(f"the start has shape {start.shape}; expected (K, d) = ({k}, {d})")
+        if cfg["lr"] is None:
+            cfg["lr"] = estimated_angle(d, k) / (100 if isinstance(start, str) and start == "tammes" else 10)
+        cfg["lr"] = check_positive("lr", cfg["lr"])
+        return cls(**cfg), start
+
+
+@dataclass(frozen=True)
+class MaxsepOptions:
+    """Every setting of a :func:`spherecodes.solvers.maxsep` run (see its ``**options``).
+
+    Examples
+    --------
+    >>> import torch
+    >>> opts = MaxsepOptions.resolve(16, 40, device=torch.device("cpu"))
+    >>> opts.steps, opts.lr, opts.dtype, opts.batch_size
+    (1000, 0.1, 'float32', 1)
+    """
+
+    steps: int = 1000
+    lr: float = 0.1
+    restarts: int = 1
+    momentum: float = 0.0
+    dtype: str = "auto"
+    batch_size: int | None = None
+    threads: int | None = None
+    log_every: int = 50
+
+    @classmethod
+    def keywords(cls) -> tuple[str, ...]:
+        """The ``**options`` names :func:`maxsep` accepts (``steps``, ``lr``, ``restarts`` are arguments)."""
+        return option_names(cls)[3:]
+
+    @classmethod
+    def resolve(cls, d: int, k: int, *, steps=1000, lr=0.1, restarts=1, device, **options) -> MaxsepOptions:
+        """The checked settings of a run on ``device`` (a torch.device)."""
+        d, k = check_sizes(d, k)
+        check_options("maxsep", options, cls.keywords())
+        steps = 1000 if steps is None else check_int("steps", steps, 1)
+        restarts = 1 if restarts is None else check_int("restarts", restarts, 1)
+        lr = check_positive("lr", lr)
+        cfg = {name: value for name, value in dataclasses.asdict(cls()).items() if name in cls.keywords()}
+        cfg.update({key: value for key, value in options.items() if value is not None})
+        cfg["momentum"] = check_fraction("momentum", cfg["momentum"])
+        # float32 is torch's default and what the published code ran in.
+        cfg["dtype"] = check_dtype(cfg["dtype"], "float32")
+        if cfg["batch_size"] is None:
+            cfg["batch_size"] = max(1, min(restarts, int(2**20 // k**2)))
+        cfg["batch_size"] = check_int("batch_size", cfg["batch_size"], 1)
+        cfg["log_every"] = check_int("log_every", cfg["log_every"], 1)
+        if cfg["threads"] is None:
+            cfg["threads"] = default_threads(cfg["batch_size"] * k * k * d, device)
+        else:
+            cfg["threads"] = check_int("threads", cfg["threads"], 1)
+        return cls(steps=steps, lr=lr, restarts=restarts, **cfg)
+
+
+def tammes_defaults(
+    d: int, k: int, device: str | torch.device = "cpu", *, neighbours: int | None = None,
+    max_memory: float | None = None,
+) -> dict:
+    """The settings :func:`tammes` uses for (d, K) when none are given.
+
+    Parameters
+    ----------
+    d, k : int
+        Dimension and number of prototypes.
+    device : str or torch.device
+        Where the solver will run (it changes the default precision).
+    neighbours : int, optional
+        0: the dense path (all pairs).  m >= 1: neighbour lists of m
+        prototypes (the large-K path).  None: neighbour lists
+        (m from :func:`spherecodes.solvers._neighbours.neighbour_defaults`) when K
+        exceeds :data:`spherecodes.solvers._neighbours.NEIGHBOUR_MIN_K` or the dense
+        working set of one start does not fit the memory limit, else dense.
+    max_memory : float, optional
+        Bytes the solver may use on ``device``; default a safe fraction of
+        what is available.
+
+    Returns
+    -------
+    dict
+        ``steps``, ``restarts`` and every option of :func:`tammes`;
+        ``neighbours`` is 0 for the dense path.
+
+    Examples
+    --------
+    >>> cfg = tammes_defaults(3, 12)
+    >>> cfg["restarts"], cfg["steps"], cfg["dtype"], cfg["polish"]
+    (64, 2000, 'float64', True)
+    >>> cfg = tammes_defaults(64, 1000)
+    >>> cfg["restarts"], cfg["steps"], cfg["dtype"], cfg["polish"]
+    (1, 1000, 'float32', False)
+    >>> cfg = tammes_defaults(64, 100_000)
+    >>> cfg["neighbours"], cfg["refresh"], cfg["steps"], cfg["dtype"]
+    (64, 50, 1000, 'float32')
+    """
+    d, k = check_sizes(d, k)
+    device = torch.device(device)
+    m = resolve_neighbours(d, k, device, neighbours, max_memory)
+    work = float(k) ** 2 * d
+    angle = estimated_angle(d, k)
+    # Sharpness is measured against the gap between neighbouring cosines, which
+    # is ~ (1 - cos angle); the starting value also scales with the spread
+    # 1/sqrt(d) of random cosines, so that the first steps see the whole code.
+    gap = 1 - math.cos(angle)
+    lr_start = min(0.15 / math.sqrt(d), angle / 10)
+    if work <= 2e4:
+        restarts = 64
+    elif work <= 2e5:
+        restarts = 16
+    elif work <= 2e6:
+        restarts = 4
+    else:
+        restarts = 1
+    cfg = {name: value for name, value in dataclasses.asdict(TammesOptions()).items()
+           if name not in ("steps", "restarts")}
+    cfg.update(
+        steps=int(min(max(WORK_BUDGET / work, MIN_STEPS), MAX_STEPS)),
+        restarts=restarts,
+        dtype="float32" if device.type == "cuda" or work > 2e6 else "float64",
+        t_start=1.25 * math.sqrt(d) / gap,
+        t_end=2500.0 / gap,
+        lr_start=lr_start,
+        lr_end=lr_start / 100,
+        batch_size=max(1, min(restarts, int(2**20 // k**2))),
+        # The polish solves LPs with up to K*d variables: worth it, and
+        # affordable, for small codes only.
+        polish=k * d <= SMALL_CODE,
+        neighbours=m,
+    )
+    if m:
+        large = neighbour_defaults(d, k)
+        # One start at a time; the work per step is ~K·m·d, not K²·d.
+        cfg.update(steps=large["steps"], refresh=large["refresh"], restarts=1, batch_size=1,
+                   dtype="float32" if device.type == "cuda" or k * m * d > 2e6 else "float64")
+    cfg["polish_work"] = default_polish_work(cfg["restarts"], cfg["steps"], k, d)
+    return cfg
+
+
+def dense_bytes(k: int, d: int, batch: int, itemsize: int) -> float:
+    """Peak working memory of the dense annealing: two K×K matrices and the vectors, per start."""
+    return itemsize * batch * (2.0 * k * k + 8.0 * k * d)
+
+
+def resolve_neighbours(d: int, k: int, device: torch.device, neighbours, max_memory) -> int:
+    """m for the neighbour-list path, or 0 for the dense one (see :func:`tammes_defaults`)."""
+    if neighbours is not None:
+        return min(check_int("neighbours", neighbours, 0), k - 1)
+    itemsize = 4 if device.type == "cuda" or float(k) ** 2 * d > 2e6 else 8
+    if k > NEIGHBOUR_MIN_K or dense_bytes(k, d, 1, itemsize) > memory_limit(str(device), max_memory):
+        return neighbour_defaults(d, k)["neighbours"]
+    return 0
+
+
+def default_polish_work(restarts: int, steps: int, k: int, d: int) -> float:
+    """Simplex work (see :class:`spherecodes.solvers._core.PolishBudget`) that takes about as long as the annealing."""
+    return max(2e8, 0.15 * restarts * steps * float(k) ** 2 * d)

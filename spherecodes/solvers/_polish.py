@@ -1,0 +1,180 @@
+"""The polish: sequential linear programming on the near-active functions of a minimax problem.
+
+The annealing of :func:`spherecodes.solvers.tammes` and the ascent of
+:func:`spherecodes.solvers.softmax_code` end near an optimum whose largest
+functions (pairwise cosines, or minus the one-vs-rest distances) are almost
+equal; a first-order model of those functions, solved as an LP by SciPy's
+HiGHS in float64, converges to round-off where gradient steps would crawl.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse
+from scipy.optimize import linprog
+
+from ..sphere import normalise_rows, pairs_above
+from ..stats import max_cos
+from ._core import Clock, PolishBudget
+
+__all__ = ["Linearisation", "PairCosines", "polish"]
+
+
+@dataclass
+class Linearisation:
+    """First-order model of the near-active functions f_c of a minimax problem.
+
+    Function c has value ``values[c]``; its gradient is sparse over the
+    prototypes: block b says that moving prototype ``rows[b]`` by delta changes
+    ``f_{funcs[b]}`` by ``<grads[b], delta>`` to first order.  Rows K, K+1, ...
+    are the unit vectors ``aux`` that the functions also depend on: they move
+    in the linear programme (on their own tangent spaces) but are not part of
+    the code.
+    """
+
+    values: np.ndarray  # (n,)
+    funcs: np.ndarray  # (nnz,)
+    rows: np.ndarray  # (nnz,)
+    grads: np.ndarray  # (nnz, d)
+    aux: np.ndarray | None = None  # (n_aux, d)
+
+
+class PairCosines:
+    """Tammes as a minimax problem: the functions are the pairwise cosines."""
+
+    def value(self, w: np.ndarray) -> float:
+        return max_cos(w)
+
+    def log_values(self, w: np.ndarray, value: float) -> tuple[float, float]:
+        """(objective, max-cos) for the history."""
+        return value, value
+
+    def progress_rho(self, logged: tuple[float, float]) -> None:
+        return None
+
+    def active(self, w: np.ndarray, threshold: float) -> Linearisation:
+        rows, cols, cosines = pairs_above(w, threshold)
+        pairs = np.arange(len(rows))
+        # d<w_i, w_j> = <w_j, delta_i> + <w_i, delta_j>
+        return Linearisation(
+            cosines, np.concatenate([pairs, pairs]), np.concatenate([rows, cols]),
+            np.concatenate([w[cols], w[rows]]),
+        )
+
+
+def polish(
+    w: np.ndarray, model, cfg, clock: Clock, budget: PolishBudget, history: list, step_offset: int
+) -> tuple[np.ndarray, int, bool]:
+    """Sequential linear programming on the near-active functions, in float64.
+
+    Minimises ``model.value(w) = max_c f_c(w)`` (Tammes: the pairwise cosines;
+    Softmax Code: minus the one-vs-rest distances).  Each round solves, for
+    tangent moves ``delta_i = r u_i`` (``<w_i, u_i> = 0``, ``|u_i|_inf <= 1``,
+    trust radius r), the linear programme
+
+        minimise s  subject to  f_c + sum_i <grad_i f_c, delta_i> <= s
+
+    over the functions within reach of the maximum (a move changes each of
+    them by at most ~2 r sqrt(d): their gradients have rows of total norm <= 2),
+    then re-normalises the rows.  A round that lowers the true maximum is kept
+    and r grows; otherwise r shrinks.  The LP is the exact first-order model of
+    the max, so near a jammed optimum the rounds converge to round-off.  It is
+    posed in units of r, relative to the current maximum, so that HiGHS's
+    tolerances act on O(1) numbers and do not limit the precision.
+
+    The LPs of very symmetric codes are highly degenerate and slow (E8's has
+    6720 pairs at the maximum: minutes per LP), so a round whose LP would have
+    more than ``polish_max_nonzeros`` non-zeros ends the polish, and so does
+    the end of the ``budget`` (shared by the codes polished in one run).
+
+    ``cfg`` is a :class:`spherecodes.solvers.TammesOptions` or
+    :class:`spherecodes.solvers.SoftmaxOptions` (its ``polish_*`` fields).
+
+    Returns the polished code, the number of rounds, and whether it converged
+    (the LP predicts no improvement above ``polish_tol``, or r fell below
+    ``polish_min_radius``).
+    """
+    k, d = w.shape
+    w = normalise_rows(w)
+    current = model.value(w)
+    radius = cfg.polish_radius
+    max_radius = 100 * cfg.polish_radius
+    coords = np.arange(d)
+    for rounds in range(1, cfg.polish_rounds + 1):
+        if clock.expired() or budget.out_of_time():
+            return w, rounds - 1, False
+        reach = 4 * radius * math.sqrt(d) + 2 * radius**2 * d
+        lin = model.active(w, current - reach)
+        n_func = len(lin.values)
+        nonzeros = len(lin.rows) * d + n_func
+        if nonzeros > cfg.polish_max_nonzeros or budget.work_left <= 0:
+            return w, rounds - 1, False
+        moving, slot_of = np.unique(lin.rows, return_inverse=True)
+        n_var = len(moving) * d + 1
+        base = w if lin.aux is None else np.vstack([w, lin.aux])
+
+        # Function row: sum_i <grad_i f_c, u_i> - sigma <= (current - f_c) / r,
+        # where sigma = (s - current) / r is the last variable.
+        a_ub = scipy.sparse.csr_matrix(
+            (
+                np.concatenate([lin.grads.ravel(), -np.ones(n_func)]),
+                (
+                    np.concatenate([np.repeat(lin.funcs, d), np.arange(n_func)]),
+                    np.concatenate([(slot_of[:, None] * d + coords).ravel(), np.full(n_func, n_var - 1)]),
+                ),
+            ),
+            shape=(n_func, n_var),
+        )
+        a_eq = scipy.sparse.csr_matrix(
+            (base[moving].ravel(), (np.repeat(np.arange(len(moving)), d), np.arange(len(moving) * d))),
+            shape=(len(moving), n_var),
+        )
+        bounds = np.empty((n_var, 2))
+        bounds[:-1] = (-1.0, 1.0)
+        bounds[-1] = (-np.inf, np.inf)
+        objective = np.zeros(n_var)
+        objective[-1] = 1.0
+        lp_options = {
+            "primal_feasibility_tolerance": 1e-10,
+            "dual_feasibility_tolerance": 1e-10,
+            "time_limit": max(min(clock.remaining(), budget.seconds_left()), 1e-3),
+            # One LP may not overrun the work budget either (a degenerate one
+            # can need thousands of iterations).
+            "maxiter": max(1, int(budget.work_left // nonzeros)),
+        }
+        lp = linprog(
+            objective, A_ub=a_ub, b_ub=(current - lin.values) / radius, A_eq=a_eq,
+            b_eq=np.zeros(len(moving)), bounds=bounds, method="highs", options=lp_options,
+        )
+        budget.work_left -= nonzeros * max(int(lp.nit), 1)
+        if lp.status != 0:
+            if clock.expired() or budget.out_of_time():
+                return w, rounds - 1, False  # the LP was cut short: the round did not happen
+            radius /= 4
+        else:
+            predicted_gain = -radius * lp.x[-1]
+            if predicted_gain <= cfg.polish_tol:
+                history.append((step_offset + rounds, *model.log_values(w, current)))
+                return w, rounds, True
+            trial = w.copy()
+            in_code = moving < k
+            trial[moving[in_code]] += radius * lp.x[:-1].reshape(-1, d)[in_code]
+            trial = normalise_rows(trial)
+            value = model.value(trial)
+            if value < current:
+                gain = current - value
+                w, current = trial, value
+            else:
+                gain = 0.0
+            # Grow r while the linear model predicts the gain well; shrink it
+            # when the curvature it ignores eats the gain.
+            radius = min(2 * radius, max_radius) if gain > 0.5 * predicted_gain else radius / 4
+        logged = model.log_values(w, current)
+        history.append((step_offset + rounds, *logged))
+        clock.report(clock.restarts, rounds, cfg.polish_rounds, logged[1], model.progress_rho(logged))
+        if radius < cfg.polish_min_radius:
+            return w, rounds, True
+    return w, rounds, False

@@ -1,0 +1,396 @@
+"""The Tammes problem: minimise the largest cosine between K unit vectors in R^d.
+
+:func:`tammes` anneals a log-sum-exp smoothing of max-cos (Mettes, van der
+Pol & Snoek 2019, Eq. 4) with Riemannian Adam from batched random starts, over
+all pairs (here) or over neighbour lists for large K
+(:mod:`spherecodes.solvers._neighbours`), then polishes the best few codes by
+sequential linear programming (:mod:`spherecodes.solvers._polish`).
+``docs/optimisers.md`` describes the algorithm, its defaults and measurements.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Callable
+
+import numpy as np
+import torch
+
+from ..checks import check_sizes
+from ..devices import resolve_device, timed_call, torch_threads
+from ..memory import Estimate, memory_limit, require_memory
+from ..sphere import normalise_rows, random_start
+from ..stats import max_cos
+from ._core import (
+    DTYPES, EXP_FLOOR, Batch, Clock, PolishBudget, Progress, SolverResult, check_common, closed_form_optimum,
+    closed_form_result, riemannian_adam_step, run_steps,
+)
+from ._neighbours import anneal_neighbours, neighbour_plan, neighbour_seconds
+from ._options import TammesOptions, dense_bytes
+from ._polish import PairCosines, polish
+
+__all__ = ["tammes", "tammes_estimate", "tammes_memory"]
+
+
+def tammes(
+    d: int,
+    k: int,
+    *,
+    seed: int = 0,
+    steps: int | None = None,
+    restarts: int | None = None,
+    time_limit: float | None = None,
+    device: str | torch.device = "auto",
+    progress: Callable[[Progress], None] | None = None,
+    **options,
+) -> SolverResult:
+    """Minimise the largest cosine between K unit vectors in R^d (Tammes problem).
+
+    Anneals a log-sum-exp smoothing of max-cos over all pairs with Riemannian
+    Adam from several random starts (batched on small problems), then polishes
+    the best few by sequential linear programming on the near-active pairs
+    until max-cos stops improving.  Where a provably optimal closed form exists
+    (K <= 2d, d <= 2) it is returned directly unless ``closed_form=False``.
+    For large K (above 10,000, or where the K×K matrices do not fit) the
+    pairs are each prototype's nearest ones, kept in neighbour lists
+    (:mod:`spherecodes.solvers._neighbours`), so memory is O(K·(d + m)).  Ctrl-C
+    returns the best code so far (``stop_reason="interrupted"``).
+
+    Parameters
+    ----------
+    d : int
+        Dimension, >= 1.
+    k : int
+        Number of prototypes, >= 2.
+    seed : int
+        Seed of the random starts; the same seed and settings give bit-identical
+        prototypes on the same device and software.
+    steps : int, optional
+        Annealing steps per start (default: 2000, fewer for large K^2 d so that
+        a start costs about 6.4e10 multiply-adds, at least 100).
+    restarts : int, optional
+        Random starts (default: 64, 16, 4 or 1 as K^2 d grows past 2e4, 2e5, 2e6).
+    time_limit : float, optional
+        Seconds; the solver stops cleanly and returns the best code so far.
+    device : {"auto", "cpu", "cuda", "cuda:N"}
+        Where the annealing runs (the polish always runs on the CPU).
+    progress : callable, optional
+        Called with a :class:`Progress` every ``log_every`` steps and polish rounds.
+    **options
+        Advanced settings, defaults from :func:`tammes_defaults`:
+        ``dtype`` ("auto", "float32", "float64"); ``t_start``, ``t_end``
+        (sharpness of the smoothed max at the first and last step);
+        ``t_spread`` (start i > 0 begins at ``t_start * t_spread**u_i``, u_i
+        uniform in [0, 1), for diverse basins); ``lr_start``, ``lr_end``
+        (Adam step size, geometric decay); ``beta1``, ``beta2``, ``eps``
+        (Adam's constants; eps is large enough that a second moment which
+        underflows in float32 cannot turn a negligible gradient into a full step);
+        ``batch_size`` (starts optimised together); ``threads`` (torch CPU
+        threads during the run, restored afterwards; default 1 for small
+        problems, else unchanged); ``log_every``;
+        ``closed_form`` (return a provably optimal closed form when one
+        exists); ``polish`` (run the LP polish; default when K*d <= 20,000);
+        ``polish_top`` (how many of the best starts to polish);
+        ``polish_work`` (simplex work of the whole polish, in LP non-zeros
+        times simplex iterations; default 0.15 x the annealing's K^2 d
+        multiply-adds, at least 2e8, which takes about as long as the
+        annealing on a CPU; unlike seconds it does not depend on the machine's
+        load, so runs are reproducible); ``polish_time`` (an optional wall-clock cap on the
+        polish, in seconds); ``polish_max_nonzeros`` (skip LPs larger than this); ``polish_rounds``, ``polish_radius``,
+        ``polish_min_radius``, ``polish_tol``; ``neighbours`` (0: all
+        pairs; m: neighbour lists of m prototypes; default chosen from K
+        and the memory); ``refresh`` (steps between refreshes of the lists);
+        ``max_memory`` (bytes the run may use on the device; default 80% of
+        what is free).  :func:`tammes_estimate` gives the memory and time a
+        call will take before making it.
+
+    Returns
+    -------
+    SolverResult
+
+    Raises
+    ------
+    SpherecodesError
+        For invalid input, or working arrays that do not fit in memory (the
+        message says what was needed, what is allowed and what to change).
+
+    Examples
+    --------
+    >>> res = tammes(3, 12, seed=0, device="cpu")
+    >>> round(res.max_cos, 10), round(1 / 5 ** 0.5, 10)  # the icosahedron
+    (0.4472135955, 0.4472135955)
+    >>> res.stop_reason
+    'converged'
+    """
+    begin = time.perf_counter()
+    d, k, seed, time_limit = check_common(d, k, seed, time_limit, progress)
+    dev = resolve_device(device)
+    cfg = TammesOptions.resolve(d, k, steps=steps, restarts=restarts, device=dev, **options)
+    settings = {"method": "tammes", "d": d, "k": k, "seed": seed, "time_limit": time_limit,
+                "device": str(dev), **dataclasses.asdict(cfg)}
+
+    closed = closed_form_result("tammes", d, k, cfg.closed_form, dev, begin, settings)
+    if closed is not None:
+        return closed
+
+    plan = tammes_memory(d, k, cfg, dev)
+    clock = Clock(time_limit, progress, cfg.restarts, begin)
+    with torch_threads(cfg.threads):
+        settings["threads"] = torch.get_num_threads()
+        result = _run_tammes(d, k, seed, cfg, dev, clock, plan)
+    result.settings = settings
+    return result
+
+
+def tammes_memory(d: int, k: int, cfg: TammesOptions, device: torch.device):
+    """Check that the annealing of :func:`tammes` with settings ``cfg`` fits; return its plan.
+
+    The dense path needs two K×K matrices per start in the batch; the
+    neighbour-list path the :class:`spherecodes.solvers._neighbours.NeighbourPlan`
+    that is returned (None for the dense path).  Both also need the code
+    in float64 on the host (three copies while it is re-measured).
+
+    Raises
+    ------
+    SpherecodesError
+        When the estimate exceeds ``cfg.max_memory`` (default: a safe
+        fraction of what is available), with what to change.
+    """
+    itemsize = 4 if cfg.dtype == "float32" else 8
+    limit = cfg.max_memory
+    host = 3 * 8.0 * k * d
+    if not cfg.neighbours:
+        require_memory(
+            dense_bytes(k, d, cfg.batch_size, itemsize) + (host if device.type == "cpu" else 0.0),
+            f"the annealing working set ({cfg.batch_size} x {k} x {k} pairwise matrices, {cfg.dtype})",
+            str(device), limit=limit, hint="use neighbour lists (neighbours=m, --neighbours M) or choose a smaller size",
+        )
+        plan = None
+    else:
+        plan = neighbour_plan(d, k, cfg.neighbours, itemsize, device=device,
+                              limit=memory_limit(str(device), limit))
+        require_memory(
+            plan.nbytes + (host if device.type == "cpu" else 0.0),
+            f"the neighbour-list working set (K={k}, d={d}, m={cfg.neighbours}, {cfg.dtype})",
+            str(device), limit=limit, hint="lower neighbours (--neighbours) or choose a smaller size",
+        )
+    if device.type == "cuda":
+        require_memory(host, f"the code in float64 on the host (K={k}, d={d})", "cpu")
+    return plan
+
+
+def tammes_estimate(
+    d: int, k: int, *, steps: int | None = None, restarts: int | None = None,
+    device: str | torch.device = "auto", **options,
+) -> Estimate:
+    """Memory and time that :func:`tammes` with these arguments is expected to take.
+
+    The settings are resolved exactly as :func:`tammes` resolves them; the
+    memory is the estimate that :func:`tammes` checks (so the same refusal
+    happens here, before any work), and the time comes from timing a small
+    sample of the work on the device (see
+    :func:`spherecodes.solvers._neighbours.neighbour_seconds`; for the dense path, one
+    step on up to 1024 prototypes, scaled by K²).  The polish, when it runs,
+    adds at most about as long as the annealing.
+
+    Returns
+    -------
+    spherecodes.memory.Estimate
+
+    Raises
+    ------
+    SpherecodesError
+        For invalid settings, or a working set that does not fit.
+
+    Examples
+    --------
+    >>> est = tammes_estimate(64, 100_000, device="cpu", max_memory=4 * 2**30)
+    >>> est.what
+    'tammes with neighbour lists (m = 64, refresh every 50 steps), 1 x 1000 steps, float32'
+    >>> est.nbytes < est.limit
+    True
+    """
+    d, k = check_sizes(d, k)
+    dev = resolve_device(device)
+    cfg = TammesOptions.resolve(d, k, steps=steps, restarts=restarts, device=dev, **options)
+    limit = memory_limit(str(dev), cfg.max_memory)
+    if cfg.closed_form and closed_form_optimum(d, k) is not None:
+        return Estimate("tammes: a provably optimal closed form", "cpu", 8.0 * k * d, limit, 0.0)
+    plan = tammes_memory(d, k, cfg, dev)
+    runs = f"{cfg.restarts} x {cfg.steps} steps, {cfg.dtype}"
+    with torch_threads(cfg.threads):
+        if plan is not None:
+            what = f"tammes with neighbour lists (m = {plan.m}, refresh every {cfg.refresh} steps), {runs}"
+            return Estimate(what, str(dev), plan.nbytes, limit, cfg.restarts * neighbour_seconds(cfg, plan, dev))
+        n = min(k, 1024)
+        x = torch.nn.functional.normalize(torch.randn(1, n, d, dtype=DTYPES[cfg.dtype]), dim=2).to(dev)
+        step = timed_call(lambda: torch.bmm(torch.bmm(x, x.transpose(1, 2)).exp_(), x), dev) * (k / n) ** 2
+    itemsize = 4 if cfg.dtype == "float32" else 8
+    what = f"tammes, all pairs, {runs}" + (", then the polish" if cfg.polish else "")
+    return Estimate(what, str(dev), dense_bytes(k, d, cfg.batch_size, itemsize), limit,
+                    cfg.restarts * cfg.steps * step)
+
+
+def _anneal_batch(
+    starts: np.ndarray,
+    t_start: np.ndarray,
+    cfg: TammesOptions,
+    device: torch.device,
+    first_restart: int,
+    clock: Clock,
+    history: list,
+    step_offset: int,
+) -> Batch:
+    """Minimise the smoothed maximum ``(1/t) log sum_{i<j} exp(t <p_i, p_j>)``.
+
+    The sharpness t grows geometrically from ``t_start`` (one per start, so that
+    the starts also differ in how long they behave like a smooth energy) to
+    ``t_end`` while the Adam step size decays geometrically.  Small t makes the
+    surrogate a Gaussian energy, whose minimisers are spread out globally; large
+    t makes it the maximum itself.  Adam's moments live in the tangent space:
+    the gradient is projected onto it and the iterate is retracted to the sphere
+    by re-normalising each row.
+    """
+    dtype = DTYPES[cfg.dtype]
+    steps = cfg.steps
+    batch, k, _ = starts.shape
+    x = torch.tensor(starts, dtype=dtype, device=device)  # a copy: the steps update it in place
+    t0 = torch.as_tensor(t_start, dtype=dtype, device=device).view(batch, 1, 1)
+    growth = torch.log(cfg.t_end / t0)
+    lr_ratio = cfg.lr_end / cfg.lr_start
+    moment1 = torch.zeros_like(x)
+    moment2 = torch.zeros_like(x)
+    best = {"x": x.clone(), "val": torch.full((batch,), math.inf, dtype=dtype, device=device)}
+    diagonal = torch.arange(k, device=device)
+    last = {}
+
+    def step(i: int, frac: float) -> None:
+        t = t0 * torch.exp(growth * frac)
+        lr = cfg.lr_start * lr_ratio**frac
+        gram = torch.bmm(x, x.transpose(1, 2))
+        gram[:, diagonal, diagonal] = -math.inf
+        current = gram.amax(dim=(1, 2))
+        # Keep each start's best iterate without a host sync (GPU-friendly).
+        improved = current < best["val"]
+        best["val"] = torch.where(improved, current, best["val"])
+        best["x"] = torch.where(improved.view(batch, 1, 1), x, best["x"])
+        # Softmax weights over pairs, shifted by the maximum so exp cannot overflow.
+        weights = gram.sub_(current.view(batch, 1, 1)).mul_(t).clamp_(min=EXP_FLOOR).exp_()
+        total = weights.sum(dim=(1, 2), keepdim=True)
+        grad = torch.bmm(weights, x).div_(total)
+        riemannian_adam_step(x, grad, moment1, moment2, i, lr, cfg.beta1, cfg.beta2, cfg.eps)
+        last.update(current=current, total=total, t=t)
+
+    def log(done: int) -> None:
+        # log(total / 2) because the weight matrix counts every pair twice.
+        smooth = last["current"] + torch.log(last["total"].view(batch) / 2) / last["t"].view(batch)
+        i = int(torch.argmin(best["val"]))
+        history.append((step_offset + done * batch, float(smooth[i]), float(best["val"][i])))
+        clock.report(first_restart, done, steps, float(best["val"][i]))
+
+    end = run_steps(steps, clock, step, log, log_every=cfg.log_every, catch_interrupt=True)
+    if end.interrupted:
+        # Ctrl-C: keep the best iterates so far (the last update is not measured).
+        return Batch(best["x"].double().cpu().numpy(), end.done, end.timed_out, interrupted=True)
+
+    # The last update has not been measured yet; measure it in the working precision.
+    gram = torch.bmm(x, x.transpose(1, 2))
+    gram[:, diagonal, diagonal] = -math.inf
+    improved = gram.amax(dim=(1, 2)) < best["val"]
+    best_x = torch.where(improved.view(batch, 1, 1), x, best["x"])
+    return Batch(best_x.double().cpu().numpy(), end.done, end.timed_out)
+
+
+# --------------------------------------------------------------------------- tammes: polish
+
+
+def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device, clock: Clock, plan=None) -> SolverResult:
+    """Anneal every start (on neighbour lists when ``plan`` is given), polish the best few, return the best code."""
+    history: list[tuple[float, float, float]] = []
+    spread = np.array([cfg.t_spread ** np.random.default_rng([seed, r, 1]).random() if r else 1.0
+                       for r in range(cfg.restarts)])
+    codes = []
+    total_steps = refreshes = 0
+    stop_reason = "steps"
+    for first in range(0, cfg.restarts, cfg.batch_size):
+        # The first batch always runs, so that a result exists however short the limit.
+        if first and clock.expired():
+            stop_reason = "time_limit"
+            break
+        members = list(range(first, min(first + cfg.batch_size, cfg.restarts)))
+        starts = np.stack([random_start(seed, r, k, d) for r in members])
+        t_start = np.minimum(cfg.t_start * spread[members], cfg.t_end)
+        if plan is None:
+            batch = _anneal_batch(starts, t_start, cfg, dev, first, clock, history, total_steps)
+        else:
+            batch = anneal_neighbours(starts[0], float(t_start[0]), cfg, plan, dev, first, clock, history, total_steps)
+            refreshes += batch.refreshes
+        total_steps += batch.steps * len(members)
+        codes.extend(normalise_rows(code) for code in batch.codes)
+        if batch.interrupted:
+            stop_reason = "interrupted"
+            break
+        if batch.timed_out:
+            stop_reason = "time_limit"
+            break
+
+    # Re-measure in float64: the annealing may have run in float32.  Large
+    # codes are measured in tiles of the upper triangle on the device.
+    values = np.array([max_cos(code) if plan is None else max_cos(code, device=dev, max_memory=cfg.max_memory)
+                       for code in codes])
+    order = np.argsort(values, kind="stable")
+    best = int(order[0])
+    best_code, best_value = codes[best], float(values[best])
+    # S^0 has no tangent directions to move along, so there is nothing to polish.
+    if cfg.polish and d > 1 and stop_reason not in ("time_limit", "interrupted"):
+        # Starts whose annealed values agree closely are usually the same
+        # configuration; polishing one of each spends the polish on distinct ones.
+        chosen: list[int] = []
+        for r in order:
+            if len(chosen) == cfg.polish_top:
+                break
+            if all(abs(values[r] - values[c]) > 1e-7 for c in chosen):
+                chosen.append(int(r))
+        all_converged = True
+        largest_gain = 0.0
+        budget = PolishBudget(cfg)
+        try:
+            for r in chosen:
+                # A start cannot win if it trails the best by more than twice what
+                # polishing has gained so far (about the smoothing's bias).
+                if values[r] - best_value > 2 * largest_gain + 1e-9:
+                    break
+                polished, rounds, converged = polish(codes[r], PairCosines(), cfg, clock, budget, history,
+                                                      total_steps)
+                total_steps += rounds
+                all_converged &= converged
+                value = max_cos(polished)
+                largest_gain = max(largest_gain, values[r] - value)
+                if value < best_value:
+                    best, best_code, best_value = r, polished, value
+                if clock.expired():
+                    break
+        except KeyboardInterrupt:
+            # Ctrl-C during the polish: the best code so far is already measured.
+            stop_reason = "interrupted"
+        if stop_reason != "interrupted":
+            stop_reason = "time_limit" if clock.expired() else ("converged" if all_converged else "steps")
+
+    return SolverResult(
+        prototypes=best_code,
+        method="tammes",
+        max_cos=best_value,
+        history=np.array(history, dtype=np.float64).reshape(-1, 3),
+        restarts=len(codes),
+        best_restart=best,
+        steps=total_steps,
+        wall_time=clock.elapsed(),
+        device=str(dev),
+        stop_reason=stop_reason,
+        refreshes=refreshes,
+    )
+
+
+# --------------------------------------------------------------------------- maxsep

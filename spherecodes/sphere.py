@@ -1,0 +1,176 @@
+"""Kernels on rows of unit vectors: normalisation, random starts and tiled Gram scans.
+
+The Gram matrix ``W Wᵀ`` of a large code does not fit in memory, so every
+scan over it here goes a tile at a time: :func:`gram_tiles` (the upper
+triangle, NumPy), :func:`pairs_above` (blocks of rows, NumPy) and
+:func:`top_matches` (the m largest products per query, torch, on any device).
+NumPy only at import; torch is imported by :func:`top_matches` when called.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Iterator
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["DEFAULT_TILE", "GRAM_BLOCK_ROWS", "gram_tiles", "normalise_rows", "pairs_above", "random_start", "top_matches"]
+
+#: Side of the tiles of :func:`gram_tiles` by default.
+DEFAULT_TILE = 2048
+
+#: Rows of the float64 Gram matrix computed at a time by :func:`pairs_above`,
+#: so that a large code does not need K^2 memory.
+GRAM_BLOCK_ROWS = 2048
+
+
+def normalise_rows(w) -> np.ndarray:
+    """The rows of ``w`` scaled to unit norm, as a float64 array.
+
+    Examples
+    --------
+    >>> normalise_rows([[3.0, 4.0]])
+    array([[0.6, 0.8]])
+    """
+    w = np.asarray(w, dtype=np.float64)
+    return w / np.linalg.norm(w, axis=1, keepdims=True)
+
+
+def random_start(seed: int, restart: int, k: int, d: int) -> np.ndarray:
+    """The random start of one restart: K independent uniform unit vectors in R^d, float64 (K, d).
+
+    Each restart draws from its own stream ``(seed, restart)``, so a start does
+    not depend on how restarts are batched or on how many are run.
+
+    Examples
+    --------
+    >>> w = random_start(0, 0, 5, 3)
+    >>> w.shape, bool(np.allclose(np.linalg.norm(w, axis=1), 1))
+    ((5, 3), True)
+    >>> bool((random_start(0, 1, 5, 3) != w).any())
+    True
+    """
+    return normalise_rows(np.random.default_rng([seed, restart]).standard_normal((k, d)))
+
+
+def gram_tiles(w: np.ndarray, tile: int = DEFAULT_TILE) -> Iterator[tuple[int, int, np.ndarray]]:
+    """Yield ``(row_start, col_start, W[rows] @ W[cols].T)`` over the upper triangle.
+
+    Tiles with ``col_start == row_start`` lie on the diagonal and contain the
+    self-products ``<w_i, w_i>``; callers mask them as they need.
+
+    Examples
+    --------
+    >>> w = np.eye(3)
+    >>> [(r, c, g.shape) for r, c, g in gram_tiles(w, tile=2)]
+    [(0, 0, (2, 2)), (0, 2, (2, 1)), (2, 2, (1, 1))]
+    """
+    k = w.shape[0]
+    for r in range(0, k, tile):
+        rows = w[r : r + tile]
+        for c in range(r, k, tile):
+            yield r, c, rows @ w[c : c + tile].T
+
+
+def pairs_above(w: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs i < j with ``<w_i, w_j> >= threshold``: (i, j, cosine), a block of rows at a time.
+
+    Examples
+    --------
+    >>> i, j, cos = pairs_above(np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]]), 0.5)
+    >>> i.tolist(), j.tolist(), cos.tolist()
+    ([0, 1], [1, 2], [0.6, 0.8])
+    """
+    found = []
+    for start in range(0, len(w), GRAM_BLOCK_ROWS):
+        block = w[start : start + GRAM_BLOCK_ROWS] @ w.T
+        rows, cols = np.nonzero(block >= threshold)
+        upper = cols > start + rows
+        found.append((start + rows[upper], cols[upper], block[rows[upper], cols[upper]]))
+    return tuple(np.concatenate(parts) for parts in zip(*found))
+
+
+def top_matches(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    m: int,
+    *,
+    exclude: torch.Tensor | None = None,
+    tile: int | None = None,
+    buffer: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The m largest inner products of each query with the keys, streamed over key tiles.
+
+    Parameters
+    ----------
+    queries : torch.Tensor, shape (n, d)
+    keys : torch.Tensor, shape (K, d)
+        Same dtype and device as ``queries``.
+    m : int
+        How many to keep per query (at most the number of keys not excluded).
+    exclude : torch.Tensor of int64, shape (n, e), optional
+        Key indices that query n must not match (its own row, known
+        candidates); −1 entries are ignored.
+    tile : int, optional
+        Keys per tile (default: all at once).  Memory is ``n × tile`` scores.
+    buffer : torch.Tensor, optional
+        Scratch space of at least ``n × tile`` elements, reused for the scores.
+
+    Returns
+    -------
+    values, indices : torch.Tensor, shape (n, m)
+        Largest first; the order of exact ties is the device's ``topk`` order.
+
+    Examples
+    --------
+    >>> import torch
+    >>> w = torch.eye(3, dtype=torch.float64)[[0, 0, 1, 2]]
+    >>> values, indices = top_matches(w[:2], w, 1, exclude=torch.tensor([[0], [1]]), tile=2)
+    >>> values.tolist(), indices.tolist()
+    ([[1.0], [1.0]], [[1], [0]])
+    """
+    import torch
+
+    n = queries.shape[0]
+    k = keys.shape[0]
+    tile = k if tile is None else max(1, min(int(tile), k))
+    best_values = best_indices = None
+    for c0 in range(0, k, tile):
+        c1 = min(c0 + tile, k)
+        if buffer is None:
+            scores = queries @ keys[c0:c1].T
+        else:
+            # A contiguous view of the scratch space: no fresh allocation (and
+            # no page faults) per tile.
+            scores = buffer.view(-1)[: n * (c1 - c0)].view(n, c1 - c0)
+            torch.matmul(queries, keys[c0:c1].T, out=scores)
+        if exclude is not None:
+            _exclude(scores, exclude, c0, c1)
+        if m == 1:
+            values, indices = scores.max(dim=1, keepdim=True)
+        else:
+            values, indices = torch.topk(scores, min(m, c1 - c0), dim=1)
+        indices = indices + c0
+        if best_values is None:
+            best_values, best_indices = values, indices
+        else:
+            values = torch.cat([best_values, values], dim=1)
+            indices = torch.cat([best_indices, indices], dim=1)
+            best_values, order = torch.topk(values, min(m, values.shape[1]), dim=1)
+            best_indices = indices.gather(1, order)
+    return best_values, best_indices
+
+
+def _exclude(scores, exclude, c0: int, c1: int) -> None:
+    """Set ``scores[n, j - c0] = -inf`` for the excluded keys j of each row that lie in [c0, c1)."""
+    local = exclude - c0
+    hit = (exclude >= 0) & (local >= 0) & (local < c1 - c0)
+    rows, slots = hit.nonzero(as_tuple=True)
+    # Duplicate (row, column) pairs all write the same value: deterministic.
+    scores[rows, local[rows, slots]] = -math.inf
+
+
+# --------------------------------------------------------------------------- plan
