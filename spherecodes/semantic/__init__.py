@@ -46,6 +46,7 @@ from .embeddings import (
 )
 from .ranking import (
     ALL_TRIPLETS_UP_TO_K,
+    DEFAULT_MAX_COS_TOLERANCE,
     DEFAULT_NEIGHBOURS,
     DEFAULT_SEMANTIC_WEIGHT,
     DEFAULT_TRIPLET_SAMPLES,
@@ -59,6 +60,7 @@ __all__ = [
     "ALL_TRIPLETS_UP_TO_K",
     "Assignment",
     "ClassEmbeddings",
+    "DEFAULT_MAX_COS_TOLERANCE",
     "DEFAULT_MAX_PAIRS",
     "DEFAULT_MAX_TRIPLETS",
     "DEFAULT_NEIGHBOURS",
