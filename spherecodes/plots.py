@@ -368,7 +368,8 @@ def _draw_points(ax, code: Code) -> None:
         ax.set_xlabel("x")
         ax.set_ylabel("y")
         ax.set_zlabel("z")
-    ax.set_title("The prototypes on the unit sphere" if code.d > 1 else "The prototypes on the line")
+    ax.set_title({1: "The prototypes on the line", 2: "The prototypes on the unit circle"}.get(
+        code.d, "The prototypes on the unit sphere"))
 
 
 def plot_bounds(k: int, d_values, path, *, entries=()):

@@ -23,16 +23,17 @@ DIM = 50
 
 def main() -> None:
     names = [line.strip() for line in (HERE / "classes.txt").read_text(encoding="utf-8").splitlines() if line.strip()]
-    superclass = [line.split(":")[0] for line in (HERE / "superclasses.txt").read_text(encoding="utf-8").splitlines()
-                  if line.strip()]
-    members = {name: group for line, group in zip(
-        (HERE / "superclasses.txt").read_text(encoding="utf-8").splitlines(), superclass)
-        for name in line.split(":")[1].split(",")}
+    superclass_of = {}
+    for line in (HERE / "superclasses.txt").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            superclass, members = line.split(":")
+            superclass_of.update({name: superclass for name in members.split(",")})
+    assert len(set(superclass_of.values())) == SUPERCLASSES and set(superclass_of) == set(names)
     rng = np.random.default_rng(1)
-    centres = {group: rng.standard_normal(DIM) for group in superclass}
+    centres = {superclass: rng.standard_normal(DIM) for superclass in dict.fromkeys(superclass_of.values())}
     with open(HERE / "embeddings.txt", "w", encoding="utf-8") as out:
         for name in names:
-            vector = centres[members[name.strip()]] + 0.35 * rng.standard_normal(DIM)
+            vector = centres[superclass_of[name]] + 0.35 * rng.standard_normal(DIM)
             out.write(name.replace(" ", "_") + " " + " ".join(f"{x:.5f}" for x in vector) + "\n")
 
 
