@@ -7,6 +7,9 @@ everything that only needs its names) does not import torch.
 from __future__ import annotations
 
 import contextlib
+import math
+import os
+import sys
 from typing import TYPE_CHECKING
 
 from .errors import SpherecodesError
@@ -14,7 +17,8 @@ from .errors import SpherecodesError
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["SMALL_WORK", "default_threads", "resolve_device", "timed_call", "torch_threads"]
+__all__ = ["SMALL_WORK", "cuda_possible", "default_threads", "resolve_device", "set_cpu_threads", "timed_call", "torch_threads",
+           "usable_cores"]
 
 #: Per-step work (multiply-adds of one pairwise product, summed over a batch)
 #: below which the solvers run single-threaded by default: on matrices this
@@ -22,6 +26,95 @@ __all__ = ["SMALL_WORK", "default_threads", "resolve_device", "timed_call", "tor
 #: busy machine a thread waiting for a core stalls every step (measured: 0.35 s
 #: with one thread against 4-18 s with two for 64 starts of K = 8 in R^3).
 SMALL_WORK = 4e6
+
+
+def cuda_possible() -> bool:
+    """False when this machine certainly has no CUDA GPU, known without loading torch.
+
+    On Linux a CUDA GPU needs the NVIDIA driver, which shows in
+    ``/proc/driver/nvidia``; elsewhere only torch can tell, so this is True.
+    ``"auto"`` devices resolve to the CPU without loading torch when this is False.
+
+    Examples
+    --------
+    >>> isinstance(cuda_possible(), bool)
+    True
+    """
+    return not sys.platform.startswith("linux") or os.path.exists("/proc/driver/nvidia")
+
+
+def usable_cores() -> int:
+    """CPU cores this process may actually use: its affinity mask, capped by the cgroup's CPU quota.
+
+    The quota is read from ``/sys/fs/cgroup/cpu.max`` (cgroup v2) or
+    ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` (cgroup v1), rounded up; a
+    container limited to 1.5 CPUs gets 2 threads, one pinned to one core gets 1.
+
+    Examples
+    --------
+    >>> 1 <= usable_cores() <= (os.cpu_count() or 1)
+    True
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    quota = _cgroup_quota()
+    if quota is not None:
+        cores = min(cores, max(1, math.ceil(quota)))
+    return max(1, cores)
+
+
+def _cgroup_quota(root: str = "/sys/fs/cgroup") -> float | None:
+    """CPUs allowed by the cgroup CPU quota under ``root`` (None: no quota, or none readable)."""
+    try:
+        with open(os.path.join(root, "cpu.max"), encoding="ascii") as fh:
+            limit, period = fh.read().split()[:2]
+        return None if limit == "max" else int(limit) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(os.path.join(root, "cpu", "cpu.cfs_quota_us"), encoding="ascii") as fh:
+            limit = int(fh.read())
+        with open(os.path.join(root, "cpu", "cpu.cfs_period_us"), encoding="ascii") as fh:
+            period = int(fh.read())
+        return None if limit <= 0 or period <= 0 else limit / period
+    except (OSError, ValueError):
+        return None
+
+
+def set_cpu_threads(threads: int | None = None) -> int:
+    """Use ``threads`` CPU threads for the rest of the process (default :func:`usable_cores`).
+
+    Applies to torch (now if it is loaded, else through ``OMP_NUM_THREADS``
+    when it loads) and to the BLAS library under NumPy.  OpenMP workers that
+    wait for work are made to sleep instead of spinning (``OMP_WAIT_POLICY=
+    PASSIVE``, effective when torch has not been loaded yet): on a machine
+    shared with other work, spinning workers take the cores that the working
+    threads need.
+
+    Returns
+    -------
+    int
+        The thread count now in use.
+
+    Examples
+    --------
+    >>> set_cpu_threads() == usable_cores()
+    True
+    """
+    n = usable_cores() if threads is None else int(threads)
+    if n < 1:
+        raise SpherecodesError(f"threads must be a positive integer, got {threads!r}")
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ["OMP_NUM_THREADS"] = str(n)
+    os.environ["MKL_NUM_THREADS"] = str(n)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(n)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=n, user_api="blas")
+    return n
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -50,6 +143,7 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     """
     import torch
 
+    _cap_torch_threads(torch)
     text = str(device).strip().lower()
     if text == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -66,6 +160,18 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
             raise SpherecodesError(f"device {device!r} does not exist; this machine has cuda:0 to cuda:{count - 1}")
         return torch.device(text if index else "cuda:0")
     raise SpherecodesError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+
+
+_capped = False
+
+
+def _cap_torch_threads(torch) -> None:
+    """Once per process: never more torch threads than :func:`usable_cores` (torch counts all cores)."""
+    global _capped
+    if not _capped:
+        _capped = True
+        if torch.get_num_threads() > usable_cores():
+            torch.set_num_threads(usable_cores())
 
 
 def timed_call(fn, device: torch.device) -> float:

@@ -32,6 +32,8 @@ METHOD_OPTIONS = {
     "triplets": ("privileged",),
     "neighbours": ("tammes",),
     "refresh": ("tammes",),
+    "effort": ("tammes",),
+    "init": ("tammes", "softmax", "maxsep"),
 }
 
 #: Methods that run a single start (``restarts`` does not apply).
@@ -62,7 +64,7 @@ def options_of(methods: tuple) -> list[str]:
     Examples
     --------
     >>> options_of(("tammes",))
-    ['neighbours', 'refresh']
+    ['neighbours', 'refresh', 'effort']
     """
     return [name for name, takers in METHOD_OPTIONS.items() if takers == tuple(methods)]
 
@@ -129,6 +131,10 @@ def code_from_result(
         "best_restart": int(result.best_restart),
         "stop_reason": result.stop_reason,
     }
+    if result.stop_detail:
+        settings["stop_detail"] = result.stop_detail
+    if result.stages:
+        settings["stages"] = result.stages
     if result.refreshes:
         settings["refreshes_run"] = int(result.refreshes)
     return make_code(
@@ -159,6 +165,8 @@ def generate(
     max_memory: float | None = None,
     neighbours: int | None = None,
     refresh: int | None = None,
+    effort: str = "default",
+    init=None,
 ) -> Code:
     """Compute a K-prototype code in R^d and its float64 statistics.
 
@@ -202,6 +210,10 @@ def generate(
         pairs, the dense path), refreshed every ``refresh`` steps; default
         chosen from (d, K) and the memory (see
         :func:`spherecodes.solvers.tammes_defaults`).
+    effort : {"low", "default", "high"}
+        ``tammes`` only: how much work to spend (see :func:`spherecodes.solvers.tammes`).
+    init : array_like, optional
+        ``tammes``, ``softmax`` and ``maxsep``: the optimiser's start code, (K, d).
 
     Returns
     -------
@@ -223,7 +235,7 @@ def generate(
     wrong = inapplicable_options(method, embeddings=embeddings, semantic_weight=semantic_weight,
                                  max_cos_tolerance=max_cos_tolerance,
                                  triplets=None if triplets == "auto" else triplets, neighbours=neighbours,
-                                 refresh=refresh)
+                                 refresh=refresh, effort=None if effort == "default" else effort, init=init)
     if wrong:
         takers = METHOD_OPTIONS[wrong[0]]
         raise SpherecodesError(f"{_listed(options_of(takers))} apply to the {_listed(takers, 'or')} method, "
@@ -234,8 +246,8 @@ def generate(
     return run(d, k, method, name=name, labels=labels, seed=seed, used_seed=used_seed, rotation=rotation,
                device=device, steps=steps, restarts=restarts, time_limit=time_limit, progress=progress,
                embeddings=embeddings, semantic_weight=semantic_weight, max_cos_tolerance=max_cos_tolerance,
-               triplets=triplets, max_memory=max_memory,
-               neighbours=neighbours, refresh=refresh)
+               triplets=triplets, max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort,
+               init=init)
 
 
 def _listed(names, conjunction: str = "and") -> str:
@@ -259,17 +271,17 @@ def _closed_form(d, k, method, *, name, labels, seed, used_seed, rotation, max_m
 
 
 def _optimise(solver, d, k, *, name, labels, seed, used_seed, device, steps, restarts, time_limit, progress,
-              max_memory, solver_options=None) -> Code:
+              init, max_memory, solver_options=None) -> Code:
     result = solver(d, k, seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device,
-                    progress=progress, **(solver_options or {}))
+                    progress=progress, init=init, **(solver_options or {}))
     return code_from_result(result, name=name, labels=labels, seed=used_seed, max_memory=max_memory)
 
 
-def _tammes(d, k, method, *, max_memory, neighbours, refresh, **options) -> Code:
+def _tammes(d, k, method, *, max_memory, neighbours, refresh, effort, **options) -> Code:
     from .solvers import tammes
 
     # Only tammes sizes its working set (dense or neighbour lists) to the memory limit.
-    large = {"neighbours": neighbours, "refresh": refresh, "max_memory": max_memory}
+    large = {"neighbours": neighbours, "refresh": refresh, "max_memory": max_memory, "effort": effort}
     return _optimise(tammes, d, k, max_memory=max_memory, solver_options=large, **_common(options))
 
 
@@ -286,7 +298,7 @@ def _maxsep(d, k, method, *, max_memory, **options) -> Code:
 
 
 def _common(options: dict) -> dict:
-    keys = ("name", "labels", "seed", "used_seed", "device", "steps", "restarts", "time_limit", "progress")
+    keys = ("name", "labels", "seed", "used_seed", "device", "steps", "restarts", "time_limit", "progress", "init")
     return {key: options[key] for key in keys}
 
 

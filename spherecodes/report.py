@@ -129,6 +129,13 @@ def _fmt(x: float | None, digits: int = 10) -> str:
     return "n/a" if x is None else f"{x:.{digits}g}"
 
 
+def _format_stages(stages: list[dict]) -> str:
+    """How an optimiser spent its time, e.g. "anneal 64 starts 5.2 s; polish 3 codes 1.1 s"."""
+    units = {"anneal": "starts", "polish": "codes", "perturb": "rounds"}
+    return "; ".join(f"{st['stage']} {st['starts']} {units.get(st['stage'], 'items')} {st['seconds']:.3g} s"
+                     for st in stages)
+
+
 def format_code_report(report: dict) -> str:
     """Render :func:`code_report` as a short, aligned text block.
 
@@ -155,6 +162,8 @@ def format_code_report(report: dict) -> str:
         ("bank", report["bank"]) if report["bank"] else None,
         ("made with", made),
         _rotation_line(report),
+        ("time spent", _format_stages(report["settings"].get("stages"))) if report["settings"].get("stages") else None,
+        ("stopped", report["settings"]["stop_detail"]) if report["settings"].get("stop_detail") else None,
         ("max-cos", f"{_fmt(report['max_cos'])}   (min angle {report['min_angle_deg']:.6f} deg)"),
         (
             "lower bound",

@@ -254,9 +254,10 @@ def random_code_max_cos(d: int, k: int, *, seed: int = 0, device=None, max_memor
 
 def _torch_device(device):
     """None for the NumPy path (CPU), else a torch device (``"auto"``: the GPU when there is one)."""
-    if device is None or str(device) == "cpu":
+    from .devices import cuda_possible, resolve_device  # torch is imported only for a device
+
+    if device is None or str(device) == "cpu" or (str(device) == "auto" and not cuda_possible()):
         return None
-    from .devices import resolve_device  # torch is imported only for a device
 
     dev = resolve_device(device)
     return None if dev.type == "cpu" else dev

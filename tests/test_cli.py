@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import h5py
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -144,3 +145,38 @@ def test_real_subprocess_follows_the_readme(tmp_path):
     assert bounds["theorem_3_9"]["applicable"]
     bad = call("report", "missing.h5")
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+# --------------------------------------------------------------------------- warm starts and effort
+
+
+def test_generate_with_init_and_effort(run, tmp_path):
+    # Start from a perturbed octahedron: the result is the octahedron's max-cos 0
+    # (Fejes Toth 1943; Rankin's bound for 2d points), however it was reached.
+    octahedron = np.concatenate([np.eye(3), -np.eye(3)])
+    start = octahedron + 0.05 * np.random.default_rng(0).standard_normal((6, 3))
+    np.save(tmp_path / "start.npy", start)
+    result = run("generate", "--d", 3, "--k", 6, "--method", "maxsep", "--init", "start.npy", "--steps", 1,
+                 "--no-certify", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output[result.output.index("{"):])
+    assert report["settings"]["init"] == "array"
+    result = run("generate", "--d", 3, "--k", 40, "--effort", "low", "--no-certify", "-q")
+    assert result.exit_code == 0, result.output
+    report = json.loads(run("report", "spherecodes_d3_k40.h5", "--json").output)
+    assert report["settings"]["effort"] == "low"
+    assert [st["stage"] for st in report["settings"]["stages"]] == ["anneal", "polish"]
+    text = run("report", "spherecodes_d3_k40.h5").output
+    assert "time spent" in text and "anneal 16 starts" in text
+
+
+def test_generate_refuses_a_start_of_the_wrong_shape(run, tmp_path):
+    np.save(tmp_path / "start.npy", np.random.default_rng(0).standard_normal((5, 3)))
+    result = run("generate", "--d", 3, "--k", 6, "--method", "tammes", "--init", "start.npy")
+    assert result.exit_code != 0
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ")
+    assert "holds 5 prototypes in d = 3; expected (K, d) = (6, 3)" in lines[0]
+    np.save(tmp_path / "start.npy", np.random.default_rng(0).standard_normal((4, 3)))
+    result = run("generate", "--d", 3, "--k", 4, "--method", "etf", "--init", "start.npy")
+    assert result.exit_code != 0 and "--init applies to the optimisers tammes, softmax and maxsep" in result.output

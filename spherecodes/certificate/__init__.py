@@ -17,7 +17,16 @@ comes with a proof that it is right to within the interval ``[lo_k, hi_k]``:
 Both are evaluated in float64 over *all* K prototypes, whatever the solver did,
 so a certificate never contains a number that was not checked.
 
-The solver (all classes as a batch, on CPU or CUDA through torch):
+First, without any QP (NumPy only, :mod:`._shell`): the direction
+``h = w_k`` gives ``lo_k = 1 − max_{j≠k} <w_k, w_j>``, and where the nearest
+shell of ``w_k`` is balanced (uniform weights on the shell, or one antipodal
+pair of it, put the mixture at ``(1 − lo_k) w_k``) that primal point gives
+``hi_k = lo_k`` up to rounding.  Every class of a symmetric code (the simplex
+ETF, cross-polytopes and their subsets, polygons, root systems and lattice
+shells, binary codes with a transitive group) is certified this way with one
+product per block of classes, in any rotation.
+
+The other classes go to the solver (as a batch, on CPU or CUDA through torch):
 
 1. each class gets a candidate set, its ``m`` nearest prototypes (a product
    of a block of classes with all K prototypes, streamed over tiles of
@@ -33,7 +42,9 @@ The solver (all classes as a batch, on CPU or CUDA through torch):
 3. one matrix product per block (streamed the same way) checks the
    optimality condition ``max_j <w_j, r_k> = <Σ v_j w_j, r_k>`` against all K
    prototypes; violators join the candidate sets and step 2 resumes for the
-   classes that had them.  The same product gives ``lo_k``.
+   classes that had them (only they are checked again).  The same product
+   gives ``lo_k``.  The candidate search and this check are screened in
+   float32, with every entry that could be the maximum recomputed in float64.
 
 The blocks are sized to the memory allowed (``max_memory``, by default a safe
 fraction of the device's), so memory is O(K·d) plus the blocks, whatever K.
@@ -47,13 +58,15 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from ..devices import resolve_device, torch_threads
+from .. import memory
+from ..devices import cuda_possible, resolve_device, torch_threads
 from ..errors import SpherecodesError
 from ..memory import Estimate, memory_limit, require_memory
 from ..stats import RATTLER_TOL, validate_prototypes
 from . import _blocks
-from ._blocks import exact_duplicates, host_memory, pad_supports, per_class_bytes
+from ._blocks import assemble_supports, exact_duplicates, host_memory, per_class_bytes
 from ._result import CertificateProgress, OneVsRestCertificate
+from ._shell import shell_block_rows, shell_bounds
 from .witness import WITNESS_SLACK, support_residuals, verify_witness
 
 if TYPE_CHECKING:
@@ -67,10 +80,17 @@ __all__ = [
 #: Default bound on every class's interval width ``hi_k − lo_k``.
 DEFAULT_TOL = 1e-9
 
+#: Working memory of one block of the nearest-shell pass (NumPy, float64).
+SHELL_BLOCK_BYTES = 64 * 2**20
 
-# torch (and the solver module ``_qp``, which needs it) is imported by the
-# functions below when they run, so that ``import spherecodes.certificate``
-# (and the bank, which rebuilds stored certificates) stays torch-free.
+#: Bytes that the witnesses of the nearest-shell pass may take in all (a
+#: uniform witness of the simplex ETF has K − 1 points per class).
+SHELL_SUPPORT_BYTES = 512 * 2**20
+
+
+# torch (and the solver module ``_qp``, which needs it) is imported only when
+# a class is left for the QP, so that ``import spherecodes.certificate``, the
+# bank, and the certificate of every symmetric code stay torch-free.
 
 
 def _linalg_threads(dev):
@@ -78,10 +98,23 @@ def _linalg_threads(dev):
 
     Batched Cholesky of many ~100×100 matrices gains nothing from threads
     inside each factorisation, and on a busy machine the spinning worker
-    threads slowed it down by up to 50× in measurements; the large matrix
-    products are batched GEMMs that stay efficient on one thread.
+    threads slowed it down by up to 50× in measurements.  The products with
+    all K prototypes run with the process's thread count instead.
     """
     return torch_threads(1 if dev.type == "cpu" else None)
+
+
+def _as_array(prototypes):
+    """A torch tensor as a NumPy array (without importing torch for anything else)."""
+    if hasattr(prototypes, "detach") and hasattr(prototypes, "cpu"):
+        return prototypes.detach().cpu().numpy()
+    return prototypes
+
+
+def _max_support(k: int, limit: float | None) -> int:
+    """Widest witness the nearest-shell pass may store, from :data:`SHELL_SUPPORT_BYTES` and the limit."""
+    budget = SHELL_SUPPORT_BYTES if limit is None else min(SHELL_SUPPORT_BYTES, 0.25 * limit)
+    return int(max(2, budget // (16.0 * k)))
 
 
 def one_vs_rest_distances(
@@ -143,14 +176,8 @@ def one_vs_rest_distances(
     >>> cert.softmax_rattlers.tolist()
     []
     """
-    import torch
-
-    from ._qp import certify_block
-
     started = time.perf_counter()
-    if isinstance(prototypes, torch.Tensor):
-        prototypes = prototypes.detach().cpu().numpy()
-    w_np = validate_prototypes(prototypes)
+    w_np = validate_prototypes(_as_array(prototypes))
     if not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol > 0):
         raise SpherecodesError(f"tol must be a positive finite number, got {tol!r}")
     if not (isinstance(rattler_tol, (int, float)) and math.isfinite(rattler_tol) and rattler_tol >= 0):
@@ -162,41 +189,31 @@ def one_vs_rest_distances(
         raise SpherecodesError(f"candidates must be a positive integer, got {candidates!r}")
     else:
         m = min(k - 1, candidates)
-    dev = resolve_device(device)
-
+    if str(device).strip().lower() not in ("auto", "cpu") or (str(device) == "auto" and cuda_possible()):
+        resolve_device(device)  # refuse an unknown or absent device even when no QP is needed
     require_memory(
         host_memory(k, d),
         f"the certificate's inputs and results (K={k}, d={d})",
         "cpu",
         limit=max_memory,
     )
-    if dev.type == "cuda":
-        require_memory(8.0 * k * d, f"the prototypes on the GPU (K={k}, d={d})", str(dev), limit=max_memory)
-    w = torch.from_numpy(w_np).to(dev)
     duplicates, duplicate_of = exact_duplicates(w_np)
-
-    block, tile = _blocks.block_size(k, d, m, dev, max_memory)
-    # The similarities of every streamed product, reused (no fresh allocation per tile).
-    scratch = torch.empty(block * tile, dtype=w.dtype, device=dev)
-    lo = np.empty(k)
-    hi = np.empty(k)
-    features = np.empty((k, d))
-    supports: list[tuple[np.ndarray, np.ndarray]] = []
-    rounds = 0
-    with _linalg_threads(dev):
-        for start in range(0, k, block):
-            rows = torch.arange(start, min(start + block, k), device=dev)
-            result = certify_block(
-                w, rows, m, tol, torch.from_numpy(duplicate_of[start : start + block]).to(dev), tile, scratch
-            )
-            lo[start : start + len(rows)] = result.lo
-            hi[start : start + len(rows)] = result.hi
-            features[start : start + len(rows)] = result.features
-            supports.append((result.support_indices, result.support_weights))
-            rounds = max(rounds, result.rounds)
-            if progress is not None:
-                progress(CertificateProgress(start + len(rows), k, time.perf_counter() - started))
-    support_indices, support_weights = pad_supports(supports)
+    shell = shell_bounds(w_np, tol=tol, block_bytes=_shell_block_bytes(max_memory),
+                         max_support=_max_support(k, max_memory))
+    lo, hi = shell.lo, shell.hi
+    exact = np.flatnonzero(shell.exact)
+    pieces = [(exact, shell.support_indices[exact], shell.support_weights[exact])]
+    if progress is not None:
+        progress(CertificateProgress(len(exact), k, time.perf_counter() - started))
+    rest = np.flatnonzero(~shell.exact)
+    rounds, where = 1, "cpu"
+    if rest.size:
+        rounds, where = _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pieces,
+                                    progress=progress, done=len(exact), started=started)
+    support_indices, support_weights = assemble_supports(k, pieces)
+    residuals = support_residuals(w_np, support_indices, support_weights)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        features = np.where(hi[:, None] > 0, residuals / hi[:, None], np.nan)
     return OneVsRestCertificate(
         lo=lo,
         hi=hi,
@@ -207,9 +224,45 @@ def one_vs_rest_distances(
         features=features,
         duplicates=duplicates,
         rounds=rounds,
-        device=str(dev),
+        device=where,
         wall_time=time.perf_counter() - started,
     )
+
+
+def _shell_block_bytes(max_memory: float | None) -> float:
+    return SHELL_BLOCK_BYTES if max_memory is None else max(1.0, min(SHELL_BLOCK_BYTES, 0.25 * max_memory))
+
+
+def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pieces, *, progress, done, started):
+    """The QP of the classes ``rest`` (those the nearest shell did not settle), in place; returns (rounds, device)."""
+    import torch
+
+    from ._qp import certify_block
+
+    k, d = w_np.shape
+    dev = resolve_device(device)
+    if dev.type == "cuda":
+        require_memory(8.0 * k * d, f"the prototypes on the GPU (K={k}, d={d})", str(dev), limit=max_memory)
+    w = torch.from_numpy(w_np).to(dev)
+    w32 = w.to(torch.float32)
+    block, tile = _blocks.block_size(k, d, m, dev, max_memory)
+    # The float32 similarities of every streamed product, reused (no fresh allocation per tile).
+    scratch = torch.empty(block * tile, dtype=torch.float32, device=dev)
+    rounds = 0
+    scan_threads = torch.get_num_threads()  # the products with all K prototypes use the process's threads
+    with _linalg_threads(dev):
+        for start in range(0, len(rest), block):
+            part = rest[start : start + block]
+            rows = torch.from_numpy(part).to(dev)
+            result = certify_block(w, w32, rows, m, tol, torch.from_numpy(duplicate_of[part]).to(dev), tile,
+                                   scratch, scan_threads=scan_threads)
+            lo[part] = result.lo
+            hi[part] = result.hi
+            pieces.append((part, result.support_indices, result.support_weights))
+            rounds = max(rounds, result.rounds)
+            if progress is not None:
+                progress(CertificateProgress(done + start + len(part), k, time.perf_counter() - started))
+    return rounds, str(dev)
 
 
 # --------------------------------------------------------------------------
@@ -220,50 +273,78 @@ def certificate_estimate(
     prototypes=None, *, k: int | None = None, d: int | None = None, device: str | torch.device = "auto",
     max_memory: float | None = None,
 ) -> Estimate:
-    """Memory (and time, given the code) that :func:`one_vs_rest_distances` is expected to take.
+    """Peak memory of the process and time that :func:`one_vs_rest_distances` is expected to take.
 
-    The memory is the estimate the certificate itself checks, so an
-    impossible size is refused here with the same message, before any work.
-    Given ``prototypes``, the time is measured on a sample: the first 32
-    classes are certified against all K prototypes on ``device`` and the time
-    is scaled to K (the sample is too small to keep a GPU busy, so on a GPU
-    this errs on the long side).  Given only ``k`` and ``d``, the time is 0
+    The memory is the process's resident size now plus the certificate's
+    arrays, plus torch's own working set where torch has to be loaded for the
+    QP; an impossible size is refused here with the same message as in the
+    certificate, before any work.  Given ``prototypes``, a sample of up to 32
+    classes (spread over the code) is certified first, to tell whether the
+    nearest-shell pass settles them (then no QP and no torch are needed) and
+    to time the work, which is scaled to K (on a GPU this errs on the long
+    side).  Given only ``k`` and ``d``, the QP is assumed and the time is 0
     (unknown).
 
     Examples
     --------
     >>> est = certificate_estimate(k=100_000, d=64, device="cpu")
     >>> est.what  # doctest: +ELLIPSIS
-    'certificate of K = 100000 classes in d = 64 (blocks of ...)'
-    >>> est.nbytes < 2**30, est.seconds
+    'certificate of K = 100000 classes in d = 64 (QP in blocks of ...)'
+    >>> est.nbytes < 2**31, est.seconds
     (True, 0.0)
+    >>> from spherecodes.constructions import simplex_etf
+    >>> certificate_estimate(simplex_etf(100), device="cpu").what
+    'certificate of K = 100 classes in d = 99 (nearest shells, no QP)'
     """
+    w = None
+    if prototypes is not None:
+        w = validate_prototypes(_as_array(prototypes))
+        k, d = w.shape
+    require_memory(host_memory(k, d), f"the certificate's inputs and results (K={k}, d={d})", "cpu",
+                   limit=max_memory)
+    shell_rows = shell_block_rows(k, d, _shell_block_bytes(max_memory))
+    shell_bytes = host_memory(k, d) + 2 * 8.0 * k * d + 3 * 8.0 * shell_rows * k + 8.0 * k * d
+    seconds = 0.0
+    needs_qp = True
+    sample = None
+    if w is not None:
+        sample = np.unique(np.linspace(0, k - 1, min(k, 32)).astype(np.int64))
+        # Timed on 8 and on 32 classes: the difference is the cost per class,
+        # without the fixed cost that a small sample would multiply by K.
+        times = []
+        for rows in (sample[:8], sample):
+            started = time.perf_counter()
+            settled = shell_bounds(w, tol=DEFAULT_TOL, block_bytes=_shell_block_bytes(max_memory),
+                                   max_support=_max_support(k, max_memory), rows=rows)
+            times.append(time.perf_counter() - started)
+        per_class = max(times[1] - times[0], 0.0) / max(len(sample) - 8, 1)
+        seconds = times[0] + per_class * k if len(sample) > 8 else times[1]
+        needs_qp = not settled.exact[sample].all()
+        if not needs_qp:
+            shell_bytes += 16.0 * k * settled.support_indices.shape[1]  # the stored witnesses
+    if not needs_qp:
+        return Estimate(f"certificate of K = {k} classes in d = {d} (nearest shells, no QP)", "cpu",
+                        memory.process_peak(shell_bytes), memory_limit("cpu", max_memory), seconds)
+
     import torch
 
     from ._qp import certify_block
 
-    if prototypes is not None:
-        if isinstance(prototypes, torch.Tensor):
-            prototypes = prototypes.detach().cpu().numpy()
-        prototypes = validate_prototypes(prototypes)
-        k, d = prototypes.shape
     dev = resolve_device(device)
     m = min(k - 1, max(32, 2 * d + 2))
-    require_memory(host_memory(k, d), f"the certificate's inputs and results (K={k}, d={d})", "cpu",
-                   limit=max_memory)
     block, tile = _blocks.block_size(k, d, m, dev, max_memory)
-    device_bytes = 8.0 * k * d + block * per_class_bytes(k, d, m)
+    qp_bytes = 8.0 * k * d + 4.0 * k * d + block * per_class_bytes(k, d, m)
     if dev.type == "cpu":
-        device_bytes += host_memory(k, d)
-    seconds = 0.0
-    if prototypes is not None:
-        w = torch.from_numpy(prototypes).to(dev)
-        rows = torch.arange(min(k, 32), device=dev)
+        qp_bytes += host_memory(k, d)
+    if w is not None:
+        w_t = torch.from_numpy(w).to(dev)
+        rows = torch.from_numpy(sample[: min(len(sample), 32)]).to(dev)
         no_twins = torch.full((len(rows),), -1, dtype=torch.long, device=dev)
+        scan_threads = torch.get_num_threads()
         with _linalg_threads(dev):
             started = time.perf_counter()
-            certify_block(w, rows, m, DEFAULT_TOL, no_twins, tile, None)
-            seconds = (time.perf_counter() - started) * k / len(rows)
-    return Estimate(f"certificate of K = {k} classes in d = {d} (blocks of {block})", str(dev), device_bytes,
+            certify_block(w_t, w_t.to(torch.float32), rows, m, DEFAULT_TOL, no_twins, tile, None, scan_threads)
+            seconds += (time.perf_counter() - started) * k / len(rows)
+    nbytes = memory.process_peak(max(shell_bytes, qp_bytes), loads_torch=True)
+    return Estimate(f"certificate of K = {k} classes in d = {d} (QP in blocks of {block})", str(dev), nbytes,
                     memory_limit(str(dev), max_memory), seconds)
-

@@ -14,7 +14,7 @@ from ..memory import require_memory
 
 __all__ = [
     "BLOCK_BUDGET_BYTES", "COLUMN_TILE", "GLOBAL_ADDITIONS", "HASH_ROWS", "block_size", "exact_duplicates", "host_memory",
-    "pad_supports", "per_class_bytes",
+    "assemble_supports", "per_class_bytes",
 ]
 
 #: Bytes that the working arrays of one block of classes may take, by device
@@ -108,11 +108,24 @@ def block_size(k: int, d: int, m: int, dev, max_memory: float | None = None) -> 
 
 
 
-def pad_supports(supports: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Stack per-block supports into (K, s) arrays padded with −1 / 0."""
-    width = max(idx.shape[1] for idx, _ in supports)
-    indices = np.vstack([np.pad(idx, ((0, 0), (0, width - idx.shape[1])), constant_values=-1) for idx, _ in supports])
-    weights = np.vstack([np.pad(wt, ((0, 0), (0, width - wt.shape[1]))) for _, wt in supports])
+def assemble_supports(k: int, pieces) -> tuple[np.ndarray, np.ndarray]:
+    """(K, s) support arrays, padded with −1 / 0, from ``(rows, indices, weights)`` pieces that cover every class.
+
+    Examples
+    --------
+    >>> idx, wt = assemble_supports(3, [(np.array([0, 2]), np.array([[1, 2], [0, 1]]), np.full((2, 2), 0.5)),
+    ...                                 (np.array([1]), np.array([[0]]), np.array([[1.0]]))])
+    >>> idx.tolist(), wt.tolist()
+    ([[1, 2], [0, -1], [0, 1]], [[0.5, 0.5], [1.0, 0.0], [0.5, 0.5]])
+    """
+    width = max([idx.shape[1] for rows, idx, _ in pieces if len(rows)], default=1)
+    indices = np.full((k, width), -1, dtype=np.int64)
+    weights = np.zeros((k, width))
+    for rows, idx, wt in pieces:
+        if not len(rows):
+            continue
+        indices[rows, : idx.shape[1]] = idx
+        weights[rows, : wt.shape[1]] = wt
     return indices, weights
 
 

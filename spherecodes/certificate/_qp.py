@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..devices import torch_threads
 from ..sphere import top_matches
 from ._blocks import GLOBAL_ADDITIONS
 
@@ -59,6 +60,12 @@ IPM_KEEP = 1e-3
 #: corral's Gram matrix positive definite.
 RIDGES = (1e-14, 1e-11, 1e-8)
 
+#: Keys per class recomputed exactly after the float32 screen of the global check.
+SCREEN_KEEP = 4
+
+#: Factor on the float32 rounding bound of the screen (the bound is already a worst case).
+SCREEN_SAFETY = 1.5
+
 
 @dataclass
 class BlockResult:
@@ -71,21 +78,30 @@ class BlockResult:
 
 
 def certify_block(
-    w: torch.Tensor, rows: torch.Tensor, m: int, tol: float, duplicate_of: torch.Tensor, tile: int,
-    scratch: torch.Tensor | None,
+    w: torch.Tensor, w32: torch.Tensor, rows: torch.Tensor, m: int, tol: float, duplicate_of: torch.Tensor,
+    tile: int, scratch: torch.Tensor | None, scan_threads: int | None = None,
 ) -> BlockResult:
-    """Solve and certify the QPs of the classes ``rows`` (a contiguous block); ``scratch`` holds rows × tile."""
+    """Solve and certify the QPs of the classes ``rows``.
+
+    ``w32`` is ``w`` in float32 for the screening products, ``scratch`` a
+    float32 buffer of at least ``len(rows) × tile`` elements, and
+    ``scan_threads`` the torch threads of the products with all K prototypes
+    (the small batched solves run with the caller's setting).
+    """
     n = rows.shape[0]
     dev = w.device
     wk = w[rows]
     itself = rows[:, None]
-    nearest_values, cand = top_matches(wk, w, m, exclude=itself, tile=tile, buffer=scratch)  # nearest first
+    # The candidates only steer the solver (a wrong one costs a round, never
+    # correctness), so float32 is enough to find them.
+    with torch_threads(scan_threads):
+        nearest_values, cand = top_matches(wk.to(torch.float32), w32, m, exclude=itself, tile=tile, buffer=scratch)
     # "Jammed" classes: their d nearest prototypes lie in a thin cosine band,
     # so their points w_k − w_j nearly share a hyperplane and the QP is close
     # to degenerate (typical of optimised codes).  They skip the quick Wolfe
     # phase and start from an interior point (see _solve_candidates).
-    closest = nearest_values[:, 0]
-    band = closest - nearest_values[:, min(w.shape[1], m) - 1]
+    closest = nearest_values[:, 0].to(w.dtype)
+    band = closest - nearest_values[:, min(w.shape[1], m) - 1].to(w.dtype)
     jammed = band <= JAMMED_BAND * (1 - closest)
 
     # Corral of each class: positions into its candidate list, and weights.
@@ -101,6 +117,11 @@ def certify_block(
 
     add_threshold = min(1e-3 * tol, 1e-12)
     todo = ~twin
+    check = torch.ones(n, dtype=torch.bool, device=dev)  # rows whose primal point changed
+    lo = torch.zeros(n, dtype=w.dtype, device=dev)
+    hi = torch.zeros(n, dtype=w.dtype, device=dev)
+    resid = torch.zeros_like(wk)
+    mixed = torch.zeros_like(wk)
     rounds = 0
     while True:
         if todo.any():
@@ -108,26 +129,35 @@ def certify_block(
             pos, weights = _scatter_corrals(pos, weights, idx, *_solve_candidates(
                 wk[idx], w, cand[idx], pos[idx], weights[idx], add_threshold, jammed[idx] & (rounds == 0)
             ))
-        # Global check and certificate in one product against all prototypes.
-        # The weights are put exactly on the simplex (up to float64 rounding)
-        # so that hi comes from a feasible point whatever the solver left.
+        # Global check and certificate against all prototypes, for the rows
+        # whose point changed.  The weights are put exactly on the simplex (up
+        # to float64 rounding) so that hi comes from a feasible point whatever
+        # the solver left.
         weights = torch.where(pos >= 0, weights.clamp(min=0), torch.zeros_like(weights))
         weights = weights / weights.sum(1, keepdim=True)
-        support = cand.gather(1, pos.clamp(min=0))
-        mixed = torch.einsum("ns,nsd->nd", weights, w[support])
-        resid = wk - mixed
-        best = top_matches(resid, w, 1, exclude=itself, tile=tile, buffer=scratch)[0][:, 0]
-        norm = resid.norm(dim=1)
-        own = (wk * resid).sum(1)
-        hi = norm
+        ci = check.nonzero().squeeze(1)
+        support = torch.where(pos[ci] >= 0, cand[ci].gather(1, pos[ci].clamp(min=0)), -1)
+        mixed[ci] = torch.einsum("ns,nsd->nd", weights[ci], w[support.clamp(min=0)])
+        resid[ci] = wk[ci] - mixed[ci]
+        r = resid[ci]
+        # At an optimum every support point attains the maximum, so the
+        # support is evaluated exactly and screened out of the search.
+        on_support = torch.einsum("nd,nsd->ns", r, w[support.clamp(min=0)]).masked_fill(support < 0, -math.inf)
+        best = torch.maximum(on_support.max(1).values,
+                             _screened_max(r, w, w32, torch.cat([itself[ci], support], 1), tile, scratch, scan_threads))
+        norm = r.norm(dim=1)
+        own = (wk[ci] * r).sum(1)
         safe = torch.where(norm > 0, norm, torch.ones_like(norm))
         # dist >= 0 always.  At an exact optimum lo and hi agree up to
         # rounding, which may put lo a hair above hi; only that hair is
         # trimmed, so that anything larger (a bug) stays visible.
-        lo = torch.where(norm > 0, (own - best) / safe, torch.zeros_like(norm)).clamp(min=0)
-        lo = torch.where((lo > hi) & (lo - hi <= ROUNDING_SLACK * (1 + hi)), hi, lo)
-        violation = best - (mixed * resid).sum(1)
-        todo = (norm > 0) & (violation > add_threshold * norm) & ~twin
+        low = torch.where(norm > 0, (own - best) / safe, torch.zeros_like(norm)).clamp(min=0)
+        lo[ci] = torch.where((low > norm) & (low - norm <= ROUNDING_SLACK * (1 + norm)), norm, low)
+        hi[ci] = norm
+        violation = best - (mixed[ci] * r).sum(1)
+        todo = torch.zeros(n, dtype=torch.bool, device=dev)
+        todo[ci] = (norm > 0) & (violation > add_threshold * norm) & ~twin[ci]
+        check = todo.clone()
         rounds += 1
         if not todo.any() or rounds >= MAX_ROUNDS:
             break
@@ -135,16 +165,18 @@ def certify_block(
         # sets of the classes that have them (a second streamed product, for
         # those classes only; never the class itself).
         late = todo.nonzero().squeeze(1)
-        values, indices = top_matches(
-            resid[late], w, min(GLOBAL_ADDITIONS, w.shape[0] - 1), exclude=torch.cat([itself[late], cand[late]], 1),
-            tile=tile, buffer=scratch,
-        )
-        genuine = values > ((mixed * resid).sum(1) + add_threshold * norm)[late, None]
+        with torch_threads(scan_threads):
+            values, indices = top_matches(
+                resid[late], w, min(GLOBAL_ADDITIONS, w.shape[0] - 1),
+                exclude=torch.cat([itself[late], cand[late]], 1), tile=tile,
+            )
+        genuine = values > ((mixed[late] * resid[late]).sum(1) + add_threshold * hi[late])[:, None]
         extra = cand[:, :1].repeat(1, values.shape[1])
         extra[late] = torch.where(genuine, indices, cand[late, :1])
         cand = torch.cat([cand, extra], dim=1)
 
-    features = torch.where(norm[:, None] > 0, resid / safe[:, None], torch.full_like(resid, math.nan))
+    safe = torch.where(hi > 0, hi, torch.ones_like(hi))
+    features = torch.where(hi[:, None] > 0, resid / safe[:, None], torch.full_like(resid, math.nan))
     support = cand.gather(1, pos.clamp(min=0))
     support = torch.where(pos >= 0, support, torch.full_like(support, -1))
     return BlockResult(
@@ -155,6 +187,32 @@ def certify_block(
         support_weights=torch.where(pos >= 0, weights, torch.zeros_like(weights)).cpu().numpy(),
         rounds=rounds,
     )
+
+
+def _screened_max(r, w, w32, exclude, tile, scratch, scan_threads) -> torch.Tensor:
+    """Exact float64 ``max_j <w_j, r_n>`` over the keys not excluded, screened in float32.
+
+    A float32 product of rounded inputs is within ``(d + 2)·u·‖r‖·‖w_j‖`` of the
+    exact value (u = 2⁻²⁴, for any order of summation; Higham, Accuracy and
+    Stability of Numerical Algorithms, §3.1), so the key with the largest exact
+    value has a float32 score within twice that of the float32 maximum.  The
+    :data:`SCREEN_KEEP` best float32 keys are recomputed in float64; a row whose
+    last kept score is still within the margin is scanned again in float64.
+    """
+    n, d = r.shape
+    keep = min(SCREEN_KEEP, w.shape[0])
+    margin = 2.0 * SCREEN_SAFETY * (d + 2) * 2.0**-24 * r.norm(dim=1) * float(w.norm(dim=1).max())
+    with torch_threads(scan_threads):
+        values, indices = top_matches(r.to(torch.float32), w32, keep, exclude=exclude, tile=tile, buffer=scratch)
+    values = values.to(r.dtype)
+    exact = torch.einsum("nd,nkd->nk", r, w[indices]).masked_fill(~torch.isfinite(values), -math.inf)
+    best = exact.max(1).values
+    unsure = torch.isfinite(values[:, -1]) & (values[:, -1] >= values[:, 0] - 2 * margin)
+    if bool(unsure.any()):
+        again = unsure.nonzero().squeeze(1)
+        with torch_threads(scan_threads):
+            best[again] = top_matches(r[again], w, 1, exclude=exclude[again], tile=tile)[0][:, 0]
+    return best
 
 
 def _scatter_corrals(pos, weights, idx, new_pos, new_w):

@@ -21,6 +21,12 @@ __all__ = ["WITNESS_SLACK", "support_residuals", "verify_witness"]
 #: recomputed from its witness (both are float64 evaluations of the same sums).
 WITNESS_SLACK = 1e-12
 
+#: Numbers held at a time by the gathers and weight blocks of :func:`support_residuals` (32 MiB).
+_GATHER_ELEMENTS = 2**22
+
+#: Supports at least 1/_DENSE_SUPPORT of K wide are summed through a dense weight block.
+_DENSE_SUPPORT = 8
+
 #: Rows of the tiled product of :func:`verify_witness`.
 _TILE = 2048
 
@@ -56,11 +62,21 @@ def support_residuals(prototypes: np.ndarray, indices: np.ndarray, weights: np.n
     residuals = np.array(prototypes, dtype=np.float64, copy=True)
     if width == 0:
         return residuals
-    rows = max(1, 2**22 // (width * d))
+    # Wide supports (a simplex ETF's witness holds K − 1 points per class) are
+    # summed as a dense (rows × K) weight matrix times W, one BLAS product per
+    # block; narrow ones are gathered.
+    dense = width * _DENSE_SUPPORT >= k
+    rows = max(1, _GATHER_ELEMENTS // ((k if dense else width * d)))
     for start in range(0, k, rows):
         part = slice(start, start + rows)
-        gathered = prototypes[np.maximum(indices[part], 0)]  # (rows, s, d)
-        residuals[part] -= np.matmul(weights[part, None, :], gathered)[:, 0, :]
+        if dense:
+            mix = np.zeros((len(indices[part]), k))
+            hit = indices[part] >= 0
+            np.add.at(mix, (np.nonzero(hit)[0], indices[part][hit]), weights[part][hit])
+            residuals[part] -= mix @ prototypes
+        else:
+            gathered = prototypes[np.maximum(indices[part], 0)]  # (rows, s, d)
+            residuals[part] -= np.matmul(weights[part, None, :], gathered)[:, 0, :]
     return residuals
 
 

@@ -30,9 +30,7 @@ def tell(quiet: bool, as_json: bool) -> bool:
 
 def certify(prototypes, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL):
     """The certificate of a code, with its estimate and a progress bar on stderr unless ``quiet``."""
-    if quiet:  # the memory check alone, without timing a sample
-        certificate_estimate(k=prototypes.shape[0], d=prototypes.shape[1], device=device, max_memory=max_memory)
-    else:
+    if not quiet:  # the certificate checks its memory itself before allocating
         click.echo(certificate_estimate(prototypes, device=device, max_memory=max_memory).describe(), err=True)
     with ProgressBar(enabled=not quiet) as progress:
         return one_vs_rest_distances(prototypes, tol=tol, device=device, max_memory=max_memory, progress=progress)

@@ -14,12 +14,13 @@ from pathlib import Path
 import click
 
 from .. import __version__
+from ..devices import set_cpu_threads
 from ..errors import SpherecodesError
 from ..memory import parse_size
 from ..semantic import EMBEDDING_FORMATS, MISSING_POLICIES
 
 __all__ = ["BANK", "COUNT", "DIM", "FILE", "MAX_MEMORY_HELP", "URL_HELP", "DimensionRange", "MemorySize",
-           "embedding_options", "main"]
+           "embedding_options", "main", "threads_option"]
 
 
 class OneLineErrors(click.Group):
@@ -57,6 +58,20 @@ def main():
       spherecodes report spherecodes_d11_k12.h5
       spherecodes bounds --d 512 --k 100000 --json
     """
+
+
+def _apply_threads(ctx, param, value):
+    """Set the process's CPU threads as soon as the option is parsed, before torch is loaded."""
+    return set_cpu_threads(value)
+
+
+def threads_option(command):
+    """The ``--threads`` option of every command that computes."""
+    return click.option(
+        "--threads", type=click.IntRange(min=1), default=None, callback=_apply_threads, expose_value=False,
+        help="CPU threads for the computation. Default: the cores this process may use (its CPU affinity "
+        "and container quota).",
+    )(command)
 
 
 DIM = click.IntRange(min=1)

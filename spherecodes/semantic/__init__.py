@@ -26,15 +26,13 @@ assignment is an ``order`` array: prototype row ``i`` goes to class
 Text for these numbers is in :mod:`spherecodes.report`.
 """
 
-from .agreement import DEFAULT_MAX_PAIRS, DEFAULT_MAX_TRIPLETS, TIE_TOL, semantic_agreement, semantic_report
-from .assignment import (
-    DEFAULT_RELAXATION_ITERATIONS,
-    Assignment,
-    assign_by_class_means,
-    assign_by_embeddings,
-    assign_code,
-    load_class_means,
-    relabel_code,
+from ._options import (
+    ALL_TRIPLETS_UP_TO_K,
+    DEFAULT_MAX_COS_TOLERANCE,
+    DEFAULT_NEIGHBOURS,
+    DEFAULT_SEMANTIC_WEIGHT,
+    DEFAULT_TRIPLET_SAMPLES,
+    TRIPLET_STRATEGIES,
 )
 from .embeddings import (
     EMBEDDING_FORMATS,
@@ -44,17 +42,27 @@ from .embeddings import (
     load_embeddings,
     read_class_names,
 )
-from .ranking import (
-    ALL_TRIPLETS_UP_TO_K,
-    DEFAULT_MAX_COS_TOLERANCE,
-    DEFAULT_NEIGHBOURS,
-    DEFAULT_SEMANTIC_WEIGHT,
-    DEFAULT_TRIPLET_SAMPLES,
-    TRIPLET_STRATEGIES,
-    RankingTriplets,
-    privileged,
-    privileged_information_loss,
-)
+
+# The agreement and assignment (SciPy) and the privileged optimiser (torch)
+# are loaded on first use, so that the command line and everything that only
+# reads class names and embeddings start quickly.
+_LAZY = {
+    "DEFAULT_MAX_PAIRS": "agreement", "DEFAULT_MAX_TRIPLETS": "agreement", "TIE_TOL": "agreement",
+    "semantic_agreement": "agreement", "semantic_report": "agreement",
+    "DEFAULT_RELAXATION_ITERATIONS": "assignment", "Assignment": "assignment",
+    "assign_by_class_means": "assignment", "assign_by_embeddings": "assignment", "assign_code": "assignment",
+    "load_class_means": "assignment", "relabel_code": "assignment",
+    "RankingTriplets": "ranking", "privileged": "ranking", "privileged_information_loss": "ranking",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ALL_TRIPLETS_UP_TO_K",

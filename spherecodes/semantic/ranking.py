@@ -22,23 +22,18 @@ from ..errors import SpherecodesError
 from ..memory import require_memory
 from ..solvers import Clock, SolverResult, descend_on_sphere, tammes, tammes_defaults
 from ..stats import max_cos
+from ._options import (
+    ALL_TRIPLETS_UP_TO_K,
+    DEFAULT_MAX_COS_TOLERANCE,
+    DEFAULT_NEIGHBOURS,
+    DEFAULT_SEMANTIC_WEIGHT,
+    DEFAULT_TRIPLET_SAMPLES,
+    TRIPLET_STRATEGIES,
+)
 from .agreement import semantic_agreement
 from .assignment import assign_by_embeddings
 from .embeddings import ClassEmbeddings, vectors_of
 
-
-#: Ways to choose the triplet set T of Eq. 6; ``auto`` is ``all`` up to :data:`ALL_TRIPLETS_UP_TO_K` classes,
-#: ``sampled`` beyond.
-TRIPLET_STRATEGIES = ("auto", "all", "sampled", "neighbours")
-
-#: Largest K for which ``auto`` uses every triplet (K = 200 gives 3.9 million per step).
-ALL_TRIPLETS_UP_TO_K = 200
-
-#: Triplets drawn per step by the ``sampled`` and ``neighbours`` strategies.
-DEFAULT_TRIPLET_SAMPLES = 1 << 16
-
-#: Nearest embedding neighbours per class for the ``neighbours`` strategy.
-DEFAULT_NEIGHBOURS = 10
 
 # Up to this K the ``sampled`` strategy keeps the K x K embedding cosines (128 MiB at the limit).
 _EMBEDDING_GRAM_UP_TO_K = 4096
@@ -230,13 +225,6 @@ def privileged_information_loss(gram, near, far, target):
 
 
 # --------------------------------------------------------------------------- the privileged optimiser
-
-#: Weight of L_PI against the penalty on cosines above the cap in :func:`privileged`.
-DEFAULT_SEMANTIC_WEIGHT = 1.0
-
-
-#: Default of how far ``privileged`` may raise max-cos above the Tammes code it starts from.
-DEFAULT_MAX_COS_TOLERANCE = 0.01
 
 #: Steps of the ranking descent when none are given.
 DEFAULT_PRIVILEGED_STEPS = 1000

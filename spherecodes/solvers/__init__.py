@@ -28,13 +28,13 @@ Examples
 from ._core import (
     ADAM_DEFAULTS, DTYPES, EXP_FLOOR, HISTORY_COLUMNS, Clock, Progress, SolverResult, descend_on_sphere,
 )
-from ._options import MaxsepOptions, SoftmaxOptions, TammesOptions, tammes_defaults
+from ._options import EFFORTS, MaxsepOptions, SoftmaxOptions, TammesOptions, tammes_defaults
 from .maxsep import maxsep
 from .softmax import softmax_code
 from .tammes import tammes, tammes_estimate, tammes_memory
 
 __all__ = [
-    "ADAM_DEFAULTS", "DTYPES", "EXP_FLOOR", "HISTORY_COLUMNS", "Clock", "MaxsepOptions", "Progress", "SoftmaxOptions",
-    "SolverResult", "TammesOptions", "descend_on_sphere", "maxsep", "softmax_code", "tammes", "tammes_defaults",
-    "tammes_estimate", "tammes_memory",
+    "ADAM_DEFAULTS", "DTYPES", "EFFORTS", "EXP_FLOOR", "HISTORY_COLUMNS", "Clock", "MaxsepOptions", "Progress",
+    "SoftmaxOptions", "SolverResult", "TammesOptions", "descend_on_sphere", "maxsep", "softmax_code", "tammes",
+    "tammes_defaults", "tammes_estimate", "tammes_memory",
 ]

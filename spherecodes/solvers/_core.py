@@ -22,12 +22,12 @@ from ..checks import check_positive, check_seed, check_sizes
 from ..constructions import construct, optimal_closed_form
 from ..errors import SpherecodesError
 from ..sphere import normalise_rows
-from ..stats import max_cos
+from ..stats import max_cos, validate_prototypes
 
 __all__ = [
     "ADAM_DEFAULTS", "DTYPES", "EXP_FLOOR", "HISTORY_COLUMNS", "Batch", "Clock", "LoopEnd", "PolishBudget",
-    "Progress", "SolverResult", "check_common", "check_dtype", "closed_form_optimum", "closed_form_result",
-    "descend_on_sphere", "estimated_angle", "geometric", "riemannian_adam_step", "run_steps",
+    "Progress", "Schedule", "SolverResult", "check_common", "check_dtype", "check_init", "closed_form_optimum",
+    "closed_form_result", "descend_on_sphere", "estimated_angle", "geometric", "riemannian_adam_step", "run_steps",
 ]
 
 #: Columns of :attr:`SolverResult.history`.
@@ -122,6 +122,17 @@ class SolverResult:
         steps.
     refreshes : int
         :func:`tammes` with neighbour lists: refreshes of the lists done.
+    stages : list of dict
+        :func:`tammes`: how the budget was spent, one dict per stage in
+        order: ``stage`` (``"anneal"``, ``"polish"``, ``"perturb"``),
+        ``starts`` (starts annealed, codes polished, perturbation rounds),
+        ``steps`` (annealing steps or LP rounds), ``seconds`` and
+        ``max_cos`` (the best code's after the stage); the annealing also
+        says whether a time limit ``compressed`` its schedule, the
+        perturbation rounds how many ``improvements`` they made.
+    stop_detail : str
+        When and why the run stopped early, or what a time limit changed, in
+        one sentence; empty for a run that did all it planned.
     """
 
     prototypes: np.ndarray
@@ -136,6 +147,8 @@ class SolverResult:
     stop_reason: str
     settings: dict = field(default_factory=dict)
     refreshes: int = 0
+    stages: list = field(default_factory=list)
+    stop_detail: str = ""
 
     def __repr__(self) -> str:
         k, d = self.prototypes.shape
@@ -159,6 +172,26 @@ def check_common(d, k, seed, time_limit, progress) -> tuple[int, int, int, float
     if progress is not None and not callable(progress):
         raise SpherecodesError(f"progress must be a callable or None, got {type(progress).__name__}")
     return d, k, seed, time_limit
+
+
+def check_init(init, d: int, k: int) -> np.ndarray | None:
+    """A start code given by the caller as float64 unit rows of shape (K, d), or None.
+
+    Examples
+    --------
+    >>> check_init([[2.0, 0.0], [0.0, 1.0]], 2, 2)
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    if init is None:
+        return None
+    try:
+        init = validate_prototypes(init, normalize=True)
+    except SpherecodesError as error:
+        raise SpherecodesError(f"init: {error}") from None
+    if init.shape != (k, d):
+        raise SpherecodesError(f"init has shape {init.shape}; expected (K, d) = ({k}, {d})")
+    return init
 
 
 def check_dtype(value: str, default: str) -> str:
@@ -308,15 +341,53 @@ class Batch:
     timed_out: bool
     interrupted: bool = False  # stopped by KeyboardInterrupt (Ctrl-C)
     refreshes: int = 0  # neighbour-list refreshes (the large-K path)
+    compressed: bool = False  # the schedule was compressed to end by its deadline
 
 
 @dataclass
 class LoopEnd:
-    """How :func:`run_steps` ended: steps done, and whether the clock or Ctrl-C stopped it."""
+    """How :func:`run_steps` ended: steps done, whether the clock or Ctrl-C stopped it, or a deadline compressed it."""
 
     done: int
     timed_out: bool
     interrupted: bool
+    compressed: bool = False
+
+
+class Schedule:
+    """Position in [0, 1] of a schedule of ``steps`` steps that must end by ``deadline``.
+
+    The position of step i is the larger of ``i / (steps - 1)`` and the
+    fraction of the time from the first step to ``deadline`` (a
+    ``time.perf_counter()`` value) that will have elapsed when the step ends
+    (at the mean step time so far).  Without a deadline it follows
+    the step count; under a time limit the whole annealing schedule
+    (sharpness up, step size down) fits the time available, instead of
+    being cut off while the surrogate is still smooth and the steps large.
+
+    Examples
+    --------
+    >>> Schedule(5).position(2)
+    0.5
+    >>> Schedule(1000, deadline=time.perf_counter() - 1).position(0)  # no time left: the end of the schedule
+    1.0
+    """
+
+    def __init__(self, steps: int, deadline: float = math.inf):
+        self.steps = steps
+        self.deadline = deadline
+        self.begin = time.perf_counter()
+
+    def position(self, step: int) -> float:
+        by_steps = step / max(self.steps - 1, 1)
+        if math.isinf(self.deadline):
+            return by_steps
+        span = self.deadline - self.begin
+        elapsed = time.perf_counter() - self.begin
+        # Where the schedule will be when this step ends (at the mean step time so
+        # far), so that the last step still ends by the deadline.
+        by_time = 1.0 if span <= 0 else (elapsed + elapsed / max(step, 1)) / span
+        return min(1.0, max(by_steps, by_time))
 
 
 def geometric(start: float, end: float, frac: float) -> float:
@@ -332,11 +403,14 @@ def geometric(start: float, end: float, frac: float) -> float:
 
 def run_steps(
     steps: int, clock: Clock, step: Callable[[int, float], None], log: Callable[[int], None], *,
-    log_every: int, log_first: bool = False, catch_interrupt: bool = False,
+    log_every: int, log_first: bool = False, catch_interrupt: bool = False, schedule: Schedule | None = None,
 ) -> LoopEnd:
     """The loop every optimiser shares: ``step(i, frac)`` for i < steps, logging every ``log_every``.
 
-    ``frac = i / (steps - 1)`` is where step i sits in the schedule.  Before
+    ``frac`` is where step i sits in the ``schedule`` (default
+    ``i / (steps - 1)``; a :class:`Schedule` with a deadline compresses it
+    into the time to the deadline, and the step at ``frac = 1`` is then the
+    last: ``compressed``).  Before
     each step the clock is checked (the run stops cleanly when it has
     expired); after the step ``log(done)`` is called every ``log_every`` steps,
     after the last one and, with ``log_first``, after the first.  With
@@ -351,21 +425,26 @@ def run_steps(
     (5, [0.0, 0.25, 0.5, 0.75, 1.0])
     """
     done = 0
-    timed_out = interrupted = False
+    timed_out = interrupted = compressed = False
+    schedule = Schedule(steps) if schedule is None else schedule
     try:
         for i in range(steps):
             if clock.expired():
                 timed_out = True
                 break
-            step(i, i / max(steps - 1, 1))
+            frac = schedule.position(i)
+            step(i, frac)
             done = i + 1
-            if done % log_every == 0 or done == steps or (log_first and i == 0):
+            compressed = frac >= 1 and done < steps
+            if done % log_every == 0 or done == steps or (log_first and i == 0) or compressed:
                 log(done)
+            if compressed:
+                break
     except KeyboardInterrupt:
         if not catch_interrupt:
             raise
         interrupted = True
-    return LoopEnd(done, timed_out, interrupted)
+    return LoopEnd(done, timed_out, interrupted, compressed)
 
 
 def riemannian_adam_step(

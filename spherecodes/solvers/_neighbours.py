@@ -37,6 +37,7 @@ memory estimate) and :func:`neighbour_seconds` (time estimate).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,7 +45,7 @@ import torch
 
 from ..devices import timed_call
 from ..sphere import top_matches
-from ._core import DTYPES, EXP_FLOOR, Batch, Clock, geometric, riemannian_adam_step, run_steps
+from ._core import DTYPES, EXP_FLOOR, Batch, Clock, Schedule, geometric, riemannian_adam_step, run_steps
 
 __all__ = [
     "LIST_TOLERANCE", "NEIGHBOUR_MIN_K", "NeighbourPlan", "anneal_neighbours", "neighbour_defaults", "neighbour_plan",
@@ -350,6 +351,7 @@ def anneal_neighbours(
     clock: Clock,
     history: list,
     step_offset: int,
+    deadline: float = math.inf,
 ) -> Batch:
     """Anneal one start on the pairs of its neighbour lists (the large-K path of ``tammes``).
 
@@ -361,6 +363,11 @@ def anneal_neighbours(
     maximum over the lists is provably the true max-cos; the last iterate is
     measured with fresh lists.  Ctrl-C ends the annealing early and keeps
     the best iterate so far (``interrupted``).
+
+    ``deadline`` (a ``time.perf_counter()`` value) compresses the schedule
+    into the time available, as in the dense annealing; the closing refresh
+    and the float64 re-measurement that follow the steps (about three
+    refreshes, timed on the first) are kept out of it.
     """
     dtype = DTYPES[cfg.dtype]
     steps = cfg.steps
@@ -379,14 +386,17 @@ def anneal_neighbours(
     rounding = 2 * d * torch.finfo(dtype).eps
     outside = 2 * math.log(k) + math.log(1 / LIST_TOLERANCE)
 
-    def sharpness(step: int) -> float:
-        return geometric(t_start, cfg.t_end, min(1.0, step / max(steps - 1, 1)))
+    schedule = Schedule(steps, deadline)
 
     def refresh() -> _Lists:
         nonlocal refreshes
+        began = time.perf_counter()
         refreshes += 1
         lists = _refresh(x, plan, scratch)
         ref.copy_(x)
+        if refreshes == 1:
+            # Keep the closing refresh and the re-measurement out of the schedule.
+            schedule.deadline -= 3 * (time.perf_counter() - began)
         return lists
 
     def keep_if_best(top, bound) -> None:
@@ -400,11 +410,17 @@ def anneal_neighbours(
 
     def step(i: int, frac: float) -> None:
         nonlocal since
-        t = sharpness(i)
+        t = geometric(t_start, cfg.t_end, frac)
         lr = geometric(cfg.lr_start, cfg.lr_end, frac)
+        # Where the schedule will be at the next scheduled refresh (under a
+        # deadline: at the pace so far, if that is faster than the steps').
+        ahead = (i + cfg.refresh) / max(steps - 1, 1)
+        if i and not math.isinf(deadline):
+            ahead = max(ahead, frac * (i + cfg.refresh) / i)
+        ahead = min(1.0, ahead)
         if state["lists"] is None or (
             since >= cfg.refresh
-            and not _still_complete(state["top"], per_row[2], state["lists"].tau, sharpness(i + cfg.refresh),
+            and not _still_complete(state["top"], per_row[2], state["lists"].tau, geometric(t_start, cfg.t_end, ahead),
                                     outside, rounding)
         ):
             state["lists"] = None  # free the old lists before the new ones are built
@@ -424,7 +440,7 @@ def anneal_neighbours(
         history.append((step_offset + done, smooth, float(best_val)))
         clock.report(first_restart, done, steps, float(best_val))
 
-    end = run_steps(steps, clock, step, log, log_every=cfg.log_every, catch_interrupt=True)
+    end = run_steps(steps, clock, step, log, log_every=cfg.log_every, catch_interrupt=True, schedule=schedule)
     interrupted = end.interrupted
     if end.done and not end.timed_out and not interrupted:
         try:
@@ -434,7 +450,7 @@ def anneal_neighbours(
             keep_if_best(*_pair_pass(x, ref, state["lists"], cfg.t_end, grad, per_row, gathered)[::2])
         except KeyboardInterrupt:
             interrupted = True
-    return Batch(best_x.double().cpu().numpy()[None], end.done, end.timed_out, interrupted, refreshes)
+    return Batch(best_x.double().cpu().numpy()[None], end.done, end.timed_out, interrupted, refreshes, end.compressed)
 
 
 def _pair_pass(x, ref, lists: _Lists, t: float, grad, per_row, gathered):

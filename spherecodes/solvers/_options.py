@@ -23,7 +23,7 @@ from ._core import check_dtype, estimated_angle
 from ._neighbours import NEIGHBOUR_MIN_K, neighbour_defaults
 
 __all__ = [
-    "MaxsepOptions", "SoftmaxOptions", "TammesOptions", "dense_bytes", "option_names", "tammes_defaults",
+    "EFFORTS", "MaxsepOptions", "SoftmaxOptions", "TammesOptions", "dense_bytes", "option_names", "tammes_defaults",
 ]
 
 #: Work per step (K^2 d multiply-adds) at which the default budget stops
@@ -33,6 +33,18 @@ MIN_STEPS, MAX_STEPS = 100, 2000
 
 #: K·d up to which a code is "small": polished by default, more softmax steps.
 SMALL_CODE = 20_000
+
+#: What each ``effort`` of :func:`spherecodes.solvers.tammes` changes on the
+#: dense path: a factor on the default random starts, the rounds of
+#: perturb-and-repolish after the polish (small codes only: they compare
+#: polished codes), and the share of the starts that are symmetric (in R^3;
+#: at the default effort they would replace random starts, and at N = 35 the
+#: winning start is one of those, so the default keeps its random starts).
+EFFORTS = {
+    "low": {"restarts": 0.25, "perturb_rounds": 0, "symmetric": 0.0},
+    "default": {"restarts": 1.0, "perturb_rounds": 0, "symmetric": 0.0},
+    "high": {"restarts": 4.0, "perturb_rounds": 40, "symmetric": 0.5},
+}
 
 
 def option_names(options_class) -> tuple[str, ...]:
@@ -91,6 +103,10 @@ class TammesOptions:
     neighbours: int | None = None
     refresh: int | None = None
     max_memory: float | None = None
+    effort: str = "default"
+    perturb_rounds: int | None = None
+    symmetric_starts: int | None = None
+    init_noise: float | None = None
     steps: int | None = None
     restarts: int | None = None
 
@@ -100,8 +116,15 @@ class TammesOptions:
         return option_names(cls)[:-2]
 
     @classmethod
-    def resolve(cls, d: int, k: int, *, steps=None, restarts=None, device="auto", **options) -> TammesOptions:
-        """The checked settings of a run: defaults for (d, K) and the path, then the options given."""
+    def resolve(cls, d: int, k: int, *, steps=None, restarts=None, device="auto", warm: bool = False,
+                **options) -> TammesOptions:
+        """The checked settings of a run: defaults for (d, K), the path and the effort, then the options given.
+
+        ``warm``: the run starts from a given code (``init``), so the
+        annealing begins sharp (``t_start = t_end / 25``) with a tenth of the
+        step size, and starts r > 0 perturb the code by up to ``init_noise``
+        (default a quarter of the estimated neighbour angle).
+        """
         d, k = check_sizes(d, k)
         check_options("tammes", options, cls.keywords())
         dev = resolve_device(device)
@@ -109,6 +132,16 @@ class TammesOptions:
         if max_memory is not None:
             max_memory = check_positive("max_memory", max_memory)
         cfg = tammes_defaults(d, k, dev, neighbours=options.get("neighbours"), max_memory=max_memory)
+        effort = options.get("effort") or "default"
+        if effort not in EFFORTS:
+            raise SpherecodesError(f"effort must be one of {', '.join(EFFORTS)}, got {effort!r}")
+        if not cfg["neighbours"]:
+            cfg["restarts"] = max(1, round(cfg["restarts"] * EFFORTS[effort]["restarts"]))
+            cfg["batch_size"] = max(1, min(cfg["restarts"], int(2**20 // k**2)))
+        cfg["perturb_rounds"] = EFFORTS[effort]["perturb_rounds"] if cfg["polish"] else 0
+        if warm:
+            cfg.update(t_start=cfg["t_end"] / 25, lr_start=cfg["lr_start"] / 10, lr_end=cfg["lr_end"] / 10,
+                       init_noise=estimated_angle(d, k) / 4)
         # None, and dtype "auto", mean "the default for (d, K)"; neighbours and
         # max_memory are already resolved in cfg.
         explicit = {key: value for key, value in options.items()
@@ -121,6 +154,19 @@ class TammesOptions:
             cfg["restarts"] = check_int("restarts", restarts, 1)
             if "batch_size" not in explicit:
                 cfg["batch_size"] = max(1, min(cfg["restarts"], int(2**20 // k**2)))
+        if "symmetric_starts" not in explicit:
+            # Symmetric starts exist on the 2-sphere only; a warm start perturbs its code instead.
+            symmetric = d == 3 and k >= 4 and not warm and not cfg["neighbours"]
+            cfg["symmetric_starts"] = int(cfg["restarts"] * EFFORTS[effort]["symmetric"]) if symmetric else 0
+        cfg["symmetric_starts"] = check_int("symmetric_starts", cfg["symmetric_starts"], 0)
+        if cfg["symmetric_starts"] > cfg["restarts"] or (cfg["symmetric_starts"] and (d != 3 or warm)):
+            raise SpherecodesError(f"symmetric_starts must be at most restarts ({cfg['restarts']}), in R^3 and "
+                                   f"without init, got {cfg['symmetric_starts']}")
+        cfg["perturb_rounds"] = check_int("perturb_rounds", cfg["perturb_rounds"], 0)
+        if cfg["init_noise"] is not None:
+            if not warm:
+                raise SpherecodesError("init_noise applies to a warm start; give init as well")
+            cfg["init_noise"] = check_positive("init_noise", cfg["init_noise"])
         if cfg["neighbours"]:
             cfg["refresh"] = check_int("refresh", cfg["refresh"], 1)
             cfg["batch_size"] = 1  # the neighbour-list path runs one start at a time

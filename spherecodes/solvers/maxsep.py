@@ -17,7 +17,7 @@ from ..devices import resolve_device, torch_threads
 from ..memory import require_memory
 from ..sphere import normalise_rows, random_start
 from ..stats import max_cos
-from ._core import DTYPES, Clock, Progress, SolverResult, check_common, run_steps
+from ._core import DTYPES, Clock, Progress, SolverResult, check_common, check_init, run_steps
 from ._options import MaxsepOptions
 
 __all__ = ["maxsep"]
@@ -34,6 +34,7 @@ def maxsep(
     time_limit: float | None = None,
     device: str | torch.device = "auto",
     progress: Callable[[Progress], None] | None = None,
+    init: np.ndarray | None = None,
     **options,
 ) -> SolverResult:
     """The hyperspherical-prototype objective of Mettes, van der Pol & Snoek (2019, Eq. 5), as published.
@@ -68,6 +69,9 @@ def maxsep(
         Where the steps run.
     progress : callable, optional
         Called with a :class:`Progress` every ``log_every`` steps.
+    init : array_like, optional
+        A start code, (K, d), rows rescaled to unit length: start 0 begins
+        there instead of at random vectors (the other starts stay random).
     **options
         ``momentum`` (heavy-ball coefficient whose buffer *is* kept across
         steps; 0 reproduces the published procedure), ``dtype`` ("auto" =
@@ -88,11 +92,13 @@ def maxsep(
     """
     begin = time.perf_counter()
     d, k, seed, time_limit = check_common(d, k, seed, time_limit, progress)
+    init = check_init(init, d, k)
     dev = resolve_device(device)
     cfg = MaxsepOptions.resolve(d, k, steps=steps, lr=lr, restarts=restarts, device=dev, **options)
     steps, lr, restarts = cfg.steps, cfg.lr, cfg.restarts
     settings = {"method": "maxsep", "d": d, "k": k, "seed": seed, "steps": steps, "lr": lr,
                 "restarts": restarts, "time_limit": time_limit, "device": str(dev),
+                "init": None if init is None else "array",
                 **{name: getattr(cfg, name) for name in MaxsepOptions.keywords()}}
 
     itemsize = 4 if cfg.dtype == "float32" else 8
@@ -104,7 +110,7 @@ def maxsep(
     clock = Clock(time_limit, progress, restarts, begin)
     with torch_threads(cfg.threads):
         settings["threads"] = torch.get_num_threads()
-        result = _run_maxsep(d, k, seed, steps, lr, restarts, cfg, dev, clock)
+        result = _run_maxsep(d, k, seed, steps, lr, restarts, cfg, dev, clock, init)
     result.settings = settings
     return result
 
@@ -126,7 +132,7 @@ def _lhp_gradient(x: torch.Tensor, nearest: torch.Tensor) -> torch.Tensor:
     return (chosen + chosen_by) / k
 
 
-def _run_maxsep(d, k, seed, steps, lr, restarts, cfg: MaxsepOptions, dev, clock: Clock) -> SolverResult:
+def _run_maxsep(d, k, seed, steps, lr, restarts, cfg: MaxsepOptions, dev, clock: Clock, init=None) -> SolverResult:
     """Plain (or heavy-ball) gradient steps on L_HP for every start; return the best final code."""
     dtype = DTYPES[cfg.dtype]
     history: list[tuple[float, float, float]] = []
@@ -140,7 +146,8 @@ def _run_maxsep(d, k, seed, steps, lr, restarts, cfg: MaxsepOptions, dev, clock:
             break
         members = range(first, min(first + cfg.batch_size, restarts))
         batch = len(members)
-        x = torch.as_tensor(np.stack([random_start(seed, r, k, d) for r in members]), dtype=dtype, device=dev)
+        starts = [init if r == 0 and init is not None else random_start(seed, r, k, d) for r in members]
+        x = torch.as_tensor(np.stack(starts), dtype=dtype, device=dev)
         state = {"x": x, "velocity": torch.zeros_like(x)}
 
         def step(i: int, frac: float) -> None:

@@ -19,9 +19,10 @@ import torch
 
 from ..certificate import one_vs_rest_distances
 from ..devices import resolve_device, torch_threads
+from ..errors import SpherecodesError
 from ..sphere import normalise_rows, random_start
 from ..stats import max_cos
-from ._core import Clock, PolishBudget, Progress, SolverResult, check_common, closed_form_result
+from ._core import Clock, PolishBudget, Progress, SolverResult, check_common, check_init, closed_form_result
 from ._options import SoftmaxOptions
 from ._polish import Linearisation, polish
 from .tammes import tammes
@@ -123,6 +124,7 @@ def softmax_code(
     time_limit: float | None = None,
     device: str | torch.device = "auto",
     progress: Callable[[Progress], None] | None = None,
+    init: np.ndarray | None = None,
     **options,
 ) -> SolverResult:
     """Maximise ρ, the smallest distance from a prototype to the hull of the others (Softmax Code).
@@ -161,6 +163,9 @@ def softmax_code(
     progress : callable, optional
         Called with a :class:`Progress` every ``log_every`` steps; its
         ``max_cos`` field carries the certified ρ of the best code so far.
+    init : array_like, optional
+        A start code, (K, d), rows rescaled to unit length (the same as
+        ``start=init`` with unit rows); the result is never worse than it.
     **options
         ``start`` ("tammes", "random", or a (K, d) array of unit rows);
         ``lr`` (first step, as an angle; default a tenth of the typical
@@ -193,6 +198,11 @@ def softmax_code(
     begin = time.perf_counter()
     d, k, seed, time_limit = check_common(d, k, seed, time_limit, progress)
     dev = resolve_device(device)
+    init = check_init(init, d, k)
+    if init is not None:
+        if "start" in options:
+            raise SpherecodesError("give the start code as init or as start, not both")
+        options["start"] = init
     cfg, start = SoftmaxOptions.resolve(d, k, steps=steps, **options)
     settings = {"method": "softmax", "d": d, "k": k, "seed": seed, "time_limit": time_limit, "device": str(dev),
                 "start": start if isinstance(start, str) else "array", **dataclasses.asdict(cfg)}

@@ -1,10 +1,12 @@
 """The Tammes problem: minimise the largest cosine between K unit vectors in R^d.
 
 :func:`tammes` anneals a log-sum-exp smoothing of max-cos (Mettes, van der
-Pol & Snoek 2019, Eq. 4) with Riemannian Adam from batched random starts, over
-all pairs (here) or over neighbour lists for large K
+Pol & Snoek 2019, Eq. 4) with Riemannian Adam from batched random (and, in
+R^3, symmetric: :mod:`spherecodes.solvers._symmetric`) starts or from a given
+code, over all pairs (here) or over neighbour lists for large K
 (:mod:`spherecodes.solvers._neighbours`), then polishes the best few codes by
-sequential linear programming (:mod:`spherecodes.solvers._polish`).
+sequential linear programming (:mod:`spherecodes.solvers._polish`) and, with
+more effort, perturbs and re-polishes the best (:mod:`spherecodes.solvers._basin`).
 ``docs/optimisers.md`` describes the algorithm, its defaults and measurements.
 """
 
@@ -20,16 +22,18 @@ import torch
 
 from ..checks import check_sizes
 from ..devices import resolve_device, timed_call, torch_threads
-from ..memory import Estimate, memory_limit, require_memory
+from ..memory import Estimate, memory_limit, process_peak, require_memory
 from ..sphere import normalise_rows, random_start
 from ..stats import max_cos
+from ._basin import LOCAL_STEPS, perturbation_rounds
 from ._core import (
-    DTYPES, EXP_FLOOR, Batch, Clock, PolishBudget, Progress, SolverResult, check_common, closed_form_optimum,
-    closed_form_result, riemannian_adam_step, run_steps,
+    DTYPES, EXP_FLOOR, Batch, Clock, PolishBudget, Progress, Schedule, SolverResult, check_common, check_init,
+    closed_form_optimum, closed_form_result, riemannian_adam_step, run_steps,
 )
 from ._neighbours import anneal_neighbours, neighbour_plan, neighbour_seconds
 from ._options import TammesOptions, dense_bytes
 from ._polish import PairCosines, polish
+from ._symmetric import orbit_choices, symmetric_start
 
 __all__ = ["tammes", "tammes_estimate", "tammes_memory"]
 
@@ -44,6 +48,8 @@ def tammes(
     time_limit: float | None = None,
     device: str | torch.device = "auto",
     progress: Callable[[Progress], None] | None = None,
+    init: np.ndarray | None = None,
+    effort: str = "default",
     **options,
 ) -> SolverResult:
     """Minimise the largest cosine between K unit vectors in R^d (Tammes problem).
@@ -73,11 +79,31 @@ def tammes(
     restarts : int, optional
         Random starts (default: 64, 16, 4 or 1 as K^2 d grows past 2e4, 2e5, 2e6).
     time_limit : float, optional
-        Seconds; the solver stops cleanly and returns the best code so far.
+        Seconds.  The annealing's schedule is compressed to fit the time (its
+        sharpness and step size follow the elapsed time when that is ahead of
+        the step count), leaving time for the polish; the solver stops cleanly
+        and returns the best code so far, and ``stop_detail`` says what the
+        limit changed.
     device : {"auto", "cpu", "cuda", "cuda:N"}
         Where the annealing runs (the polish always runs on the CPU).
     progress : callable, optional
         Called with a :class:`Progress` every ``log_every`` steps and polish rounds.
+    init : array_like, optional
+        A start code, (K, d); rows are rescaled to unit length (a structured
+        code, or an earlier result).  Start 0 is this code itself; start
+        r > 0 is the code moved by Gaussian noise of angular size up to
+        ``init_noise`` (default a quarter of the estimated neighbour angle).
+        A warm start's annealing begins sharp (``t_start = t_end / 25``) with
+        a tenth of the step size, so it refines the code rather than
+        forgetting it, and the result is never worse than ``init``.
+    effort : {"low", "default", "high"}
+        How much work to spend on the dense path (:data:`spherecodes.solvers.EFFORTS`):
+        "low" runs a quarter of the random starts; "high" four times as many,
+        then rounds of perturb-and-repolish of the best code (reinsert the
+        points of the tightest contacts or the rattlers into the deepest
+        holes, or shake the code; re-anneal; polish) for codes small enough
+        to polish, and in R^3 half its starts are symmetric (unions of orbits
+        of a rotation group).  ``result.stages`` records what each stage spent.
     **options
         Advanced settings, defaults from :func:`tammes_defaults`:
         ``dtype`` ("auto", "float32", "float64"); ``t_start``, ``t_end``
@@ -103,8 +129,11 @@ def tammes(
         pairs; m: neighbour lists of m prototypes; default chosen from K
         and the memory); ``refresh`` (steps between refreshes of the lists);
         ``max_memory`` (bytes the run may use on the device; default 80% of
-        what is free).  :func:`tammes_estimate` gives the memory and time a
-        call will take before making it.
+        what is free); ``perturb_rounds`` (rounds of perturb-and-repolish;
+        default from ``effort``); ``symmetric_starts`` (how many of the
+        starts are symmetric, R^3 only; default from ``effort``);
+        ``init_noise`` (see ``init``).  :func:`tammes_estimate` gives the
+        memory and time a call will take before making it.
 
     Returns
     -------
@@ -126,10 +155,12 @@ def tammes(
     """
     begin = time.perf_counter()
     d, k, seed, time_limit = check_common(d, k, seed, time_limit, progress)
+    init = check_init(init, d, k)
     dev = resolve_device(device)
-    cfg = TammesOptions.resolve(d, k, steps=steps, restarts=restarts, device=dev, **options)
+    cfg = TammesOptions.resolve(d, k, steps=steps, restarts=restarts, device=dev, warm=init is not None,
+                                effort=effort, **options)
     settings = {"method": "tammes", "d": d, "k": k, "seed": seed, "time_limit": time_limit,
-                "device": str(dev), **dataclasses.asdict(cfg)}
+                "device": str(dev), "init": None if init is None else "array", **dataclasses.asdict(cfg)}
 
     closed = closed_form_result("tammes", d, k, cfg.closed_form, dev, begin, settings)
     if closed is not None:
@@ -139,7 +170,7 @@ def tammes(
     clock = Clock(time_limit, progress, cfg.restarts, begin)
     with torch_threads(cfg.threads):
         settings["threads"] = torch.get_num_threads()
-        result = _run_tammes(d, k, seed, cfg, dev, clock, plan)
+        result = _run_tammes(d, k, seed, cfg, dev, clock, plan, init)
     result.settings = settings
     return result
 
@@ -183,7 +214,7 @@ def tammes_memory(d: int, k: int, cfg: TammesOptions, device: torch.device):
 
 def tammes_estimate(
     d: int, k: int, *, steps: int | None = None, restarts: int | None = None,
-    device: str | torch.device = "auto", **options,
+    device: str | torch.device = "auto", effort: str = "default", **options,
 ) -> Estimate:
     """Memory and time that :func:`tammes` with these arguments is expected to take.
 
@@ -214,23 +245,29 @@ def tammes_estimate(
     """
     d, k = check_sizes(d, k)
     dev = resolve_device(device)
-    cfg = TammesOptions.resolve(d, k, steps=steps, restarts=restarts, device=dev, **options)
+    cfg = TammesOptions.resolve(d, k, steps=steps, restarts=restarts, device=dev, effort=effort, **options)
     limit = memory_limit(str(dev), cfg.max_memory)
     if cfg.closed_form and closed_form_optimum(d, k) is not None:
-        return Estimate("tammes: a provably optimal closed form", "cpu", 8.0 * k * d, limit, 0.0)
+        return Estimate("tammes: a provably optimal closed form", "cpu", process_peak(8.0 * k * d), limit, 0.0)
     plan = tammes_memory(d, k, cfg, dev)
     runs = f"{cfg.restarts} x {cfg.steps} steps, {cfg.dtype}"
     with torch_threads(cfg.threads):
         if plan is not None:
             what = f"tammes with neighbour lists (m = {plan.m}, refresh every {cfg.refresh} steps), {runs}"
-            return Estimate(what, str(dev), plan.nbytes, limit, cfg.restarts * neighbour_seconds(cfg, plan, dev))
+            return Estimate(what, str(dev), process_peak(plan.nbytes, loads_torch=True), limit,
+                            cfg.restarts * neighbour_seconds(cfg, plan, dev))
         n = min(k, 1024)
         x = torch.nn.functional.normalize(torch.randn(1, n, d, dtype=DTYPES[cfg.dtype]), dim=2).to(dev)
         step = timed_call(lambda: torch.bmm(torch.bmm(x, x.transpose(1, 2)).exp_(), x), dev) * (k / n) ** 2
     itemsize = 4 if cfg.dtype == "float32" else 8
     what = f"tammes, all pairs, {runs}" + (", then the polish" if cfg.polish else "")
-    return Estimate(what, str(dev), dense_bytes(k, d, cfg.batch_size, itemsize), limit,
-                    cfg.restarts * cfg.steps * step)
+    # A perturbation round re-anneals a batch (spherecodes.solvers._basin) and polishes its best code.
+    perturbing = cfg.perturb_rounds * min(16, max(1, 2**20 // k**2)) * LOCAL_STEPS if cfg.polish else 0
+    if perturbing:
+        what += f", then {cfg.perturb_rounds} perturbation rounds"
+    working = dense_bytes(k, d, cfg.batch_size, itemsize)
+    return Estimate(what, str(dev), process_peak(working, loads_torch=True), limit,
+                    (cfg.restarts * cfg.steps + perturbing) * step)
 
 
 def _anneal_batch(
@@ -242,6 +279,7 @@ def _anneal_batch(
     clock: Clock,
     history: list,
     step_offset: int,
+    deadline: float = math.inf,
 ) -> Batch:
     """Minimise the smoothed maximum ``(1/t) log sum_{i<j} exp(t <p_i, p_j>)``.
 
@@ -251,7 +289,8 @@ def _anneal_batch(
     surrogate a Gaussian energy, whose minimisers are spread out globally; large
     t makes it the maximum itself.  Adam's moments live in the tangent space:
     the gradient is projected onto it and the iterate is retracted to the sphere
-    by re-normalising each row.
+    by re-normalising each row.  ``deadline`` (a ``time.perf_counter()``
+    value) compresses the schedule into the time left (:class:`Schedule`).
     """
     dtype = DTYPES[cfg.dtype]
     steps = cfg.steps
@@ -290,7 +329,8 @@ def _anneal_batch(
         history.append((step_offset + done * batch, float(smooth[i]), float(best["val"][i])))
         clock.report(first_restart, done, steps, float(best["val"][i]))
 
-    end = run_steps(steps, clock, step, log, log_every=cfg.log_every, catch_interrupt=True)
+    end = run_steps(steps, clock, step, log, log_every=cfg.log_every, catch_interrupt=True,
+                    schedule=Schedule(steps, deadline))
     if end.interrupted:
         # Ctrl-C: keep the best iterates so far (the last update is not measured).
         return Batch(best["x"].double().cpu().numpy(), end.done, end.timed_out, interrupted=True)
@@ -300,34 +340,86 @@ def _anneal_batch(
     gram[:, diagonal, diagonal] = -math.inf
     improved = gram.amax(dim=(1, 2)) < best["val"]
     best_x = torch.where(improved.view(batch, 1, 1), x, best["x"])
-    return Batch(best_x.double().cpu().numpy(), end.done, end.timed_out)
+    return Batch(best_x.double().cpu().numpy(), end.done, end.timed_out, compressed=end.compressed)
 
 
-# --------------------------------------------------------------------------- tammes: polish
+# --------------------------------------------------------------------------- tammes: the stages
 
 
-def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device, clock: Clock, plan=None) -> SolverResult:
-    """Anneal every start (on neighbour lists when ``plan`` is given), polish the best few, return the best code."""
+#: Share of a time limit that the annealing's schedule is compressed into when
+#: the polish follows (it takes about as long as the annealing), and when it
+#: does not (the rest covers the float64 re-measurement).
+ANNEAL_SHARE = {True: 0.6, False: 0.9}
+
+
+def _starts(seed: int, members: list[int], k: int, d: int, init: np.ndarray | None, cfg: TammesOptions) -> np.ndarray:
+    """The starts of restarts ``members``: random or symmetric, or ``init`` and perturbations of it.
+
+    Without ``init``, the last ``cfg.symmetric_starts`` restarts are unions of
+    orbits of a rotation group (:func:`spherecodes.solvers._symmetric.symmetric_start`,
+    stream ``(seed, r, 4)``; R^3 only) and the others random.  With it, start 0
+    is ``init`` and start r > 0 moves every row by Gaussian noise of angular
+    size ``u_r * init_noise`` (u_r uniform in [0, 1) from the stream
+    ``(seed, r, 2)``), so the first starts stay close to the code and later
+    ones explore further.  Every start depends on (seed, r) only.
+    """
+    if init is None:
+        first_symmetric = cfg.restarts - cfg.symmetric_starts
+        choices = orbit_choices(k) if members[-1] >= first_symmetric else None
+        return np.stack([random_start(seed, r, k, d) if r < first_symmetric
+                         else symmetric_start(k, np.random.default_rng([seed, r, 4]), choices)[0] for r in members])
+    starts = []
+    for r in members:
+        if r == 0:
+            starts.append(init)
+            continue
+        rng = np.random.default_rng([seed, r, 2])
+        scale = rng.random() * cfg.init_noise / math.sqrt(d)
+        starts.append(normalise_rows(init + scale * rng.standard_normal((k, d))))
+    return np.stack(starts)
+
+
+def _batch_deadline(clock: Clock, cfg: TammesOptions, batches_left: int) -> float:
+    """When the batch about to run must end its schedule (``math.inf`` without a time limit).
+
+    The annealing's share of the limit (:data:`ANNEAL_SHARE`) is divided
+    evenly among the batches still to run.
+    """
+    if clock.limit is None:
+        return math.inf
+    end = clock.begin + ANNEAL_SHARE[bool(cfg.polish)] * clock.limit
+    now = time.perf_counter()
+    return now + max(end - now, 0.0) / batches_left
+
+
+def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device, clock: Clock, plan=None,
+                init: np.ndarray | None = None) -> SolverResult:
+    """Anneal every start, polish the best few, perturb and re-polish the best (with effort), return the best code."""
     history: list[tuple[float, float, float]] = []
     spread = np.array([cfg.t_spread ** np.random.default_rng([seed, r, 1]).random() if r else 1.0
                        for r in range(cfg.restarts)])
     codes = []
     total_steps = refreshes = 0
     stop_reason = "steps"
-    for first in range(0, cfg.restarts, cfg.batch_size):
+    compressed = False
+    firsts = list(range(0, cfg.restarts, cfg.batch_size))
+    for n_batch, first in enumerate(firsts):
         # The first batch always runs, so that a result exists however short the limit.
         if first and clock.expired():
             stop_reason = "time_limit"
             break
         members = list(range(first, min(first + cfg.batch_size, cfg.restarts)))
-        starts = np.stack([random_start(seed, r, k, d) for r in members])
+        starts = _starts(seed, members, k, d, init, cfg)
         t_start = np.minimum(cfg.t_start * spread[members], cfg.t_end)
+        deadline = _batch_deadline(clock, cfg, len(firsts) - n_batch)
         if plan is None:
-            batch = _anneal_batch(starts, t_start, cfg, dev, first, clock, history, total_steps)
+            batch = _anneal_batch(starts, t_start, cfg, dev, first, clock, history, total_steps, deadline)
         else:
-            batch = anneal_neighbours(starts[0], float(t_start[0]), cfg, plan, dev, first, clock, history, total_steps)
+            batch = anneal_neighbours(starts[0], float(t_start[0]), cfg, plan, dev, first, clock, history,
+                                      total_steps, deadline)
             refreshes += batch.refreshes
         total_steps += batch.steps * len(members)
+        compressed |= batch.compressed
         codes.extend(normalise_rows(code) for code in batch.codes)
         if batch.interrupted:
             stop_reason = "interrupted"
@@ -335,6 +427,8 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
         if batch.timed_out:
             stop_reason = "time_limit"
             break
+    stages = [{"stage": "anneal", "starts": len(codes), "steps": total_steps, "seconds": clock.elapsed(),
+               "compressed": compressed}]
 
     # Re-measure in float64: the annealing may have run in float32.  Large
     # codes are measured in tiles of the upper triangle on the device.
@@ -343,8 +437,10 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
     order = np.argsort(values, kind="stable")
     best = int(order[0])
     best_code, best_value = codes[best], float(values[best])
+    stages[0]["max_cos"] = best_value
     # S^0 has no tangent directions to move along, so there is nothing to polish.
     if cfg.polish and d > 1 and stop_reason not in ("time_limit", "interrupted"):
+        polish_began, steps_before = clock.elapsed(), total_steps
         # Starts whose annealed values agree closely are usually the same
         # configuration; polishing one of each spends the polish on distinct ones.
         chosen: list[int] = []
@@ -377,6 +473,30 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
             stop_reason = "interrupted"
         if stop_reason != "interrupted":
             stop_reason = "time_limit" if clock.expired() else ("converged" if all_converged else "steps")
+        stages.append({"stage": "polish", "starts": len(chosen), "steps": total_steps - steps_before,
+                       "seconds": clock.elapsed() - polish_began, "max_cos": best_value})
+        if cfg.perturb_rounds and stop_reason not in ("time_limit", "interrupted"):
+            perturb_began = clock.elapsed()
+            try:
+                best_code, best_value, record = _perturbation_stage(best_code, best_value, seed, cfg, dev, clock,
+                                                                    history, total_steps)
+            except KeyboardInterrupt:
+                stop_reason, record = "interrupted", {"rounds": 0, "improvements": 0, "steps": 0}
+            total_steps += record["steps"]
+            if stop_reason != "interrupted" and clock.expired():
+                stop_reason = "time_limit"
+            stages.append({"stage": "perturb", "starts": record["rounds"], "steps": record["steps"],
+                           "seconds": clock.elapsed() - perturb_began, "max_cos": best_value,
+                           "improvements": record["improvements"]})
+    if compressed and stop_reason in ("steps", "converged"):
+        # The limit shortened the planned work, even though the schedule ran to its end.
+        stop_reason = "time_limit"
+    if init is not None:
+        # Never return a code worse than the one given (the annealing may have
+        # run in float32, and every start may have left its basin).
+        given = max_cos(init) if plan is None else max_cos(init, device=dev, max_memory=cfg.max_memory)
+        if given <= best_value:
+            best, best_code, best_value = 0, init, given
 
     return SolverResult(
         prototypes=best_code,
@@ -390,7 +510,44 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
         device=str(dev),
         stop_reason=stop_reason,
         refreshes=refreshes,
+        stages=stages,
+        stop_detail=_stop_detail(stop_reason, cfg, stages, clock),
     )
+
+
+def _perturbation_stage(w, value, seed, cfg, dev, clock, history, step_offset):
+    """Perturb-and-repolish rounds (:func:`spherecodes.solvers._basin.perturbation_rounds`) with this run's steps."""
+
+    def anneal(starts, t_start, local):
+        batch = _anneal_batch(starts, t_start, local, dev, 0, clock, [], 0)
+        return [normalise_rows(code) for code in batch.codes], batch.steps
+
+    def polish_one(code):
+        polished, rounds, _ = polish(code, PairCosines(), cfg, clock, PolishBudget(cfg), [], 0)
+        return polished, rounds
+
+    return perturbation_rounds(w, value, cfg.perturb_rounds, seed, cfg, clock, history, step_offset,
+                               anneal=anneal, polish=polish_one)
+
+
+def _stop_detail(stop_reason: str, cfg: TammesOptions, stages: list[dict], clock: Clock) -> str:
+    """One sentence on when and why a run stopped early, or what the time limit changed; "" for a full run."""
+    anneal = stages[0]
+    planned = cfg.restarts * cfg.steps
+    if stop_reason == "interrupted":
+        return f"interrupted (Ctrl-C) after {clock.elapsed():.3g} s; the best code so far is returned"
+    if stop_reason != "time_limit":
+        return ""
+    if stages[-1]["stage"] == "perturb":
+        return (f"stopped early at the time limit of {clock.limit:.3g} s, after {stages[-1]['starts']} of "
+                f"{cfg.perturb_rounds} perturbation rounds; the best code so far is returned")
+    if anneal["compressed"]:
+        return (f"the annealing schedule was compressed to fit the time limit of {clock.limit:.3g} s: "
+                f"{anneal['steps']} of {planned} steps in {anneal['seconds']:.3g} s"
+                + ("; the polish was cut short" if len(stages) > 1 and clock.expired() else ""))
+    what = (f"{anneal['starts']} of {cfg.restarts} starts, {anneal['steps']} of {planned} annealing steps"
+            + (", polish cut short" if len(stages) > 1 else ", no polish" if cfg.polish else ""))
+    return f"stopped early at the time limit of {clock.limit:.3g} s ({what}); the best code so far is returned"
 
 
 # --------------------------------------------------------------------------- maxsep

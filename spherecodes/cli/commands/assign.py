@@ -6,9 +6,10 @@ import click
 
 from ...bank import read_code, write_code
 from ...report import format_assignment
-from ...semantic import assign_code, class_embeddings, load_class_means, read_class_names
+from ... import semantic
+from ...semantic import class_embeddings, read_class_names
 from .._common import print_json
-from ..main import BANK, FILE, embedding_options, main
+from ..main import BANK, FILE, embedding_options, main, threads_option
 
 @main.command()
 @click.argument("bank", type=BANK)
@@ -29,6 +30,7 @@ from ..main import BANK, FILE, embedding_options, main
               help="With --embeddings: stop the search then and keep the best order found.")
 @click.option("--dry-run", is_flag=True, help="Print the assignment without writing the bank.")
 @click.option("--json", "as_json", is_flag=True, help="Print the assignment as JSON.")
+@threads_option
 def assign(bank, name, classes, embeddings, class_means, embeddings_format, missing_words, seed, time_limit,
            dry_run, as_json):
     """Choose which class gets which prototype of a code in BANK.
@@ -50,9 +52,9 @@ def assign(bank, name, classes, embeddings, class_means, embeddings_format, miss
     names = read_class_names(classes) if classes is not None else None
     if embeddings is not None:
         class_vectors = class_embeddings(names, embeddings, missing=missing_words, fmt=embeddings_format)
-        new, result = assign_code(code, embeddings=class_vectors, seed=seed, time_limit=time_limit)
+        new, result = semantic.assign_code(code, embeddings=class_vectors, seed=seed, time_limit=time_limit)
     else:
-        new, result = assign_code(code, class_means=load_class_means(class_means), names=names, seed=seed)
+        new, result = semantic.assign_code(code, class_means=semantic.load_class_means(class_means), names=names, seed=seed)
     if not dry_run:
         write_code(bank, new, overwrite=True)
     if as_json:

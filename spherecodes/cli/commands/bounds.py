@@ -11,7 +11,7 @@ from ...checks import check_sizes
 from ...plots import check_plot_path, plot_bounds
 from ...report import bounds_report, format_bounds_report
 from .._common import print_json
-from ..main import COUNT, DimensionRange, main
+from ..main import COUNT, DimensionRange, main, threads_option
 
 @main.command()
 @click.option("--d", "d", type=DimensionRange(), required=True,
@@ -24,6 +24,7 @@ from ..main import COUNT, DimensionRange, main
 @click.option("--url", default=None, metavar="URL|DIR",
               help="With --plot: also overlay the banks of this catalog. Default: $SPHERECODES_BANK_URL.")
 @click.option("--offline", is_flag=True, help="With --plot: read that catalog's registry from the cache.")
+@threads_option
 def bounds(d, k, as_json, plot, url, offline):
     """What is provably possible for K prototypes in R^d.
 

@@ -12,7 +12,7 @@ from ...errors import SpherecodesError
 from ...loading import load_code
 from .._common import certify as certify_prototypes
 from .._common import show_report, tell
-from ..main import MAX_MEMORY_HELP, MemorySize, main
+from ..main import MAX_MEMORY_HELP, MemorySize, main, threads_option
 
 @main.command()
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
@@ -25,6 +25,7 @@ from ..main import MAX_MEMORY_HELP, MemorySize, main
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (per-class distances included).")
 @click.option("--max-memory", type=MemorySize(), default=None, help=MAX_MEMORY_HELP)
 @click.option("--quiet", "-q", is_flag=True, help="No estimate and no progress bar on stderr.")
+@threads_option
 def certify(file, name, tol, normalize, device, write, as_json, max_memory, quiet):
     """Certify the one-vs-rest distances and rho of a code.
 

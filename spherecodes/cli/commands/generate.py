@@ -19,18 +19,18 @@ from ...generation import (
     planned_code_name,
     resolve_method,
 )
+from ... import semantic
+from ...loading import load_code
 from ...semantic import (
     DEFAULT_MAX_COS_TOLERANCE,
     DEFAULT_SEMANTIC_WEIGHT,
     TRIPLET_STRATEGIES,
     class_embeddings,
     read_class_names,
-    semantic_report,
 )
-from ...solvers import tammes_estimate
 from .._common import ProgressBar, default_bank_path, show_report, tell
 from .._common import certify as certify_prototypes
-from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_options, main
+from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_options, main, threads_option
 
 @main.command(name="generate")
 @click.option("--d", "d", type=DIM, required=True, help="Dimension of the prototypes (>= 1).")
@@ -67,6 +67,14 @@ from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_opti
               metavar="SECONDS", help="Optimisers only: stop then and store the best code so far "
               "(Ctrl-C does the same).")
 @click.option("--max-memory", type=MemorySize(), default=None, help=MAX_MEMORY_HELP)
+@click.option("--effort", type=click.Choice(("low", "default", "high")), default="default", show_default=True,
+              help="tammes only: how much work to spend. low: a quarter of the random starts; high: four times "
+              "as many, then rounds of perturb-and-repolish of the best code (codes small enough to polish).")
+@click.option("--init", "init_path", type=FILE, default=None, metavar="BANK|FILE",
+              help="tammes, softmax and maxsep: start from this code (a bank, or a (K, d) matrix in .npy, .pt, "
+              ".txt or .csv; rows are rescaled to unit length). tammes refines it and never returns anything worse.")
+@click.option("--init-code", default=None, metavar="NAME",
+              help="With --init BANK: the code to start from; may be omitted if the bank holds one.")
 @click.option("--neighbours", type=click.IntRange(min=0), default=None, metavar="M",
               help="tammes only: optimise on each prototype's M nearest prototypes (lists refreshed from all K), "
               "in memory O(K(d + M)); 0 uses all pairs (K x K matrices). Default: all pairs up to K = 10,000 "
@@ -103,9 +111,10 @@ from ..main import COUNT, DIM, FILE, MAX_MEMORY_HELP, MemorySize, embedding_opti
               help="privileged only: class triplets of the ranking loss per step: all, a fresh uniform "
               "sample, or each class's nearest embedding neighbours. Default (auto): all up to 200 "
               "classes, sampled beyond.")
-def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_limit, max_memory, neighbours, refresh,
-                 out, name, overwrite, as_json, certify, quiet, classes, embeddings, embeddings_format, missing_words,
-                 semantic_weight, max_cos_tolerance, triplets):
+@threads_option
+def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_limit, max_memory, effort, init_path,
+                 init_code, neighbours, refresh, out, name, overwrite, as_json, certify, quiet, classes, embeddings,
+                 embeddings_format, missing_words, semantic_weight, max_cos_tolerance, triplets):
     """Compute a code for (d, K), store it in a bank, and print its report.
 
     \b
@@ -115,6 +124,8 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
       spherecodes generate --d 128 --k 10000 --time-limit 60 --out big.h5
       spherecodes generate --d 512 --k 1000000 --time-limit 480 --max-memory 60GiB
       spherecodes generate --d 64 --method privileged --classes classes.txt --embeddings glove.txt
+      spherecodes generate --d 3 --k 120 --effort high
+      spherecodes generate --d 64 --k 1000 --method tammes --init start.npy
 
     Before the work starts, the memory and time it is expected to take are
     printed on stderr (not with --quiet; with --json only to a terminal), and
@@ -152,20 +163,24 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
         class_embeddings(names, embeddings, missing=missing_words, fmt=embeddings_format) if privileged else None
     )
     resolved = resolve_method(d, k, method)
+    init = _read_start(init_path, init_code, d, k, resolved)
     if resolved == "tammes":
+        from ...solvers import tammes_estimate  # torch is loaded only for an optimiser
+
         # Refuses an impossible size here, before any work.
         estimate = tammes_estimate(d, k, steps=steps, restarts=restarts, device=device, neighbours=neighbours,
-                                   refresh=refresh, max_memory=max_memory)
+                                   refresh=refresh, max_memory=max_memory, effort=effort)
         if tell(quiet, as_json):
             click.echo(estimate.describe(), err=True)
-    elif inapplicable_options(resolved, neighbours=neighbours, refresh=refresh):
+    elif inapplicable_options(resolved, neighbours=neighbours, refresh=refresh,
+                              effort=None if effort == "default" else effort):
         raise click.UsageError(f"{_flags(options_of(('tammes',)))} apply to the tammes method")
     with ProgressBar(enabled=not quiet) as progress:
         code = generate(d, k, method, seed=seed, rotation=rotation, name=name, labels=None if privileged else names,
                         device=device, steps=steps, restarts=restarts, time_limit=time_limit, progress=progress,
                         embeddings=class_vectors, semantic_weight=semantic_weight,
                         max_cos_tolerance=max_cos_tolerance, triplets=triplets or "auto",
-                        max_memory=max_memory, neighbours=neighbours, refresh=refresh)
+                        max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort, init=init)
     interrupted = code.settings.get("stop_reason") == "interrupted"
     if certify and not interrupted:
         try:
@@ -179,10 +194,25 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
                    f"{', uncertified' if code.certificate is None else ''}).", err=True)
         raise click.exceptions.Exit(130)
     if as_json or not quiet:
-        semantic = semantic_report(code, class_vectors) if privileged else None
-        show_report(code, str(out), as_json, semantic)
+        report = semantic.semantic_report(code, class_vectors) if privileged else None
+        show_report(code, str(out), as_json, report)
 
 
+
+
+def _read_start(path, code_name, d: int, k: int, method: str):
+    """The start code of ``--init`` (with ``--init-code``), checked against (K, d) and the method; or None."""
+    if path is None:
+        if code_name is not None:
+            raise click.UsageError("--init-code names a code in the bank given with --init")
+        return None
+    if inapplicable_options(method, init=path):
+        raise click.UsageError(f"--init applies to the optimisers tammes, softmax and maxsep, not {method!r}")
+    start = load_code(path, code_name, normalize=True).prototypes
+    if start.shape != (k, d):
+        raise SpherecodesError(f"--init {path} holds {start.shape[0]} prototypes in d = {start.shape[1]}; "
+                               f"expected (K, d) = ({k}, {d})")
+    return start
 
 
 def _flags(options) -> str:

@@ -9,9 +9,10 @@ import click
 from ...bank import read_code
 from ...errors import SpherecodesError
 from ...plots import check_plot_path, plot_code
-from ...semantic import class_embeddings, read_class_names, semantic_report
+from ... import semantic
+from ...semantic import class_embeddings, read_class_names
 from .._common import show_report
-from ..main import BANK, FILE, embedding_options, main
+from ..main import BANK, FILE, embedding_options, main, threads_option
 
 @main.command()
 @click.argument("bank", type=BANK)
@@ -28,6 +29,7 @@ from ..main import BANK, FILE, embedding_options, main
               "lower bound (a bar per value for codes with only a few), rho inside the Theorem 3.9 band, the "
               "sorted one-vs-rest distances relative to rho, and for d <= 3 the prototypes themselves. A code "
               "without a certificate is certified for the plot.")
+@threads_option
 def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_words, plot):
     """Report the separation statistics and bounds of a code in BANK.
 
@@ -39,7 +41,7 @@ def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_
     if plot is not None:
         check_plot_path(plot)
     code = read_code(bank, name)
-    semantic = None
+    semantic_part = None
     if embeddings is not None:
         if classes is not None and code.labels is not None:
             raise click.UsageError("the code has labels; --classes is only for a code stored without them")
@@ -49,10 +51,10 @@ def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_
                 f"code {code.name!r} has no labels; name its rows in order with --classes to report its semantic agreement"
             )
         class_vectors = class_embeddings(names, embeddings, missing=missing_words, fmt=embeddings_format)
-        semantic = semantic_report(code, class_vectors, labels=names)
+        semantic_part = semantic.semantic_report(code, class_vectors, labels=names)
     elif classes is not None:
         raise click.UsageError("--classes is used with --embeddings")
-    show_report(code, str(bank), as_json, semantic)
+    show_report(code, str(bank), as_json, semantic_part)
     if plot is not None:
         plot_code(code, plot)
         click.echo(f"plot written to {plot}", err=as_json)

@@ -1,0 +1,133 @@
+"""Run ``spherecodes.solvers.tammes`` over the best-known spherical-code tables.
+
+    python benchmarks/bench_records.py --dims 3 --n 5..130
+    python benchmarks/bench_records.py --dims 3,4 --n 5..32 --effort high --time-limit 30 --json out.json -v
+
+For every (dimension, N) in ``tests/data/records/records.csv`` (the best row per
+size: see that folder's README for the sources) within ``--dims`` and ``--n``,
+one run of ``tammes(d, N, seed=--seed, device="cpu")`` (plus ``effort=`` when
+``--effort`` is not ``default``, and ``time_limit=`` when given).  Prints, per
+dimension, how many records are reached (max-cos <= record + 1e-9), the worst
+gap, and the total and median wall time per size, with torch's thread count.
+A code that BEATS a record (max-cos < record - 1e-9) is reported loudly and its
+prototypes are saved to ``--beats-dir`` as ``beat_d{d}_n{N}.npy`` so the claim
+can be checked independently (re-normalise the rows, take the largest
+off-diagonal Gram entry in float64).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from _records import best_records, max_cos
+from spherecodes.solvers import tammes
+
+TOL = 1e-9
+
+
+def parse_sizes(text: str) -> set[int]:
+    """'5..130', '5,7,9', '5..20,24' -> set of ints (inclusive ranges)."""
+    out: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        if ".." in part:
+            lo, hi = part.split("..")
+            out.update(range(int(lo), int(hi) + 1))
+        elif part:
+            out.add(int(part))
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dims", default="3", help="dimensions, e.g. 3 or 3,4 or 4..8")
+    parser.add_argument("--n", default="5..130", help="sizes N, e.g. 5..130 or 5,12,24")
+    parser.add_argument("--effort", choices=["low", "default", "high"], default="default")
+    parser.add_argument("--time-limit", type=float, default=None, help="tammes time_limit per size (s)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--json", type=Path, default=None, help="write per-size results here")
+    parser.add_argument("--beats-dir", type=Path, default=Path("."), help="where prototypes that beat a record go")
+    parser.add_argument("-v", "--verbose", action="store_true", help="one line per size")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    dims, sizes = parse_sizes(args.dims), parse_sizes(args.n)
+    table = {k: r for k, r in best_records(dims).items() if k[1] in sizes}
+    if not table:
+        print(f"no records for dims {sorted(dims)} and N in {args.n}", file=sys.stderr)
+        return 2
+    options = {}
+    if args.effort != "default":
+        options["effort"] = args.effort
+    if args.time_limit is not None:
+        options["time_limit"] = args.time_limit
+
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}, device cpu; effort {args.effort}, "
+          f"time limit {args.time_limit}, seed {args.seed}; {len(table)} sizes\n", flush=True)
+
+    results, beats = [], []
+    for (d, n), record in table.items():
+        start = time.perf_counter()
+        try:
+            result = tammes(d, n, seed=args.seed, device="cpu", **options)
+        except (TypeError, ValueError) as error:
+            if "effort" in options and "effort" in str(error):
+                print(f"tammes refused effort={args.effort!r}: {error}\n"
+                      "(this version of spherecodes has no 'effort' option; run with --effort default)",
+                      file=sys.stderr)
+                return 2
+            raise
+        wall = time.perf_counter() - start
+        value = max_cos(result.prototypes)  # float64, independent of the solver's own figure
+        gap = value - record.max_cos
+        row = dict(dimension=d, n=n, max_cos=value, solver_max_cos=float(result.max_cos), record=record.max_cos,
+                   record_source=record.source, gap=gap, reached=gap <= TOL, beats=gap < -TOL, seconds=wall,
+                   stop=getattr(result, "stop_reason", None))
+        results.append(row)
+        if row["beats"]:
+            path = args.beats_dir / f"beat_d{d}_n{n}.npy"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.save(path, np.asarray(result.prototypes, dtype=np.float64))
+            beats.append((d, n, value, record, path))
+            print(f"!!! RECORD BEATEN: d={d} N={n} max-cos {value:.15f} < record {record.max_cos:.15f} "
+                  f"({record.source}) by {-gap:.3e}; prototypes saved to {path} !!!", flush=True)
+        if args.verbose:
+            mark = "BEATS" if row["beats"] else ("ok" if row["reached"] else "miss")
+            print(f"d={d:2d} N={n:4d}  max-cos {value:.12f}  record {record.max_cos:.12f} ({record.source:>26s})  "
+                  f"gap {gap:+.2e}  {wall:7.2f} s  {row['stop']}  {mark}", flush=True)
+
+    print("\n| d | sizes | records reached (<= record + 1e-9) | beaten | worst gap | worst at N | total s | median s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for d in sorted({r["dimension"] for r in results}):
+        rows = [r for r in results if r["dimension"] == d]
+        worst = max(rows, key=lambda r: r["gap"])
+        times = [r["seconds"] for r in rows]
+        print(f"| {d} | {len(rows)} | {sum(r['reached'] for r in rows)} / {len(rows)} | "
+              f"{sum(r['beats'] for r in rows)} | {worst['gap']:+.3e} | {worst['n']} | {sum(times):.1f} | "
+              f"{statistics.median(times):.2f} |")
+    missed = [f"{r['n']}" for r in results if not r["reached"]]
+    if missed:
+        print(f"\nmissed (N): {', '.join(missed)}")
+    if beats:
+        print(f"\n!!! {len(beats)} record(s) beaten -- check the saved prototypes: "
+              + ", ".join(str(b[4]) for b in beats))
+    if args.json:
+        args.json.write_text(json.dumps(dict(torch_threads=torch.get_num_threads(), effort=args.effort,
+                                             time_limit=args.time_limit, seed=args.seed, results=results), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,211 @@
+"""Exact one-vs-rest distances from the nearest shell, without a QP (NumPy only).
+
+For class k let ``g_k = max_{j≠k} <w_k, w_j>`` and let the nearest shell
+``S_k`` be the prototypes that attain it (up to rounding).  Two feasible
+points bound ``dist_k`` from both sides (the dual bound of Jiang et al. 2024,
+Lemma C.6, and the primal of their Eq. C.22):
+
+* the unit direction ``h = w_k/‖w_k‖`` gives ``dist_k >= min_{j≠k} <w_k − w_j, h>
+  = ‖w_k‖ − g_k/‖w_k‖`` (so ``ρ >= 1 − max-cos`` for every code);
+* a point ``v`` of the simplex supported on ``S_k`` gives ``dist_k <=
+  ‖w_k − Σ v_j w_j‖``.  When ``Σ v_j w_j = g_k w_k`` the two agree: this is the
+  case exactly when the shell is *balanced* around ``w_k``.
+
+Symmetric codes are balanced, with one of two witnesses: the uniform weights
+on the whole shell (the simplex ETF, where every other vertex is in the
+shell), or one antipodal pair of the shell, ``w_i + w_j = 2 g_k w_k`` (the
+cross-polytope and its subsets, the regular polygon, root systems and
+lattice shells such as E8, D_n and the Leech lattice).  Both are tried, and
+a class is certified here only when the two bounds meet within rounding; all
+others are left to the QP.  Each block of classes costs one product with all
+prototypes for ``g_k`` and the shell and at most a few more for the
+witnesses, so a symmetric code of any size is certified in seconds, and the
+witness is checked again by anyone with one product per block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._blocks import assemble_supports
+
+__all__ = [
+    "EXACT_WIDTH", "GATHER_SHELL", "GIVE_UP_AFTER", "PAIR_ATTEMPTS", "SHELL_TOL", "ShellBounds", "shell_block_rows",
+    "shell_bounds",
+]
+
+#: Inner products within this of the largest count as the nearest shell.
+#: Rounding in a product of unit vectors is ~d·1e-16; anything looser only
+#: costs a witness that fails its check.
+SHELL_TOL = 1e-12
+
+#: A class counts as certified here when its interval is at most this wide
+#: (and at most the requested tol): a balanced shell meets at rounding level.
+EXACT_WIDTH = 1e-12
+
+#: Members of the shell tried in turn as one end of an antipodal pair (a
+#: subset of a symmetric code may lack the partner of some members).
+PAIR_ATTEMPTS = 4
+
+#: Classes examined without finding one balanced shell after which the rest
+#: are left to the QP at once (an optimised code has no exact ties).
+GIVE_UP_AFTER = 1024
+
+#: Shells up to this size have their uniform witness gathered row by row;
+#: larger ones are summed with one matrix product.
+GATHER_SHELL = 64
+
+
+@dataclass(frozen=True)
+class ShellBounds:
+    """What the nearest-shell pass proved.
+
+    Attributes
+    ----------
+    lo : ndarray, shape (K,)
+        The dual bound from ``h = w_k/‖w_k‖`` for the classes examined (less
+        ``2‖r_k/‖r_k‖ − w_k/‖w_k‖‖`` for the settled ones, so that the bound of
+        their witness's own direction is never below it), 0 for a class not
+        examined when the pass gave up (see :data:`GIVE_UP_AFTER`).
+    hi : ndarray, shape (K,)
+        ``‖w_k − Σ v_j w_j‖`` where a balanced witness was found, else ``inf``.
+    exact : ndarray of bool, shape (K,)
+        Classes whose two bounds met (their interval is at rounding level).
+    support_indices, support_weights : ndarray, shape (K, s)
+        The witnesses, padded with −1 / 0 (rows not in ``exact`` are empty).
+    """
+
+    lo: np.ndarray
+    hi: np.ndarray
+    exact: np.ndarray
+    support_indices: np.ndarray
+    support_weights: np.ndarray
+
+
+def shell_block_rows(k: int, d: int, budget_bytes: float) -> int:
+    """Classes per block: a block holds three (rows × K) float64 arrays and the rows' witnesses."""
+    per_row = 8.0 * (3 * k + 2 * d) + 17.0 * k
+    return int(max(1, min(k, budget_bytes // per_row)))
+
+
+def shell_bounds(
+    w: np.ndarray, *, tol: float, block_bytes: float, max_support: int, rows: np.ndarray | None = None
+) -> ShellBounds:
+    """Certify the classes whose nearest shell is balanced (see the module text).
+
+    Parameters
+    ----------
+    w : ndarray, shape (K, d)
+        float64 rows of (almost) unit norm.
+    tol : float
+        Width that counts as certified (capped at :data:`EXACT_WIDTH`).
+    block_bytes : float
+        Working memory of one block of classes.
+    max_support : int
+        Widest witness that may be stored per class; uniform witnesses over
+        larger shells are not tried (the pairs still are).
+    rows : ndarray of int, optional
+        Examine only these classes (still against all K prototypes); default all.
+
+    Examples
+    --------
+    >>> from spherecodes.constructions import cross_polytope
+    >>> b = shell_bounds(cross_polytope(5, 3), tol=1e-9, block_bytes=2**20, max_support=8)
+    >>> bool(b.exact.all()), round(float(b.lo.min()), 12), round(float(b.hi.min()), 12)
+    (True, 1.0, 1.0)
+    """
+    k, d = w.shape
+    accept = min(float(tol), EXACT_WIDTH)
+    norms = np.sqrt(np.einsum("ij,ij->i", w, w))
+    lo = np.zeros(k)  # dist >= 0: the bound of classes not examined
+    hi = np.full(k, np.inf)
+    pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # rows, indices, weights
+    rows_per_block = shell_block_rows(k, d, block_bytes)
+    todo = np.arange(k) if rows is None else np.asarray(rows, dtype=np.int64)
+    for start in range(0, len(todo), rows_per_block):
+        if start >= GIVE_UP_AFTER and not np.isfinite(hi[todo[:start]]).any():
+            break  # no balanced shell so far: an optimised code; the QP takes the rest
+        block = todo[start : start + rows_per_block]
+        n = len(block)
+        gram = w[block] @ w.T
+        gram[np.arange(n), block] = -np.inf
+        best = gram.max(axis=1)
+        own = norms[block]
+        lo[block] = np.maximum(own - best / own, 0.0)
+        shell = gram >= (best - SHELL_TOL)[:, None]
+        del gram
+        count = shell.sum(axis=1)
+        unsettled = np.ones(n, dtype=bool)
+
+        def settle(local, idx, wt, mixed):
+            """Keep the witnesses whose bounds meet; the others stay unsettled."""
+            classes = block[local]
+            r = w[classes] - mixed
+            h = np.sqrt(np.einsum("nd,nd->n", r, r))
+            # The witness is checked later with the direction r/‖r‖, whose
+            # bound is within 2‖r/‖r‖ − w_k/‖w_k‖‖ of that of w_k/‖w_k‖
+            # (Cauchy–Schwarz, ‖w_k − w_j‖ <= 2): store the smaller one.  A
+            # duplicated prototype has r = 0 and distance 0.
+            with np.errstate(invalid="ignore", divide="ignore"):
+                drift = np.linalg.norm(r / h[:, None] - w[classes] / norms[classes, None], axis=1)
+            low = np.where(h > 0, lo[classes] - 2.0 * drift, 0.0)
+            # lo <= dist <= hi, so lo can exceed hi only by rounding.
+            good = np.abs(h - low) <= accept * (1.0 + h)
+            hi[classes[good]] = h[good]
+            lo[classes[good]] = np.minimum(low[good], h[good])
+            pieces.append((classes[good], idx[good], wt[good]))
+            unsettled[local[good]] = False
+
+        # Carathéodory: some optimal witness has at most d + 1 points, so a
+        # shell larger than that is tried as a pair first (two stored indices).
+        stages = (("pair", count > d + 1), ("uniform", count <= max_support), ("pair", count <= d + 1))
+        for method, eligible in stages:
+            if method == "uniform":
+                chosen = np.flatnonzero(unsettled & eligible)
+                if chosen.size:
+                    settle(chosen, *_uniform_witness(w, shell[chosen], count[chosen]))
+                continue
+            for attempt in range(PAIR_ATTEMPTS):
+                chosen = np.flatnonzero(unsettled & eligible & (count >= 2))
+                if chosen.size == 0:
+                    break
+                settle(chosen, *_pair_witness(w, block[chosen], shell[chosen], best[chosen], attempt))
+        del shell
+    exact = np.isfinite(hi)
+    indices, weights = assemble_supports(k, pieces)
+    return ShellBounds(lo=lo, hi=hi, exact=exact, support_indices=indices, support_weights=weights)
+
+
+def _uniform_witness(w: np.ndarray, shell: np.ndarray, count: np.ndarray):
+    """Uniform weights on each row's whole shell, as padded (indices, weights)."""
+    s = int(count.max())
+    order = np.argsort(~shell, axis=1, kind="stable")[:, :s]
+    present = np.take_along_axis(shell, order, axis=1)
+    idx = np.where(present, order, -1)
+    weights = np.where(present, 1.0 / count[:, None], 0.0)
+    if s <= GATHER_SHELL:
+        mixed = np.einsum("ns,nsd->nd", weights, w[np.maximum(idx, 0)])
+    else:
+        mixed = (shell.astype(np.float64) @ w) / count[:, None]
+    return idx, weights, mixed
+
+
+def _pair_witness(w: np.ndarray, rows: np.ndarray, shell: np.ndarray, best: np.ndarray, attempt: int):
+    """One antipodal pair ``w_i + w_j = 2 g_k w_k/‖w_k‖²`` in each row's shell.
+
+    The first end ``i`` is the shell member at a fraction
+    ``attempt/PAIR_ATTEMPTS`` of the way through the shell (so that successive
+    attempts try different members); its partner is the member with the
+    largest inner product with ``2 g_k w_k/‖w_k‖² − w_i``.
+    """
+    count = shell.sum(axis=1)
+    rank = (attempt * count) // PAIR_ATTEMPTS
+    first = np.argmax(np.cumsum(shell, axis=1) > rank[:, None], axis=1)
+    wk = w[rows]
+    scale = 2.0 * best / np.einsum("nd,nd->n", wk, wk)
+    score = np.where(shell, (scale[:, None] * wk - w[first]) @ w.T, -np.inf)
+    score[np.arange(len(rows)), first] = -np.inf
+    idx = np.stack([first, score.argmax(axis=1)], axis=1)
+    return idx, np.full(idx.shape, 0.5), 0.5 * (w[idx[:, 0]] + w[idx[:, 1]])
