@@ -87,6 +87,20 @@ class Code:
     certificate : OneVsRestCertificate or None
         Certified one-vs-rest distances, when the code has been certified
         (:func:`spherecodes.certificate.one_vs_rest_distances`).
+
+    The numbers most often wanted are attributes too: ``k``, ``d``,
+    ``max_cos``, ``min_angle_deg``, ``rattlers`` (from :attr:`stats`), and
+    ``rho``, the certified lower end of ρ, or ``None`` before certification.
+    ``repr`` is one line; ``print(code.prototypes)`` shows the matrix.
+
+    Examples
+    --------
+    >>> from spherecodes.constructions import simplex_etf
+    >>> code = make_code(simplex_etf(12, 11), method="etf")
+    >>> code
+    Code('etf-d11-k12': K=12 in d=11, method etf, max-cos -0.0909091, min angle 95.2 deg, not certified)
+    >>> round(code.max_cos, 12), code.rho is None
+    (-0.090909090909, True)
     """
 
     name: str
@@ -110,6 +124,31 @@ class Code:
     @property
     def d(self) -> int:
         return int(self.prototypes.shape[1])
+
+    @property
+    def max_cos(self) -> float:
+        """Largest cosine between two different prototypes (float64, from the stored rows)."""
+        return self.stats.max_cos
+
+    @property
+    def min_angle_deg(self) -> float:
+        """Smallest angle between two prototypes, in degrees."""
+        return self.stats.min_angle_deg
+
+    @property
+    def rattlers(self) -> np.ndarray:
+        """Tammes rattlers: rows whose nearest neighbour is farther than max-cos says (see the report)."""
+        return self.stats.rattlers
+
+    @property
+    def rho(self) -> float | None:
+        """The certified lower end of ρ, the smallest one-vs-rest distance; ``None`` if not certified."""
+        return None if self.certificate is None else self.certificate.rho_lower
+
+    def __repr__(self) -> str:
+        rho = "not certified" if self.rho is None else f"rho >= {self.rho:.6g}"
+        return (f"Code({self.name!r}: K={self.k} in d={self.d}, method {self.method}, "
+                f"max-cos {self.max_cos:.6g}, min angle {self.min_angle_deg:.3g} deg, {rho})")
 
 
 def default_code_name(method: str, d: int, k: int, seed: int | None = None) -> str:

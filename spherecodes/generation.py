@@ -34,6 +34,7 @@ METHODS = CLOSED_FORMS + (STRUCTURED,) + OPTIMISERS
 METHOD_OPTIONS = {
     "embeddings": ("privileged",),
     "semantic_weight": ("privileged",),
+    "max_cos_tolerance": ("privileged",),
     "triplets": ("privileged",),
     "neighbours": ("tammes", "auto"),
     "refresh": ("tammes", "auto"),
@@ -168,6 +169,7 @@ def generate(
     progress=None,
     embeddings=None,
     semantic_weight: float | None = None,
+    max_cos_tolerance: float | None = None,
     triplets: str = "auto",
     max_memory: float | None = None,
     neighbours: int | None = None,
@@ -206,6 +208,9 @@ def generate(
     semantic_weight : float, optional
         ``privileged`` only: weight of the ranking loss (default
         :data:`spherecodes.semantic.DEFAULT_SEMANTIC_WEIGHT`).
+    max_cos_tolerance : float, optional
+        ``privileged`` only: how far max-cos may rise above the Tammes code it
+        starts from (default :data:`spherecodes.semantic.DEFAULT_MAX_COS_TOLERANCE`).
     triplets : {"auto", "all", "sampled", "neighbours"}
         ``privileged`` only: the triplets of the ranking loss.
     max_memory : float, optional
@@ -242,6 +247,7 @@ def generate(
     if rotation not in ROTATIONS:
         raise SpherecodesError(f"rotation must be one of {', '.join(ROTATIONS)}, got {rotation!r}")
     wrong = inapplicable_options(method, embeddings=embeddings, semantic_weight=semantic_weight,
+                                 max_cos_tolerance=max_cos_tolerance,
                                  triplets=None if triplets == "auto" else triplets, neighbours=neighbours,
                                  refresh=refresh, effort=None if effort == "default" else effort, init=init)
     if wrong:
@@ -253,8 +259,9 @@ def generate(
     run = _RUNNERS.get(method, _closed_form)
     return run(d, k, method, name=name, labels=labels, seed=seed, used_seed=used_seed, rotation=rotation,
                device=device, steps=steps, restarts=restarts, time_limit=time_limit, progress=progress,
-               embeddings=embeddings, semantic_weight=semantic_weight, triplets=triplets, max_memory=max_memory,
-               neighbours=neighbours, refresh=refresh, effort=effort, init=init)
+               embeddings=embeddings, semantic_weight=semantic_weight, max_cos_tolerance=max_cos_tolerance,
+               triplets=triplets, max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort,
+               init=init)
 
 
 def _listed(names, conjunction: str = "and") -> str:
@@ -348,9 +355,9 @@ def _common(options: dict) -> dict:
 
 
 def _privileged(d, k, method, *, embeddings, name, labels, seed, device, steps, restarts, time_limit, progress,
-                semantic_weight, triplets, **_) -> Code:
+                semantic_weight, max_cos_tolerance, triplets, **_) -> Code:
     """Checks, then :func:`spherecodes.semantic.privileged`, packaged as a labelled code."""
-    from .semantic import DEFAULT_SEMANTIC_WEIGHT, ClassEmbeddings, privileged
+    from .semantic import DEFAULT_MAX_COS_TOLERANCE, DEFAULT_SEMANTIC_WEIGHT, ClassEmbeddings, privileged
 
     if not isinstance(embeddings, ClassEmbeddings):
         raise SpherecodesError("the privileged method needs embeddings: the class names' word vectors "
@@ -362,6 +369,7 @@ def _privileged(d, k, method, *, embeddings, name, labels, seed, device, steps, 
     result = privileged(
         d, k, embeddings, seed=seed, steps=steps, device=device, time_limit=time_limit, progress=progress,
         semantic_weight=DEFAULT_SEMANTIC_WEIGHT if semantic_weight is None else semantic_weight,
+        max_cos_tolerance=DEFAULT_MAX_COS_TOLERANCE if max_cos_tolerance is None else max_cos_tolerance,
         triplets=triplets,
     )
     return code_from_result(result, name=name, labels=embeddings.names, seed=seed)

@@ -32,8 +32,15 @@ from .sphere import gram_tiles
 #: File name endings :func:`save_figure` accepts.
 FORMATS = (".png", ".pdf", ".svg")
 
-_COLORS = {"tammes": "#1f77b4", "softmax": "#d62728", "maxsep": "#2ca02c"}
-_MARKERS = {"tammes": "o", "softmax": "s", "maxsep": "^"}
+#: Catalog codes in the bounds plot: colour, marker, marker size and whether it is filled.  Codes
+#: of two methods often have nearly the same ρ, so large hollow markers are drawn first and small
+#: filled ones on top: both stay visible where they coincide.
+_METHOD_STYLE = {
+    "softmax": ("#d62728", "s", 11, False),
+    "maxsep": ("#2ca02c", "^", 9, False),
+    "tammes": ("#1f77b4", "o", 5, True),
+}
+_OTHER_STYLE = ("#9467bd", "D", 7, False)
 
 
 def check_plot_path(path) -> Path:
@@ -98,8 +105,70 @@ def cosine_histogram(prototypes: np.ndarray, bins: np.ndarray) -> np.ndarray:
     return counts
 
 
+#: A code whose pairwise cosines take at most this many values gets a bar per value, not a histogram.
+FEW_COSINE_VALUES = 8
+
+#: Cosines (and relative distances) closer than this are drawn as one value.
+SAME_VALUE_TOL = 1e-9
+
+
+def distinct_cosines(prototypes: np.ndarray, limit: int = FEW_COSINE_VALUES, tol: float = SAME_VALUE_TOL):
+    """The values the pairwise cosines take and how many pairs take each, or ``None`` beyond ``limit``.
+
+    Cosines within ``tol`` of each other count as one value (a closed form's
+    equal cosines differ by rounding).  Computed in tiles; stops at the first
+    tile that shows more than ``limit`` values, so a generic code costs little.
+
+    Examples
+    --------
+    >>> square = np.array([[1.0, 0], [0, 1], [-1, 0], [0, -1]])
+    >>> values, counts = distinct_cosines(square)
+    >>> values.round(12).tolist(), counts.tolist()
+    ([-1.0, 0.0], [2, 4])
+    >>> distinct_cosines(np.random.default_rng(0).standard_normal((50, 3))) is None
+    True
+    """
+    totals: dict[int, int] = {}
+    for r, c, g in gram_tiles(prototypes):
+        if r == c:
+            g = g[np.triu_indices(g.shape[0], k=1)]
+        cells, counts = np.unique(np.round(np.ravel(g) / tol).astype(np.int64), return_counts=True)
+        for cell, count in zip(cells.tolist(), counts.tolist()):
+            totals[cell] = totals.get(cell, 0) + count
+        if len(totals) > 2 * limit:
+            return None
+    # Merge neighbouring cells: one value can straddle a cell boundary.
+    values, counts = [], []
+    for cell in sorted(totals):
+        if values and cell - values[-1][-1] <= 1:
+            values[-1].append(cell)
+            counts[-1] += totals[cell]
+        else:
+            values.append([cell])
+            counts.append(totals[cell])
+    if len(values) > limit:
+        return None
+    weighted = [sum(c * totals[c] for c in group) / sum(totals[c] for c in group) * tol for group in values]
+    return np.array(weighted), np.array(counts, dtype=np.int64)
+
+
 def plot_code(code: Code, path, *, device: str = "auto"):
-    """Draw a code: cosine histogram, sorted one-vs-rest distances and, for d ≤ 3, its points.
+    """Draw a code: its pairwise cosines, its one-vs-rest distances and, for d ≤ 3, its points.
+
+    * **Pairwise cosines**: a histogram with max-cos and the best possible
+      max-cos (the lower bound) marked; when the cosines take only a few values
+      (a simplex, a cross-polytope, a polygon) a bar per value, with the
+      number of pairs on it and what the code is.
+    * **ρ against what is possible**: a strip with this code's ρ inside the
+      band that Theorem 3.9 of Jiang et al. (2024) gives for the best possible
+      ρ, and the optimum when a closed form attains it.
+    * **One-vs-rest distances**: each class's certified distance to the convex
+      hull of the others, sorted, as its excess over ρ in percent of ρ, so that
+      differences of a millionth are visible; a code whose distances are all
+      equal says so instead.
+    * for d ≤ 3 the prototypes themselves.
+
+    Legends sit below their panel, never over the data.
 
     Parameters
     ----------
@@ -132,85 +201,145 @@ def plot_code(code: Code, path, *, device: str = "auto"):
 
         cert = one_vs_rest_distances(code.prototypes, device=device)
     panels = 3 if code.d <= 3 else 2
-    fig = _figure(5.2 * panels, 4.4)
-    axes = [fig.add_subplot(1, panels, 1), fig.add_subplot(1, panels, 2)]
+    fig = _figure(5.6 * panels, 5.4)
+    grid = fig.add_gridspec(1, panels)
+    histogram = fig.add_subplot(grid[0, 0])
+    strip, distances = grid[0, 1].subgridspec(2, 1, height_ratios=[1, 4]).subplots()
+    fig.suptitle(f"{code.name}: K = {code.k:,} prototypes in d = {code.d} ({code.method})", fontsize=12)
+    _draw_histogram(histogram, code)
+    _draw_rho_strip(strip, code, cert)
+    _draw_distances(distances, code, cert)
     if panels == 3:
-        axes.append(fig.add_subplot(1, panels, 3, projection="3d" if code.d == 3 else None))
-    fig.suptitle(f"{code.name}: K = {code.k} prototypes in d = {code.d} ({code.method})", fontsize=12)
-    _draw_histogram(axes[0], code)
-    _draw_distances(axes[1], code, cert)
-    if panels == 3:
-        _draw_points(axes[2], code)
+        _draw_points(fig.add_subplot(grid[0, 2], projection="3d" if code.d == 3 else None), code)
     return save_figure(fig, path)
+
+
+def _legend_below(ax, columns: int = 1) -> None:
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.17), ncols=columns, frameon=False)
+
+
+def _explain(ax, text: str) -> None:
+    ax.text(0.5, 0.96, text, transform=ax.transAxes, ha="center", va="top", fontsize=8.5, wrap=True,
+            bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "0.7"}, zorder=6)
 
 
 def _draw_histogram(ax, code: Code) -> None:
     s = code.stats
-    lo, hi = s.min_cos, s.max_cos
-    if hi - lo < 1e-9:
-        lo, hi = lo - 0.05, hi + 0.05
-    pad = 0.02 * (hi - lo)
-    bins = np.linspace(lo - pad, hi + pad, 61)
-    counts = cosine_histogram(code.prototypes, bins)
     pairs = code.k * (code.k - 1) // 2
-    ax.stairs(counts, bins, fill=True, color="#9ecae1", edgecolor="#3182bd", label="pairs of prototypes")
-    ax.axvline(s.max_cos, color="#d62728", lw=2, label=f"max-cos = {s.max_cos:.6f}")
     bound = max_cos_lower_bound(code.d, code.k)
-    ax.axvline(bound.value, color="black", ls="--", lw=1.5,
-               label=f"no code can do better: max-cos ≥ {bound.value:.6f}\n({bound.method.split(' (')[0]})")
-    if counts.max() > 50 * max(1, counts[counts > 0].min()):
-        ax.set_yscale("log")
-        ax.set_ylabel("number of pairs (log scale)")
+    attained = s.max_cos - bound.value <= 1e-9
+    few = distinct_cosines(code.prototypes)
+    if few is not None:
+        _draw_cosine_values(ax, code, *few)
     else:
-        ax.set_ylabel("number of pairs")
+        lo, hi = s.min_cos, s.max_cos
+        pad = 0.02 * (hi - lo)
+        bins = np.linspace(lo - pad, hi + pad, 61)
+        counts = cosine_histogram(code.prototypes, bins)
+        ax.stairs(counts, bins, fill=True, color="#9ecae1", edgecolor="#3182bd", label="pairs of prototypes")
+        if counts.max() > 50 * max(1, counts[counts > 0].min()):
+            ax.set_yscale("log")
+            ax.set_ylabel("number of pairs (log scale)")
+        else:
+            ax.set_ylabel("number of pairs")
+        ax.set_title(f"Pairwise cosines ({pairs:,} pairs)")
+    source = bound.method.split(" (")[0]
+    if attained:
+        ax.axvline(s.max_cos, color="#d62728", lw=2, ls=(0, (4, 2)),
+                   label=f"max-cos = {s.max_cos:.6f} = the lower bound: optimal\n({source})")
+    else:
+        ax.axvline(s.max_cos, color="#d62728", lw=2, label=f"max-cos = {s.max_cos:.6f}")
+        ax.axvline(bound.value, color="black", ls="--", lw=1.5,
+                   label=f"no code can do better: max-cos ≥ {bound.value:.6f}\n({source})")
     ax.set_xlabel("cosine between two prototypes")
-    ax.set_title(f"Pairwise cosines ({pairs:,} pairs)")
-    ax.legend(fontsize=8, loc="upper left")
+    _legend_below(ax)
+
+
+def _draw_cosine_values(ax, code: Code, values: np.ndarray, counts: np.ndarray) -> None:
+    """A bar per cosine value, labelled with its number of pairs, and what the code is."""
+    pairs = int(counts.sum())
+    lo, hi = min(values.min(), -1.0 / max(code.k - 1, 1)), values.max()
+    span = max(hi - lo, 0.2)
+    width = 0.02 * span
+    ax.bar(values, counts, width=width, color="#9ecae1", edgecolor="#3182bd", label="pairs of prototypes")
+    for value, count in zip(values, counts):
+        ax.annotate(f"{count:,} at {value:.6g}", (value, count), xytext=(0, 3), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=8, zorder=6,
+                    bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"})
+    ax.set_xlim(lo - 0.15 * span, hi + 0.15 * span)
+    ax.set_ylim(0, counts.max() * 1.6)
+    ax.set_ylabel("number of pairs")
+    if len(values) == 1:
+        ax.set_title(f"Pairwise cosines: all {pairs:,} pairs equal")
+    else:
+        ax.set_title(f"Pairwise cosines: {len(values)} values over {pairs:,} pairs")
+    _explain(ax, _what_the_cosines_say(code, values))
+
+
+def _what_the_cosines_say(code: Code, values: np.ndarray) -> str:
+    k = code.k
+    if len(values) == 1 and abs(values[0] + 1 / (k - 1)) < 1e-9:
+        return (f"A simplex equiangular tight frame: every pair at cos = −1/(K−1) = {values[0]:.6f},\n"
+                "the smallest max-cos any K unit vectors can have.\nEvery class is equally far from every other.")
+    if set(np.round(values, 9).tolist()) <= {-1.0, 0.0}:
+        return ("A cross-polytope: every pair orthogonal (cos 0) or opposite (cos −1);\n"
+                "max-cos 0 is optimal for d + 2 ≤ K ≤ 2d (Rankin bound).")
+    if code.d == 2 and len(values) == k // 2:
+        return "A regular polygon: neighbours on the circle at cos(2π/K), the optimum in the plane."
+    return (f"Only {len(values)} distinct cosines: a highly symmetric code\n"
+            "(its pairs fall into a few equal-angle classes).")
+
+
+def _draw_rho_strip(ax, code: Code, cert) -> None:
+    """This code's ρ inside the range that Theorem 3.9 allows for the best possible ρ."""
+    thm = theorem_3_9(code.d, code.k)
+    optimum = closed_form_rho(code.d, code.k)
+    ax.set_xlim(0, 2)
+    ax.set_ylim(0, 1)
+    ax.set_yticks([])
+    if thm.applicable:
+        ax.axvspan(thm.lower, thm.upper, color="#ffbb78", alpha=0.5,
+                   label=f"Theorem 3.9: best possible ρ in [{thm.lower:.4f}, {thm.upper:.4f}]")
+    if optimum is not None:
+        ax.axvline(optimum, color="black", lw=2, label=f"optimal ρ = {optimum:.6f} (closed form)")
+    ax.plot([cert.rho_lower], [0.5], marker="D", ms=9, color="#d62728", ls="none",
+            label=f"this code: ρ = {cert.rho_lower:.6f}")
+    ax.set_title("ρ = the smallest one-vs-rest distance, and what is possible", fontsize=10)
+    ax.tick_params(labelsize=8)
+    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncols=2 if optimum else 1,
+              frameon=False)
 
 
 def _draw_distances(ax, code: Code, cert) -> None:
     order = np.argsort(cert.hi)
     ranks = np.arange(1, code.k + 1)
     hi, lo = cert.hi[order], cert.lo[order]
-
-    def curve(axes, with_labels: bool):
-        axes.plot(ranks, hi, color="#1f77b4", lw=2, zorder=3, marker="." if code.k <= 200 else None,
-                  label="distance of each class to the hull of the others" if with_labels else None)
-        if np.max(hi - lo) > 1e-6:
-            axes.fill_between(ranks, lo, hi, color="#1f77b4", alpha=0.25, zorder=2,
-                              label="certified interval of each class" if with_labels else None)
-        axes.axhline(cert.rho_lower, color="#d62728", lw=1.2, ls="--", zorder=4,
-                     label=f"ρ = smallest distance ∈ [{cert.rho_lower:.6f}, {cert.rho_upper:.6f}]"
-                     if with_labels else None)
-
-    curve(ax, True)
-    thm = theorem_3_9(code.d, code.k)
-    if thm.applicable:
-        ax.axhspan(thm.lower, thm.upper, color="#ffbb78", alpha=0.35, zorder=1,
-                   label=f"Theorem 3.9: best possible ρ in [{thm.lower:.4f}, {thm.upper:.4f}]")
-        ax.axhline(thm.lower, color="#ff7f0e", lw=1, ls=":")
-        ax.axhline(thm.upper, color="#ff7f0e", lw=1, ls=":")
-        ax.set_ylim(0, max(thm.upper, hi.max()) * 1.05)
-    else:
-        ax.plot([], [], " ", label=f"Theorem 3.9 does not apply (needs {thm.condition.split(' and ')[0]})")
-        ax.set_ylim(0, hi.max() * 1.15 if hi.max() > 0 else 1)
-    spread = hi.max() - min(lo.min(), cert.rho_lower)
-    view = ax.get_ylim()[1] - ax.get_ylim()[0]
-    if 1e-6 * view < spread < 0.05 * view:
-        # The distances are too close together to tell apart at this scale: zoom in on them.
-        inset = ax.inset_axes([0.12, 0.58, 0.55, 0.34])
-        curve(inset, False)
-        margin = 0.15 * spread
-        inset.set_ylim(min(lo.min(), cert.rho_lower) - margin, hi.max() + margin)
-        inset.set_xlim(0.5, code.k + 0.5)
-        inset.set_title("zoom on the distances", fontsize=8)
-        inset.tick_params(labelsize=7)
-        inset.set_facecolor("white")
+    rho = cert.rho_lower
+    relative = rho > 0
+    scale = 100.0 / rho if relative else 1.0
+    excess_hi, excess_lo = (hi - rho) * scale, (lo - rho) * scale
+    ax.set_title("One-vs-rest distances, sorted", fontsize=11)
     ax.set_xlabel("class, sorted by its distance")
-    ax.set_ylabel("one-vs-rest distance")
+    if relative and excess_hi.max() <= 100 * SAME_VALUE_TOL:
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.text(0.5, 0.5,
+                f"All {code.k:,} classes are at the same distance\nρ = {rho:.9f} from the convex hull "
+                f"of the others\n(spread below {SAME_VALUE_TOL:g} of ρ): no class is easier to confuse\n"
+                "than another, and none is a Softmax-Code rattler.",
+                transform=ax.transAxes, ha="center", va="center", fontsize=9)
+        return
+    ax.plot(ranks, excess_hi, color="#1f77b4", lw=2, zorder=3, marker="." if code.k <= 200 else None,
+            label="distance of each class to the hull of the others")
+    if np.max(hi - lo) > 1e-6 * max(rho, 1e-300):
+        ax.fill_between(ranks, excess_lo, excess_hi, color="#1f77b4", alpha=0.25, zorder=2,
+                        label="certified interval of each class")
+    ax.axhline(0, color="#d62728", lw=1.2, ls="--", zorder=4, label=f"ρ = {rho:.9f} (the smallest)")
+    ax.axhline(cert.rattler_tol * scale, color="0.4", lw=1, ls=":", zorder=4,
+               label=f"rattler margin: above it, {len(cert.softmax_rattlers):,} classes have room to spare")
+    ax.set_ylabel("distance above ρ, in % of ρ" if relative else "one-vs-rest distance (ρ = 0)")
     ax.set_xlim(0.5, code.k + 0.5)
-    ax.set_title("One-vs-rest distances (sorted)")
-    ax.legend(fontsize=8, loc="lower right")
+    _legend_below(ax)
 
 
 def _draw_points(ax, code: Code) -> None:
@@ -218,14 +347,14 @@ def _draw_points(ax, code: Code) -> None:
     size = 30 if code.k <= 100 else max(2.0, 3000 / code.k)
     if code.d == 1:
         ax.axhline(0, color="0.7", lw=1)
-        ax.scatter(w[:, 0], np.zeros(code.k), s=size * 2, color="#1f77b4", zorder=3, label="prototypes")
+        ax.scatter(w[:, 0], np.zeros(code.k), s=size * 2, color="#1f77b4", zorder=3)
         ax.set_xlim(-1.3, 1.3)
         ax.set_yticks([])
         ax.set_xlabel("x")
     elif code.d == 2:
         t = np.linspace(0, 2 * math.pi, 400)
-        ax.plot(np.cos(t), np.sin(t), color="0.7", lw=1, label="unit circle")
-        ax.scatter(w[:, 0], w[:, 1], s=size, color="#1f77b4", zorder=3, label="prototypes")
+        ax.plot(np.cos(t), np.sin(t), color="0.7", lw=1)
+        ax.scatter(w[:, 0], w[:, 1], s=size, color="#1f77b4", zorder=3)
         ax.set_aspect("equal")
         ax.set_xlim(-1.25, 1.25)
         ax.set_ylim(-1.25, 1.25)
@@ -234,13 +363,13 @@ def _draw_points(ax, code: Code) -> None:
     else:
         u, v = np.meshgrid(np.linspace(0, 2 * math.pi, 36), np.linspace(0, math.pi, 18))
         ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.85", lw=0.5)
-        ax.scatter(w[:, 0], w[:, 1], w[:, 2], s=size, color="#1f77b4", depthshade=True, label="prototypes")
+        ax.scatter(w[:, 0], w[:, 1], w[:, 2], s=size, color="#1f77b4", depthshade=True)
         ax.set_box_aspect((1, 1, 1))
         ax.set_xlabel("x")
         ax.set_ylabel("y")
         ax.set_zlabel("z")
-    ax.set_title("The prototypes on the unit sphere")
-    ax.legend(fontsize=8, loc="upper right")
+    ax.set_title({1: "The prototypes on the line", 2: "The prototypes on the unit circle"}.get(
+        code.d, "The prototypes on the unit sphere"))
 
 
 def plot_bounds(k: int, d_values, path, *, entries=()):
@@ -297,17 +426,19 @@ def plot_bounds(k: int, d_values, path, *, entries=()):
     if np.isfinite(closed).any():
         ax.plot(ds, closed, color="black", lw=2,
                 label="optimal closed form: ρ exactly (simplex, cross-polytope, polygon)")
+        # Mark where each run of closed forms starts: a run at the edge of a log axis can be a few pixels.
         finite = np.isfinite(closed)
-        alone = finite & ~np.r_[False, finite[:-1]] & ~np.r_[finite[1:], False]
-        ax.scatter(ds[alone], closed[alone], color="black", s=18, zorder=3, clip_on=False)
+        starts = finite & ~np.r_[False, finite[:-1]]
+        ax.scatter(ds[starts], closed[starts], color="black", s=24, zorder=3, clip_on=False)
     by_method: dict[str, list] = {}
     for e in entries:
         if e.k == k and ds[0] <= e.d <= ds[-1]:
             by_method.setdefault(e.method, []).append(e)
-    for method, group in sorted(by_method.items()):
+    for method, group in sorted(by_method.items(), key=lambda item: -_METHOD_STYLE.get(item[0], _OTHER_STYLE)[2]):
+        color, marker, size, filled = _METHOD_STYLE.get(method, _OTHER_STYLE)
         group.sort(key=lambda e: e.d)
-        ax.plot([e.d for e in group], [e.rho_lower for e in group], ls="-", lw=1,
-                marker=_MARKERS.get(method, "D"), ms=6, color=_COLORS.get(method, "#9467bd"),
+        ax.plot([e.d for e in group], [e.rho_lower for e in group], ls="-", lw=1, color=color,
+                marker=marker, ms=size, mew=1.8, mfc=color if filled else "white",
                 label=f"{method} codes from the catalog (certified ρ)")
     from matplotlib.ticker import ScalarFormatter
 

@@ -74,6 +74,7 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
         "package_version": code.package_version,
         "sha256": code.sha256,
         "has_labels": code.labels is not None,
+        "labels": None if code.labels is None else list(code.labels),
         "max_cos": s.max_cos,
         "min_angle_deg": s.min_angle_deg,
         "one_vs_one_distance": s.one_vs_one_distance,
@@ -171,6 +172,7 @@ def format_code_report(report: dict) -> str:
         f"code {report['name']}: K = {report['k']} prototypes in d = {report['d']}",
         ("bank", report["bank"]) if report["bank"] else None,
         ("made with", made),
+        _rotation_line(report),
         ("time spent", _format_stages(report["settings"].get("stages"))) if report["settings"].get("stages") else None,
         ("stopped", report["settings"]["stop_detail"]) if report["settings"].get("stop_detail") else None,
         *_origin_lines(report),
@@ -190,7 +192,8 @@ def format_code_report(report: dict) -> str:
             f"min {_fmt(nearest.min(), 6)}  median {_fmt(float(np.median(nearest)), 6)}  "
             f"max {_fmt(nearest.max(), 6)}",
         ),
-        ("rattlers", f"{len(report['rattlers'])} (nearest cos below max-cos by > {report['rattler_tol']:g})"),
+        ("labels", _labels_line(report.get("labels"))),
+        ("rattlers", _rattlers_line(len(report["rattlers"]), report["k"], report["rattler_tol"])),
         *_certificate_lines(report),
         (
             "Theorem 3.9",
@@ -229,6 +232,52 @@ def _origin_lines(report: dict) -> list:
     return lines
 
 
+#: Labels a text report shows before "...".
+LABELS_SHOWN = 5
+
+
+def _labels_line(labels) -> str:
+    """How many labels, the first few in row order.
+
+    Examples
+    --------
+    >>> _labels_line(["apple", "aquarium fish", "baby", "bear", "beaver", "bed", "bee"])
+    '7, in row order: apple, aquarium fish, baby, bear, beaver, ... (all in --json)'
+    >>> _labels_line(None)
+    'none: row i is class i (spherecodes assign, or generate --classes, names the rows)'
+    """
+    if labels is None:
+        return "none: row i is class i (spherecodes assign, or generate --classes, names the rows)"
+    shown = ", ".join(labels[:LABELS_SHOWN])
+    more = ", ... (all in --json)" if len(labels) > LABELS_SHOWN else ""
+    return f"{len(labels)}, in row order: {shown}{more}"
+
+
+def _rattlers_line(count: int, k: int, tol: float) -> str:
+    """Tammes rattlers in words: what they are and that they need nothing done."""
+    if count == 0:
+        return "0: every prototype has a neighbour at max-cos"
+    return (f"{count} of {k} (no neighbour within {tol:g} of max-cos: better separated than max-cos "
+            "says; normal, harmless for training)")
+
+
+def _softmax_rattlers_line(count: int, k: int, tol: float) -> str:
+    """Softmax-Code rattlers (Jiang et al. 2024) in words."""
+    if count == 0:
+        return "0: every class is at distance rho from the hull of the others"
+    return (f"{count} of {k} (dist_k above rho by > {tol:g}: more margin than rho says; normal, "
+            "harmless for training)")
+
+
+def _rotation_line(report: dict):
+    rotation = (report["settings"] or {}).get("rotation")
+    if not isinstance(rotation, dict):
+        return None
+    checked = "; certificate re-verified on the rotated rows" if report["rho"] is not None else ""
+    return ("rotation", f"random, seed {rotation['seed']}, of {rotation['of']}: the same cosines, max-cos, rho "
+                        f"and one-vs-rest distances{checked}")
+
+
 def _certificate_lines(report: dict) -> list:
     rho = report["rho"]
     if rho is None:
@@ -242,10 +291,8 @@ def _certificate_lines(report: dict) -> list:
     lines = [
         ("rho", f"[{_fmt(rho['lower'], 12)}, {_fmt(rho['upper'], 12)}]   ({status})"),
         ("dist_k", f"min {_fmt(hi.min(), 6)}  median {_fmt(float(np.median(hi)), 6)}  max {_fmt(hi.max(), 6)}"),
-        (
-            "softmax rattlers",
-            f"{len(report['softmax_rattlers'])} (dist_k above rho by > {report['one_vs_rest']['rattler_tol']:g})",
-        ),
+        ("softmax rattlers", _softmax_rattlers_line(len(report["softmax_rattlers"]), report["k"],
+                                                    report["one_vs_rest"]["rattler_tol"])),
     ]
     duplicates = report["one_vs_rest"]["duplicates"]
     if duplicates:

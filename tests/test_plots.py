@@ -73,13 +73,26 @@ def test_report_plot_bad_file_name_fails_before_any_work(bank, tmp_path):
     assert list(tmp_path.glob("*.gif")) == []
 
 
-@pytest.mark.slow
-def test_plot_code_panels(tmp_path, monkeypatch):
+def _capture_figures(monkeypatch):
     import spherecodes.plots as plots
 
     figures = []
     real_save = plots.save_figure
     monkeypatch.setattr(plots, "save_figure", lambda fig, path: figures.append(fig) or real_save(fig, path))
+    return figures
+
+
+def _legend(ax):
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def _texts(ax):
+    return " ".join(t.get_text() for t in ax.texts)
+
+
+@pytest.mark.slow
+def test_plot_code_panels(tmp_path, monkeypatch):
+    figures = _capture_figures(monkeypatch)
     code = make_code(regular_polygon(7), method="polygon")  # not certified: certified for the plot
     plot_code(code, tmp_path / "polygon.png", device="cpu")
     code3 = make_code(random_code(12, 3, 2), method="tammes")
@@ -87,18 +100,65 @@ def test_plot_code_panels(tmp_path, monkeypatch):
     code16 = make_code(random_code(30, 16, 3), method="tammes")
     plot_code(code16, tmp_path / "d16.png", device="cpu")
     two, three, sixteen = figures
-    assert len(two.axes) == 3 and two.axes[2].name == "rectilinear"
-    assert three.axes[2].name == "3d"
-    assert len(sixteen.axes) == 2
-    labels = _figure_text(sixteen)
-    assert "Pairwise cosines (435 pairs)" in labels and "One-vs-rest distances (sorted)" in labels
-    assert "cosine between two prototypes" in labels and "one-vs-rest distance" in labels
-    legend = [t.get_text() for t in sixteen.axes[0].get_legend().get_texts()]
-    assert any(t.startswith("max-cos = ") for t in legend) and any("max-cos ≥" in t for t in legend)
-    legend = [t.get_text() for t in two.axes[1].get_legend().get_texts()]
-    assert any(t.startswith("ρ = smallest distance") for t in legend)
+    # histogram, the rho strip, the distances, and the points for d <= 3
+    assert len(two.axes) == 4 and two.axes[3].name == "rectilinear"
+    assert three.axes[3].name == "3d"
+    assert len(sixteen.axes) == 3
+    histogram, strip, distances = sixteen.axes
+    assert histogram.get_title() == "Pairwise cosines (435 pairs)"
+    assert histogram.get_xlabel() == "cosine between two prototypes"
+    assert distances.get_ylabel() == "distance above ρ, in % of ρ"
+    assert any(t.startswith("max-cos = ") for t in _legend(histogram))
+    assert any("max-cos ≥" in t for t in _legend(histogram))
+    assert any(t.startswith("this code: ρ = ") for t in _legend(strip))
+    assert any(t.startswith("ρ = ") for t in _legend(distances))
     assert (tmp_path / "d3.svg").read_text().lstrip().startswith("<?xml")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d16.png", "d3.svg", "polygon.png"]
+
+
+def test_distances_are_drawn_relative_to_rho(tmp_path, monkeypatch):
+    figures = _capture_figures(monkeypatch)
+    code = make_code(random_code(30, 16, 3), method="tammes")
+    code.certificate = one_vs_rest_distances(code.prototypes, device="cpu")
+    plot_code(code, tmp_path / "d16.png")
+    distances = figures[0].axes[2]
+    curve = distances.get_lines()[0]
+    rho, hi = code.certificate.rho_lower, np.sort(code.certificate.hi)
+    np.testing.assert_allclose(curve.get_ydata(), 100 * (hi - rho) / rho, rtol=1e-12, atol=1e-12)
+    low, high = distances.get_ylim()
+    assert low <= 0 and high < 1.2 * curve.get_ydata().max()  # the axis spans the data, not 0..2
+
+
+def test_legends_sit_outside_the_data(tmp_path, monkeypatch):
+    figures = _capture_figures(monkeypatch)
+    code = make_code(random_code(200, 8, 5), method="tammes")
+    plot_code(code, tmp_path / "d8.png", device="cpu")
+    fig = figures[0]
+    fig.canvas.draw()
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is not None:
+            assert not legend.get_window_extent().overlaps(ax.get_window_extent()), ax.get_title()
+
+
+def test_simplex_and_cross_polytope_say_what_they_are(tmp_path, monkeypatch):
+    from spherecodes.constructions import cross_polytope, simplex_etf
+
+    figures = _capture_figures(monkeypatch)
+    plot_code(make_code(simplex_etf(12, 11), method="etf"), tmp_path / "etf.png", device="cpu")
+    plot_code(make_code(cross_polytope(100, 64), method="cross-polytope"), tmp_path / "xp.png", device="cpu")
+    etf, xp = figures
+    histogram, _, distances = etf.axes
+    # One bar: all 66 pairs at -1/11, said in words; the distances are all equal and say so.
+    (bar,) = histogram.patches
+    assert bar.get_height() == 66 and abs(bar.get_x() + bar.get_width() / 2 + 1 / 11) < 1e-9
+    assert histogram.get_title() == "Pairwise cosines: all 66 pairs equal"
+    assert "simplex equiangular tight frame" in _texts(histogram)
+    assert "All 12 classes are at the same distance" in _texts(distances)
+    heights = sorted(p.get_height() for p in xp.axes[0].patches)
+    # K - d = 36 rows are the negatives of others: 36 pairs at cos -1, every other pair orthogonal.
+    assert heights == [100 - 64, 100 * 99 // 2 - (100 - 64)]
+    assert "cross-polytope" in _texts(xp.axes[0])
 
 
 @pytest.mark.slow
@@ -120,11 +180,7 @@ def test_bounds_plot_overlays_catalog_banks(tmp_path, monkeypatch):
 
 
 def test_bounds_plot_content(tmp_path, monkeypatch):
-    import spherecodes.plots as plots
-
-    figures = []
-    real_save = plots.save_figure
-    monkeypatch.setattr(plots, "save_figure", lambda fig, path: figures.append(fig) or real_save(fig, path))
+    figures = _capture_figures(monkeypatch)
     plot_bounds(100, range(8, 513), tmp_path / "b.pdf")
     (ax,) = figures[0].axes
     assert ax.get_title() == "How far apart K = 100 classes can be in d dimensions"

@@ -28,6 +28,7 @@ Text for these numbers is in :mod:`spherecodes.report`.
 
 from ._options import (
     ALL_TRIPLETS_UP_TO_K,
+    DEFAULT_MAX_COS_TOLERANCE,
     DEFAULT_NEIGHBOURS,
     DEFAULT_SEMANTIC_WEIGHT,
     DEFAULT_TRIPLET_SAMPLES,
@@ -67,6 +68,7 @@ __all__ = [
     "ALL_TRIPLETS_UP_TO_K",
     "Assignment",
     "ClassEmbeddings",
+    "DEFAULT_MAX_COS_TOLERANCE",
     "DEFAULT_MAX_PAIRS",
     "DEFAULT_MAX_TRIPLETS",
     "DEFAULT_NEIGHBOURS",

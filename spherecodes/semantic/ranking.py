@@ -1,8 +1,10 @@
 """The privileged optimiser: separation plus the class semantics of word embeddings.
 
-:func:`privileged` minimises ``L_HP + w · L_PI`` of Mettes, van der Pol &
-Snoek (2019), Hyperspherical Prototype Networks (NeurIPS), Eq. 5 + Eq. 6,
-over the triplets of :class:`RankingTriplets`;
+:func:`privileged` starts from the Tammes code with its classes placed by
+:func:`spherecodes.semantic.assign_by_embeddings` and follows the ranking loss
+``L_PI`` of Mettes, van der Pol & Snoek (2019), Hyperspherical Prototype
+Networks (NeurIPS), Eq. 6, over the triplets of :class:`RankingTriplets`, as
+far as a max-cos tolerance allows;
 :func:`spherecodes.generation.generate` with ``method="privileged"`` makes it
 a labelled code.  It runs on the public descent loop of
 :mod:`spherecodes.solvers`.
@@ -18,16 +20,18 @@ from ..checks import check_int, check_positive, check_seed
 from ..devices import default_threads, resolve_device, torch_threads
 from ..errors import SpherecodesError
 from ..memory import require_memory
-from ..solvers import DTYPES, Clock, SolverResult, descend_on_sphere, tammes_defaults
-from ..sphere import random_start
+from ..solvers import Clock, SolverResult, descend_on_sphere, tammes, tammes_defaults
 from ..stats import max_cos
 from ._options import (
     ALL_TRIPLETS_UP_TO_K,
+    DEFAULT_MAX_COS_TOLERANCE,
     DEFAULT_NEIGHBOURS,
     DEFAULT_SEMANTIC_WEIGHT,
     DEFAULT_TRIPLET_SAMPLES,
     TRIPLET_STRATEGIES,
 )
+from .agreement import semantic_agreement
+from .assignment import assign_by_embeddings
 from .embeddings import ClassEmbeddings, vectors_of
 
 
@@ -222,11 +226,25 @@ def privileged_information_loss(gram, near, far, target):
 
 # --------------------------------------------------------------------------- the privileged optimiser
 
+#: Steps of the ranking descent when none are given.
+DEFAULT_PRIVILEGED_STEPS = 1000
+
+#: Step size of the ranking descent, decayed geometrically by a factor of 100 over the steps.
+PRIVILEGED_LR = 1e-2
+
+#: Weight of the quadratic penalty on cosines above the cap, against the ranking loss.
+CAP_PENALTY = 1e3
+
+#: Steps between two checkpoints (max-cos and agreement measured in float64).
+CHECK_EVERY = 25
+
+
 def privileged(
     d: int,
     k: int,
     embeddings,
     *,
+    max_cos_tolerance: float = DEFAULT_MAX_COS_TOLERANCE,
     semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT,
     seed: int = 0,
     steps: int | None = None,
@@ -236,22 +254,27 @@ def privileged(
     triplets: str = "auto",
     triplet_samples: int = DEFAULT_TRIPLET_SAMPLES,
     neighbours: int = DEFAULT_NEIGHBOURS,
+    start=None,
 ):
     """Prototypes that are separated *and* ordered like the class embeddings (Mettes et al. 2019, §2.1).
 
-    Minimises ``L_HP + semantic_weight · L_PI`` over K unit vectors in R^d:
-    ``L_HP = (1/K) Σ_i max_{j≠i} cos(p_i, p_j)`` (Eq. 5) pushes every
-    prototype away from its nearest neighbour, and ``L_PI`` (Eq. 6,
-    :func:`privileged_information_loss` on the triplets of
-    :class:`RankingTriplets`) asks each class's prototype similarities to be
-    ordered like its embedding similarities.  The weight trades separation for
-    semantics: 0 is Eq. 5 alone, larger values follow the embeddings more
-    closely at a higher max-cos.
+    1. **Start** from the Tammes code (:func:`spherecodes.solvers.tammes`, or
+       ``start``) with its classes placed by :func:`assign_by_embeddings`:
+       the prototypes of ``spherecodes assign``, max-cos ``m₀``.
+    2. **Descend** on ``semantic_weight · L_PI`` (Mettes et al. 2019, Eq. 6:
+       :func:`privileged_information_loss` on the triplets of
+       :class:`RankingTriplets`) plus a quadratic penalty on every cosine above
+       ``m₀ + ¾ · max_cos_tolerance``, with Riemannian Adam on the sphere.
+    3. **Keep** the checkpoint (every 25 steps, measured in float64) with the
+       highest triplet agreement among those whose max-cos is at most
+       ``m₀ + max_cos_tolerance``; the start itself is a candidate.
 
-    The optimiser is Riemannian Adam on the sphere (gradients projected on the
-    tangent space, rows re-normalised after each step) from the same seeded
-    random start as :func:`spherecodes.solvers.tammes`, with its default step
-    sizes for (d, K) decayed geometrically by a factor of 100.
+    So the result is never less separated than the tolerance allows, and
+    never agrees less with the embeddings than ``assign`` on the same Tammes
+    code (on the agreement measure of :func:`semantic_agreement`, the same
+    triplet sample for every candidate).  The tolerance is the trade-off:
+    0 keeps max-cos (only prototypes with room to spare move), larger values
+    buy agreement with separation (``docs/semantic.md`` has the curve).
 
     Parameters
     ----------
@@ -259,16 +282,18 @@ def privileged(
         Dimension (>= 1) and number of classes (>= 3).
     embeddings : ClassEmbeddings or array_like, shape (K, m)
         One vector per class; row c is class c (prototype row c).
+    max_cos_tolerance : float
+        How far max-cos may rise above the start's, >= 0.
     semantic_weight : float
-        Weight of L_PI, >= 0.
+        Weight of L_PI against the penalty, >= 0 (0: the start is returned).
     seed : int
-        Seed of the start and of the triplet samples; a seed and settings give
-        bit-identical prototypes on the same CPU and software.
+        Seed of the Tammes start and of the triplet samples; a seed and
+        settings give bit-identical prototypes on the same CPU and software.
     steps : int, optional
-        Optimisation steps (default: :func:`spherecodes.solvers.tammes_defaults`' steps for (d, K)).
+        Descent steps (default 1000).
     device : {"auto", "cpu", "cuda", "cuda:N"}
     time_limit : float, optional
-        Seconds; stops then and returns the current code.
+        Seconds for the whole run; the descent stops then with the best checkpoint.
     progress : callable, optional
         Receives :class:`spherecodes.solvers.Progress` updates.
     triplets : {"auto", "all", "sampled", "neighbours"}
@@ -276,26 +301,28 @@ def privileged(
         up to 200 classes, a fresh uniform sample every step beyond.
     triplet_samples, neighbours : int
         Triplets per step (``sampled``, ``neighbours``) and neighbours per class.
+    start : array_like, shape (K, d), optional
+        Unit rows to start from instead of running ``tammes`` (they are assigned first).
 
     Returns
     -------
     spherecodes.solvers.SolverResult
-        ``method="privileged"``; ``history`` logs ``L_HP + w·L_PI`` and max-cos;
-        ``settings`` records the weight, the triplet strategy and its sample
-        sizes, and the embeddings' description.
+        ``method="privileged"``; row c is class c.  ``history`` logs the
+        descent's objective and max-cos; ``settings`` records the start
+        (``start_max_cos``, ``start_agreement``: assign's), the cap, the
+        agreement reached and the step it was reached at.
 
     Examples
     --------
     >>> rng = np.random.default_rng(0)
     >>> centres = rng.standard_normal((3, 8))
     >>> emb = centres[np.arange(12) % 3] + 0.2 * rng.standard_normal((12, 8))
-    >>> res = privileged(4, 12, emb, seed=0, steps=300, device="cpu")
+    >>> res = privileged(4, 12, emb, seed=0, steps=200, device="cpu", max_cos_tolerance=0.05)
     >>> res.method, res.prototypes.shape, res.settings["triplets"]
     ('privileged', (12, 4), 'all')
-    >>> plain = privileged(4, 12, emb, semantic_weight=0, seed=0, steps=300, device="cpu")
-    >>> from spherecodes.semantic import semantic_agreement
-    >>> agreement = lambda r: semantic_agreement(r.prototypes, emb)["triplet_agreement"]
-    >>> agreement(res) > agreement(plain) + 0.1
+    >>> res.max_cos <= res.settings["start_max_cos"] + 0.05
+    True
+    >>> res.settings["agreement"] >= res.settings["start_agreement"]
     True
     """
     import torch
@@ -310,55 +337,90 @@ def privileged(
     vectors = vectors_of(embeddings)
     if vectors.shape[0] != k:
         raise SpherecodesError(f"got {vectors.shape[0]} class embeddings for K={k}; give one per class")
-    if isinstance(semantic_weight, bool) or not isinstance(semantic_weight, (int, float, np.integer, np.floating)) \
-            or not (np.isfinite(semantic_weight) and semantic_weight >= 0):
-        raise SpherecodesError(f"semantic weight must be a finite number >= 0, got {semantic_weight!r}")
+    for what, value in (("semantic weight", semantic_weight), ("max-cos tolerance", max_cos_tolerance)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not (np.isfinite(value) and value >= 0):
+            raise SpherecodesError(f"{what} must be a finite number >= 0, got {value!r}")
     dev = resolve_device(device)
-    defaults = tammes_defaults(d, k, dev)
-    steps = defaults["steps"] if steps is None else check_int("steps", steps, 1)
+    steps = DEFAULT_PRIVILEGED_STEPS if steps is None else check_int("steps", steps, 1)
     ranking = RankingTriplets(
         vectors, triplets, samples=triplet_samples, neighbours=neighbours, seed=seed, device=dev
     )
-    dtype = defaults["dtype"]
-    itemsize = 4 if dtype == "float32" else 8
+    defaults = tammes_defaults(d, k, dev)
     per_step = ranking.settings()["triplets_per_step"]
     require_memory(
-        itemsize * (4 * k * k + 8 * k * d) + 32.0 * per_step,
-        f"the privileged working set (K x K matrices and {per_step:,} triplets, {dtype})",
+        8.0 * (4 * k * k + 8 * k * d) + 32.0 * per_step,
+        f"the privileged working set (K x K matrices and {per_step:,} triplets, float64)",
         device=str(dev),
     )
-    # A step costs a K x K x d Gram product and a few operations per triplet.
+    if start is None:
+        start_code = tammes(d, k, seed=seed, device=dev, time_limit=time_limit, progress=progress).prototypes
+    else:
+        start_code = np.asarray(start, dtype=np.float64)
+        if start_code.shape != (k, d):
+            raise SpherecodesError(f"the start has shape {start_code.shape}; give (K, d) = ({k}, {d})")
+    # The caller's embeddings as given, so that the order is exactly what `assign` computes from them.
+    assignment = assign_by_embeddings(start_code, embeddings, seed=seed)
+    first = start_code[np.argsort(assignment.order)]  # row c: the prototype assign gives class c
+    start_max_cos = max_cos(first)
+    cap = start_max_cos + float(max_cos_tolerance)
+    target = start_max_cos + 0.75 * float(max_cos_tolerance)
+
+    def agreement(w):
+        return semantic_agreement(w, embeddings, seed=seed)["triplet_agreement"]
+
+    best = {"agreement": agreement(first), "prototypes": first, "step": 0}
+    start_agreement = best["agreement"]
+
+    def checkpoint(x, step):
+        w = np.asarray(x.detach().double().cpu().numpy(), dtype=np.float64)
+        w = w / np.linalg.norm(w, axis=1, keepdims=True)
+        if max_cos(w) <= cap:
+            value = agreement(w)
+            if value > best["agreement"]:
+                best.update(agreement=value, prototypes=w, step=step)
+
     threads = default_threads(k * k * d + 4 * per_step, dev)
+    eye2 = 2 * torch.eye(k, dtype=torch.float64, device=dev)
+
+    def objective(x, step):
+        if step > 0 and step % CHECK_EVERY == 0:
+            checkpoint(x, step)  # x is the iterate after `step` steps
+        gram = x @ x.T
+        over = torch.relu(gram - eye2 - target)
+        return semantic_weight * privileged_information_loss(gram, *ranking.batch()) \
+            + CAP_PENALTY * (over * over).sum() / k
+
     settings = {
         "method": "privileged", "d": d, "k": k, "seed": seed, "steps": steps, "time_limit": time_limit,
-        "device": str(dev), "dtype": dtype, "threads": threads, "semantic_weight": float(semantic_weight),
-        "objective": "L_HP + semantic_weight * L_PI (Mettes et al. 2019, Eq. 5 + Eq. 6)",
-        "lr_start": defaults["lr_start"], "lr_end": defaults["lr_start"] / 100,
+        "device": str(dev), "dtype": "float64", "threads": threads, "semantic_weight": float(semantic_weight),
+        "max_cos_tolerance": float(max_cos_tolerance),
+        "objective": "semantic_weight * L_PI (Mettes et al. 2019, Eq. 6) + penalty on cosines above the cap, "
+                     "from the Tammes code placed by assign",
+        "start": "tammes" if start is None else "given", "start_max_cos": start_max_cos,
+        "start_agreement": start_agreement, "max_cos_cap": cap,
+        "lr_start": PRIVILEGED_LR, "lr_end": PRIVILEGED_LR / 100,
         "beta1": defaults["beta1"], "beta2": defaults["beta2"], "eps": defaults["eps"],
-        "log_every": defaults["log_every"],
+        "log_every": defaults["log_every"], "check_every": CHECK_EVERY,
         **ranking.settings(),
         **(
             embeddings.settings() if isinstance(embeddings, ClassEmbeddings)
             else {"embedding_dim": int(vectors.shape[1])}
         ),
     }
-    eye2 = 2 * torch.eye(k, dtype=DTYPES[dtype], device=dev)
-
-    def objective(x, step):
-        gram = x @ x.T
-        separation = (gram - eye2).amax(dim=1).mean()
-        if semantic_weight == 0:
-            return separation
-        return separation + semantic_weight * privileged_information_loss(gram, *ranking.batch())
-
     clock = Clock(time_limit, progress, 1, begin)
     history: list = []
-    with torch_threads(threads):
-        code, done, timed_out = descend_on_sphere(
-            random_start(seed, 0, k, d), objective, steps=steps, lr_start=settings["lr_start"],
-            lr_end=settings["lr_end"], adam=settings, dtype=dtype, device=dev,
-            clock=clock, history=history, log_every=settings["log_every"],
-        )
+    done, timed_out = 0, False
+    if semantic_weight > 0:
+        with torch_threads(threads):
+            final, done, timed_out = descend_on_sphere(
+                first, objective, steps=steps, lr_start=PRIVILEGED_LR, lr_end=PRIVILEGED_LR / 100,
+                adam=settings, dtype="float64", device=dev, clock=clock, history=history,
+                log_every=settings["log_every"],
+            )
+        checkpoint(torch.from_numpy(final), done)
+    code = best["prototypes"]
+    settings.update(agreement=best["agreement"], best_step=best["step"])
     return SolverResult(
         prototypes=code,
         method="privileged",

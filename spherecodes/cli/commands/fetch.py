@@ -8,10 +8,13 @@ import click
 
 from ...bank import check_writable_destination, write_code
 from ...catalog import fetch_bank
+from ...errors import SpherecodesError
+from ...export import EXPORT_FORMATS, export_code, rotate_code
 from ...generation import METHODS
 from ...report import code_report, format_code_report
 from .._common import print_json
 from ..main import COUNT, DIM, URL_HELP, CatalogLocation, main
+from .export import export_options
 
 
 @main.command(name="fetch")
@@ -23,13 +26,17 @@ from ..main import COUNT, DIM, URL_HELP, CatalogLocation, main
               "one is optimal, else the structured code where it beats the catalog, else tammes, else what the "
               "catalog has.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also store the code in this bank file (created if missing).")
-@click.option("--overwrite", is_flag=True, help="With --out: replace a code of the same name in the bank.")
+              help="Also store the code: in a bank (.h5, created if missing), or as a matrix for a training "
+              "script (.npy, .pt, .pth, .csv, .txt; see 'spherecodes export').")
+@export_options
+@click.option("--overwrite", is_flag=True,
+              help="With --out: replace a code of the same name in the bank, or an existing matrix file.")
 @click.option("--url", type=CatalogLocation(), default=None, help=URL_HELP)
 @click.option("--offline", is_flag=True, help="Make no network request: use banks already in the cache.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON, with a 'fetched' key.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only where the bank came from.")
-def fetch_cmd(catalog_name, d, k, method, out, overwrite, url, offline, as_json, quiet):
+def fetch_cmd(catalog_name, d, k, method, out, rotation, seed, dtype, with_labels, overwrite, url, offline,
+              as_json, quiet):
     """Get a precomputed certified code, verified by SHA-256.
 
     Give a catalog NAME (see 'spherecodes catalog list') or --d and --k.
@@ -48,6 +55,7 @@ def fetch_cmd(catalog_name, d, k, method, out, overwrite, url, offline, as_json,
     Examples:
       spherecodes fetch --d 64 --k 1000
       spherecodes fetch --d 64 --k 1000 --method softmax --out protos.h5
+      spherecodes fetch --d 512 --k 100 --rotation random --seed 1 --out cifar100.npy
       spherecodes fetch tammes-d128-k1000 --url https://example.org/spherecodes-banks/
       spherecodes catalog list
     """
@@ -55,8 +63,14 @@ def fetch_cmd(catalog_name, d, k, method, out, overwrite, url, offline, as_json,
         raise click.UsageError("give a catalog NAME, or --d and --k")
     if catalog_name is not None and (d is not None or k is not None or method is not None):
         raise click.UsageError("give either a catalog NAME or --d/--k/--method, not both")
+    matrix_file = out is not None and out.suffix.lower() in EXPORT_FORMATS
     if out is not None:
         check_writable_destination(out)
+        if not matrix_file and out.suffix.lower() not in (".h5", ".hdf5"):
+            raise SpherecodesError(f"cannot store the code in {out}: end --out in .h5 (a bank) or in "
+                                   f"{', '.join(EXPORT_FORMATS)} (a matrix)")
+    if (dtype != "float64" or with_labels) and not matrix_file:
+        raise SpherecodesError("--dtype and --labels apply to a matrix file: give --out FILE.npy, .pt, .csv or .txt")
     fetched = fetch_bank(catalog_name, d=d, k=k, method=method, url=url, offline=offline)
     code = fetched.code
     if fetched.source == "structured code":
@@ -70,11 +84,18 @@ def fetch_cmd(catalog_name, d, k, method, out, overwrite, url, offline, as_json,
         origin = f"{fetched.entry.name}: downloaded from {fetched.source}, SHA-256 verified, cached at {fetched.path}"
     else:
         origin = f"{fetched.entry.name}: from {fetched.source}, SHA-256 verified ({fetched.path})"
-    if out is not None:
+    if rotation == "random":
+        code = rotate_code(code, seed)
+        origin += (f"\nturned by the random rotation of seed {seed}: the same cosines, max-cos, rho and "
+                   f"one-vs-rest distances, in other coordinates (now {code.name})")
+    if matrix_file:
+        export_code(code, out, dtype=dtype, labels=with_labels, overwrite=overwrite)
+        origin += f"\nwrote its {code.k} x {code.d} prototypes ({dtype}) to {out}"
+    elif out is not None:
         write_code(out, code, overwrite=overwrite)
         origin += f"\nstored as {code.name} in {out}"
     if as_json:
-        report = code_report(code, bank=str(out or fetched.path) if (out or fetched.path) else None)
+        report = code_report(code, bank=_bank_of(out, matrix_file, fetched, rotation == "random"))
         report["fetched"] = {
             "source": fetched.source,
             "path": None if fetched.path is None else str(fetched.path),
@@ -86,4 +107,11 @@ def fetch_cmd(catalog_name, d, k, method, out, overwrite, url, offline, as_json,
         return
     click.echo(origin)
     if not quiet:
-        click.echo(format_code_report(code_report(code, bank=str(out or fetched.path) if (out or fetched.path) else None)))
+        click.echo(format_code_report(code_report(code, bank=_bank_of(out, matrix_file, fetched, rotation == "random"))))
+
+
+def _bank_of(out, matrix_file: bool, fetched, rotated: bool):
+    """The bank the reported code is in: --out when that is a bank, else the fetched bank (not for a rotation)."""
+    if out is not None and not matrix_file:
+        return str(out)
+    return None if rotated or fetched.path is None else str(fetched.path)

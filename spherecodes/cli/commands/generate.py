@@ -25,6 +25,7 @@ from ...generation import (
 from ... import semantic
 from ...loading import load_code
 from ...semantic import (
+    DEFAULT_MAX_COS_TOLERANCE,
     DEFAULT_SEMANTIC_WEIGHT,
     TRIPLET_STRATEGIES,
     class_embeddings,
@@ -108,8 +109,12 @@ from ..main import (
               "multi-word names use the mean of their words.")
 @embedding_options
 @click.option("--semantic-weight", type=FiniteFloat(min=0), default=None,
-              help=f"privileged only: weight of the ranking loss against separation; higher follows the "
-              f"embeddings more closely at a higher max-cos. Default: {DEFAULT_SEMANTIC_WEIGHT:g}.")
+              help=f"privileged only: weight of the ranking loss against the penalty that keeps max-cos "
+              f"under its cap (0: keep the assigned Tammes code). Default: {DEFAULT_SEMANTIC_WEIGHT:g}.")
+@click.option("--max-cos-tolerance", type=FiniteFloat(min=0), default=None,
+              help=f"privileged only: how far max-cos may rise above the Tammes code that privileged starts "
+              f"from (with its classes placed as by 'spherecodes assign'); larger buys more agreement with the "
+              f"embeddings. Default: {DEFAULT_MAX_COS_TOLERANCE:g}.")
 @click.option("--triplets", type=click.Choice(TRIPLET_STRATEGIES), default=None,
               help="privileged only: class triplets of the ranking loss per step: all, a fresh uniform "
               "sample, or each class's nearest embedding neighbours. Default (auto): all up to 200 "
@@ -117,7 +122,7 @@ from ..main import (
 @threads_option
 def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_limit, max_memory, effort, init_path,
                  init_code, neighbours, refresh, out, name, overwrite, as_json, certify, quiet, classes, embeddings,
-                 embeddings_format, missing_words, semantic_weight, triplets):
+                 embeddings_format, missing_words, semantic_weight, max_cos_tolerance, triplets):
     """Compute a code for (d, K), store it in a bank, and print its report.
 
     \b
@@ -151,7 +156,8 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
         raise click.UsageError(f"--method {method} runs a single start; drop --restarts")
     if privileged:
         check_sizes(d, k)
-    if inapplicable_options(method, embeddings=embeddings, semantic_weight=semantic_weight, triplets=triplets):
+    if inapplicable_options(method, embeddings=embeddings, semantic_weight=semantic_weight,
+                            max_cos_tolerance=max_cos_tolerance, triplets=triplets):
         raise click.UsageError(
             f"{_flags(options_of(NEEDS_CLASS_DATA))} apply to --method {' or '.join(NEEDS_CLASS_DATA)}; "
             "to place the classes of another code on its prototypes use 'spherecodes assign'"
@@ -189,7 +195,8 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     with ProgressBar(enabled=not quiet) as progress:
         code = generate(d, k, method, seed=seed, rotation=rotation, name=name, labels=None if privileged else names,
                         device=device, steps=steps, restarts=restarts, time_limit=time_limit, progress=progress,
-                        embeddings=class_vectors, semantic_weight=semantic_weight, triplets=triplets or "auto",
+                        embeddings=class_vectors, semantic_weight=semantic_weight,
+                        max_cos_tolerance=max_cos_tolerance, triplets=triplets or "auto",
                         max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort, init=init)
     interrupted = code.settings.get("stop_reason") == "interrupted"
     try:

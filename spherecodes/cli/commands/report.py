@@ -24,9 +24,10 @@ from ..main import BANK, FILE, embedding_options, main, threads_option
               help="With --embeddings, for a code stored without labels: the class of each row, in row order.")
 @embedding_options
 @click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="OUT",
-              help="Also draw the code into OUT (.png, .pdf or .svg): the histogram of pairwise cosines with "
-              "max-cos and its lower bound, the sorted one-vs-rest distances with rho and the Theorem 3.9 band, "
-              "and for d <= 3 the prototypes themselves. A code without a certificate is certified for the plot.")
+              help="Also draw the code into OUT (.png, .pdf or .svg): the pairwise cosines with max-cos and its "
+              "lower bound (a bar per value for codes with only a few), rho inside the Theorem 3.9 band, the "
+              "sorted one-vs-rest distances relative to rho, and for d <= 3 the prototypes themselves. A code "
+              "without a certificate is certified for the plot.")
 @threads_option
 def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_words, plot):
     """Report the separation statistics and bounds of a code in BANK.
