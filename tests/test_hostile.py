@@ -1053,6 +1053,22 @@ def test_a_dead_writers_temporary_file_is_removed_by_the_next_write(tmp_path):
     assert bank.read_bytes() == b"half a bank" * 1000  # the live writer finished last
 
 
+@pytest.fixture
+def python_sigint_handler():
+    """Ctrl-C raises KeyboardInterrupt here, as in an interactive shell.
+
+    A process started in the background by a non-interactive shell inherits
+    SIGINT as ignored, and Python then installs no handler of its own; these
+    tests simulate a user's Ctrl-C, so they install Python's.
+    """
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("python_sigint_handler")
 def test_ctrl_c_during_the_rename_is_delivered_after_it(tmp_path, monkeypatch):
     import signal
 
@@ -1076,6 +1092,7 @@ def test_ctrl_c_during_the_rename_is_delivered_after_it(tmp_path, monkeypatch):
     assert _hidden_temporaries(tmp_path) == []
 
 
+@pytest.mark.usefixtures("python_sigint_handler")
 def test_ctrl_c_swallowed_while_writing_still_abandons_the_write(tmp_path):
     """A library may catch the KeyboardInterrupt of a Ctrl-C (h5py's C callbacks do); the write is still abandoned."""
     import signal
