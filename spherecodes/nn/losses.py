@@ -103,8 +103,8 @@ def dot_regression_loss(
     ``1/(2 sqrt(E_W E_H)) · (w_yᵀ h − sqrt(E_W E_H))²`` with
     ``w_y = sqrt(E_W) · p_y``: the class vector is the unit prototype scaled to
     the class's length ``sqrt(E_W)`` (``class_lengths[y]``, 1 when balanced).
-    On features of length ``sqrt(E_H) = feature_length`` its gradient is seed
-    004 Eq. 15, ``−(1 − cos∠(h, w_y)) w_y``: a pull towards w_y only.  Seed 004
+    On features of length ``sqrt(E_H) = feature_length`` its gradient is Yang
+    et al. (2022) Eq. 15, ``−(1 − cos∠(h, w_y)) w_y``: a pull towards w_y only.  Their
     App. C feeds it ℓ2-normalised features; :class:`DotRegressionLoss` does that.
 
     Parameters
