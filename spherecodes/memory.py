@@ -36,14 +36,22 @@ def available_memory_bytes(device: str = "cpu") -> int:
 
         free, _total = torch.cuda.mem_get_info(torch.device(device))
         return int(free)
+    available = _proc_kib("/proc/meminfo", "MemAvailable:")
+    if available is not None:
+        return available * 1024
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
+def _proc_kib(path: str, key: str) -> int | None:
+    """The kiB figure of the line starting with ``key`` in a /proc file; None where there is none."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
+        with open(path, encoding="ascii") as fh:
             for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                if line.startswith(key):
+                    return int(line.split()[1])
     except OSError:
         pass
-    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    return None
 
 
 #: Resident memory that loading torch adds to a process and its first CPU
@@ -62,14 +70,8 @@ def resident_bytes() -> float:
     >>> resident_bytes() >= 0
     True
     """
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return float(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0.0
+    resident = _proc_kib("/proc/self/status", "VmRSS:")
+    return 0.0 if resident is None else float(resident) * 1024
 
 
 def torch_overhead_bytes() -> float:
