@@ -176,3 +176,39 @@ def test_nearly_balanced_shells_store_bounds_their_witness_reproduces(noise):
     lo, hi = verify_witness(w, cert)  # raises if a stored end is not reproduced
     assert np.all(lo >= cert.lo - 1e-12) and np.abs(hi - cert.hi).max() <= 1e-12
     assert abs(cert.rho_lower - 0.5) <= 100 * noise + 1e-12
+
+
+def reed_muller_2_4() -> np.ndarray:
+    """RM(2, 4), the [16, 11, 4] code, as ±1/4 vectors: 2048 points with max-cos 1 − 2·4/16 = 1/2."""
+    points = np.array(list(itertools.product((0, 1), repeat=4)))
+    monomials = [np.ones(16, dtype=int)] + [points[:, i] for i in range(4)]
+    monomials += [points[:, i] * points[:, j] for i, j in itertools.combinations(range(4), 2)]
+    generator = np.array(monomials) % 2
+    messages = np.array(list(itertools.product((0, 1), repeat=len(generator))))
+    words = messages @ generator % 2
+    return (1.0 - 2.0 * words) / 4.0
+
+
+def test_subsets_of_a_binary_code_are_certified_from_their_unbalanced_shells():
+    """A random third of RM(2, 4): shells of ~45 points that are no longer balanced.
+
+    Every distance is at least 1 − max-cos = 1/2 (the direction w_k), and a
+    non-negative combination of the shell reaches it whenever (1/2) w_k lies in
+    the shell's hull; Wolfe's algorithm on every class is the second method.
+    """
+    full = reed_muller_2_4()
+    rng = np.random.default_rng(7)
+    w = rotated(full[np.sort(rng.choice(len(full), 680, replace=False))], seed=5)
+    k, d = w.shape
+    uniform = _shell.shell_bounds(w, tol=1e-9, block_bytes=2**22, max_support=k)
+    assert uniform.exact.mean() > 0.9
+    widths = uniform.support_indices.shape[1]
+    assert widths <= d + 1  # NNLS witnesses are basic: at most d + 1 points (Carathéodory)
+    settled = np.flatnonzero(uniform.exact)
+    assert np.abs(uniform.lo[settled] - 0.5).max() <= 1e-12 and np.abs(uniform.hi[settled] - 0.5).max() <= 1e-12
+    wt = torch.from_numpy(w)
+    qp = cert_qp.certify_block(wt, wt.float(), torch.arange(k), 2 * d + 2, 1e-9, torch.full((k,), -1), k, None)
+    assert np.abs(qp.hi[settled] - 0.5).max() <= 1e-9
+    cert = one_vs_rest_distances(w, device="cpu")
+    assert cert.certified and abs(cert.rho_lower - 0.5) <= 1e-12 and abs(cert.rho_upper - 0.5) <= 1e-12
+    verify_witness(w, cert)

@@ -198,8 +198,12 @@ def one_vs_rest_distances(
         limit=max_memory,
     )
     duplicates, duplicate_of = exact_duplicates(w_np)
+    shell_progress = None
+    if progress is not None:
+        def shell_progress(settled):
+            progress(CertificateProgress(settled, k, time.perf_counter() - started))
     shell = shell_bounds(w_np, tol=tol, block_bytes=_shell_block_bytes(max_memory),
-                         max_support=_max_support(k, max_memory))
+                         max_support=_max_support(k, max_memory), progress=shell_progress)
     lo, hi = shell.lo, shell.hi
     exact = np.flatnonzero(shell.exact)
     pieces = [(exact, shell.support_indices[exact], shell.support_weights[exact])]

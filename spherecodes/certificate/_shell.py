@@ -15,9 +15,14 @@ Symmetric codes are balanced, with one of two witnesses: the uniform weights
 on the whole shell (the simplex ETF, where every other vertex is in the
 shell), or one antipodal pair of the shell, ``w_i + w_j = 2 g_k w_k`` (the
 cross-polytope and its subsets, the regular polygon, root systems and
-lattice shells such as E8, D_n and the Leech lattice).  Both are tried, and
-a class is certified here only when the two bounds meet within rounding; all
-others are left to the QP.  Each block of classes costs one product with all
+lattice shells such as E8, D_n and the Leech lattice).  A *subset* of a
+symmetric code (K of the 32,768 words of a binary code, say) keeps large
+shells but loses their balance; there the third witness is a non-negative
+combination of a spread part of the shell that puts the mixture exactly at
+``g_k w_k`` (non-negative least squares, Lawson & Hanson 1974), which has at
+most d + 1 points (Carathéodory) and exists whenever ``g_k w_k`` lies in the
+hull of the shell.  A class is certified here only when the two bounds meet
+within rounding; all others are left to the QP.  Each block of classes costs one product with all
 prototypes for ``g_k`` and the shell and at most a few more for the
 witnesses, so a symmetric code of any size is certified in seconds, and the
 witness is checked again by anyone with one product per block.
@@ -26,6 +31,7 @@ witness is checked again by anyone with one product per block.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -56,6 +62,12 @@ GIVE_UP_AFTER = 1024
 #: Shells up to this size have their uniform witness gathered row by row;
 #: larger ones are summed with one matrix product.
 GATHER_SHELL = 64
+
+#: Parts of a shell handed to non-negative least squares, in multiples of
+#: d + 1 points, tried in turn.  ``3(d + 1)`` points spread over the shell of
+#: a random 30 % of a binary code's words contain its balance point in every
+#: class measured; the larger part catches the rest, short of the QP.
+NNLS_PARTS = (3, 8)
 
 
 @dataclass(frozen=True)
@@ -91,7 +103,8 @@ def shell_block_rows(k: int, d: int, budget_bytes: float) -> int:
 
 
 def shell_bounds(
-    w: np.ndarray, *, tol: float, block_bytes: float, max_support: int, rows: np.ndarray | None = None
+    w: np.ndarray, *, tol: float, block_bytes: float, max_support: int, rows: np.ndarray | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> ShellBounds:
     """Certify the classes whose nearest shell is balanced (see the module text).
 
@@ -108,6 +121,8 @@ def shell_bounds(
         larger shells are not tried (the pairs still are).
     rows : ndarray of int, optional
         Examine only these classes (still against all K prototypes); default all.
+    progress : callable, optional
+        Called after each block of classes with the number settled so far.
 
     Examples
     --------
@@ -159,20 +174,34 @@ def shell_bounds(
             unsettled[local[good]] = False
 
         # Carathéodory: some optimal witness has at most d + 1 points, so a
-        # shell larger than that is tried as a pair first (two stored indices).
-        stages = (("pair", count > d + 1), ("uniform", count <= max_support), ("pair", count <= d + 1))
+        # shell larger than that is tried as a pair first (two stored
+        # indices), then by NNLS (at most d + 1), and only then uniformly
+        # (as many indices as the shell has members).
+        small = count <= d + 1
+        stages = (("pair", ~small), ("uniform", small), ("pair", small), ("nnls", count > 2),
+                  ("uniform", ~small & (count <= max_support)))
         for method, eligible in stages:
             if method == "uniform":
                 chosen = np.flatnonzero(unsettled & eligible)
                 if chosen.size:
                     settle(chosen, *_uniform_witness(w, shell[chosen], count[chosen]))
-                continue
-            for attempt in range(PAIR_ATTEMPTS):
-                chosen = np.flatnonzero(unsettled & eligible & (count >= 2))
-                if chosen.size == 0:
-                    break
-                settle(chosen, *_pair_witness(w, block[chosen], shell[chosen], best[chosen], attempt))
+            elif method == "pair":
+                for attempt in range(PAIR_ATTEMPTS):
+                    chosen = np.flatnonzero(unsettled & eligible & (count >= 2))
+                    if chosen.size == 0:
+                        break
+                    settle(chosen, *_pair_witness(w, block[chosen], shell[chosen], best[chosen], attempt))
+            else:
+                tried = 0  # shells no larger than this were handed over whole already
+                for parts in NNLS_PARTS:
+                    chosen = np.flatnonzero(unsettled & eligible & (count > tried))
+                    if chosen.size == 0:
+                        break
+                    tried = parts * (d + 1)
+                    settle(chosen, *_nnls_witness(w, block[chosen], shell[chosen], best[chosen], tried))
         del shell
+        if progress is not None:
+            progress(int(np.isfinite(hi).sum()))
     exact = np.isfinite(hi)
     indices, weights = assemble_supports(k, pieces)
     return ShellBounds(lo=lo, hi=hi, exact=exact, support_indices=indices, support_weights=weights)
@@ -209,3 +238,37 @@ def _pair_witness(w: np.ndarray, rows: np.ndarray, shell: np.ndarray, best: np.n
     score[np.arange(len(rows)), first] = -np.inf
     idx = np.stack([first, score.argmax(axis=1)], axis=1)
     return idx, np.full(idx.shape, 0.5), 0.5 * (w[idx[:, 0]] + w[idx[:, 1]])
+
+
+def _nnls_witness(w: np.ndarray, rows: np.ndarray, shell: np.ndarray, best: np.ndarray, size: int):
+    """Non-negative weights on (a spread part of) each row's shell with mixture ``g_k w_k/‖w_k‖²``.
+
+    Solves ``min ‖[Sᵀ; 1ᵀ] v − [g_k w_k/‖w_k‖²; 1]‖`` over ``v >= 0`` for the
+    at most ``size`` shell members ``S`` taken evenly through the shell.  A
+    basic solution has at most d + 1 non-zero weights.  The weights are
+    returned whether or not the residual vanished: the caller keeps only the
+    witnesses whose bounds meet.
+    """
+    from scipy.optimize import nnls  # SciPy's optimiser only where a shell needs it
+
+    n, d = len(rows), w.shape[1]
+    idx = np.full((n, d + 1), -1, dtype=np.int64)
+    weights = np.zeros((n, d + 1))
+    mixed = np.zeros((n, d))
+    for i, k in enumerate(rows):
+        members = np.flatnonzero(shell[i])
+        part = members[np.unique(np.linspace(0, len(members) - 1, min(size, len(members))).astype(np.int64))]
+        target = np.append(best[i] / (w[k] @ w[k]) * w[k], 1.0)
+        system = np.vstack([w[part].T, np.ones(len(part))])
+        try:
+            v, _ = nnls(system, target, maxiter=10 * len(part))
+        except RuntimeError:  # iteration limit: no witness from this part
+            continue
+        keep = np.flatnonzero(v > 0)[: d + 1]
+        if keep.size == 0:
+            continue
+        v = v[keep] / v[keep].sum()
+        idx[i, : keep.size] = part[keep]
+        weights[i, : keep.size] = v
+        mixed[i] = v @ w[part[keep]]
+    return idx, weights, mixed
