@@ -139,6 +139,7 @@ def shell_bounds(
     pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # rows, indices, weights
     rows_per_block = shell_block_rows(k, d, block_bytes)
     todo = np.arange(k) if rows is None else np.asarray(rows, dtype=np.int64)
+    lookup = None  # the rows by their coordinates, built when a pair is first looked for
     for start in range(0, len(todo), rows_per_block):
         if start >= GIVE_UP_AFTER and not np.isfinite(hi[todo[:start]]).any():
             break  # no balanced shell so far: an optimised code; the QP takes the rest
@@ -149,9 +150,9 @@ def shell_bounds(
         best = gram.max(axis=1)
         own = norms[block]
         lo[block] = np.maximum(own - best / own, 0.0)
-        shell = gram >= (best - SHELL_TOL)[:, None]
+        shell = _Shells.of(gram >= (best - SHELL_TOL)[:, None])
         del gram
-        count = shell.sum(axis=1)
+        count = shell.count
         unsettled = np.ones(n, dtype=bool)
 
         def settle(local, idx, wt, mixed):
@@ -184,13 +185,15 @@ def shell_bounds(
             if method == "uniform":
                 chosen = np.flatnonzero(unsettled & eligible)
                 if chosen.size:
-                    settle(chosen, *_uniform_witness(w, shell[chosen], count[chosen]))
+                    settle(chosen, *_uniform_witness(w, shell, chosen))
             elif method == "pair":
                 for attempt in range(PAIR_ATTEMPTS):
                     chosen = np.flatnonzero(unsettled & eligible & (count >= 2))
                     if chosen.size == 0:
                         break
-                    settle(chosen, *_pair_witness(w, block[chosen], shell[chosen], best[chosen], attempt))
+                    if lookup is None:
+                        lookup = _RowLookup(w)
+                    settle(chosen, *_pair_witness(w, block, shell, chosen, best[chosen], attempt, lookup))
             else:
                 tried = 0  # shells no larger than this were handed over whole already
                 for parts in NNLS_PARTS:
@@ -198,7 +201,7 @@ def shell_bounds(
                     if chosen.size == 0:
                         break
                     tried = parts * (d + 1)
-                    settle(chosen, *_nnls_witness(w, block[chosen], shell[chosen], best[chosen], tried))
+                    settle(chosen, *_nnls_witness(w, block, shell, chosen, best[chosen], tried))
         del shell
         if progress is not None:
             progress(int(np.isfinite(hi).sum()))
@@ -207,41 +210,94 @@ def shell_bounds(
     return ShellBounds(lo=lo, hi=hi, exact=exact, support_indices=indices, support_weights=weights)
 
 
-def _uniform_witness(w: np.ndarray, shell: np.ndarray, count: np.ndarray):
-    """Uniform weights on each row's whole shell, as padded (indices, weights)."""
-    s = int(count.max())
-    order = np.argsort(~shell, axis=1, kind="stable")[:, :s]
-    present = np.take_along_axis(shell, order, axis=1)
-    idx = np.where(present, order, -1)
-    weights = np.where(present, 1.0 / count[:, None], 0.0)
+class _Shells:
+    """The nearest shells of a block of classes as flat member lists (row-major).
+
+    ``members[offsets[i] : offsets[i] + count[i]]`` are the prototypes in the
+    shell of the block's i-th class, in increasing order.
+    """
+
+    def __init__(self, members: np.ndarray, offsets: np.ndarray, count: np.ndarray):
+        self.members, self.offsets, self.count = members, offsets, count
+
+    @classmethod
+    def of(cls, mask: np.ndarray) -> _Shells:
+        count = mask.sum(axis=1)
+        offsets = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)
+        return cls(np.nonzero(mask)[1], offsets, count)
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.members[self.offsets[i] : self.offsets[i] + self.count[i]]
+
+
+class _RowLookup:
+    """Find a prototype equal to a given vector in O(d): the rows keyed by their coordinates on a grid.
+
+    A vector within rounding of a row but on the other side of a grid
+    boundary is not found; that only leaves its class to a later witness.
+    """
+
+    GRID = 2.0**-30
+
+    def __init__(self, w: np.ndarray):
+        keys = self._keys(w)
+        self.table = {}
+        for j in range(len(w) - 1, -1, -1):  # the first of identical rows wins
+            self.table[keys[j].tobytes()] = j
+
+    def _keys(self, x: np.ndarray) -> np.ndarray:
+        return np.rint(x / self.GRID).astype(np.int64)
+
+    def find(self, x: np.ndarray) -> np.ndarray:
+        """Index of the row equal to each row of ``x`` (−1 where none is)."""
+        keys = self._keys(x)
+        return np.array([self.table.get(key.tobytes(), -1) for key in keys], dtype=np.int64)
+
+
+def _uniform_witness(w: np.ndarray, shell: _Shells, chosen: np.ndarray):
+    """Uniform weights on each chosen row's whole shell, as padded (indices, weights) and the mixture."""
+    count = shell.count[chosen]
+    n, s = len(chosen), int(count.max())
+    idx = np.full((n, s), -1, dtype=np.int64)
+    rows = np.repeat(np.arange(n), count)
+    slots = np.arange(len(rows)) - np.repeat(np.cumsum(count) - count, count)
+    idx[rows, slots] = np.concatenate([shell[i] for i in chosen])
+    weights = np.where(idx >= 0, 1.0 / count[:, None], 0.0)
     if s <= GATHER_SHELL:
         mixed = np.einsum("ns,nsd->nd", weights, w[np.maximum(idx, 0)])
-    else:
-        mixed = (shell.astype(np.float64) @ w) / count[:, None]
+    else:  # one product with the 0/1 membership matrix (a block of rows × K)
+        membership = np.zeros((n, len(w)))
+        membership[rows, idx[rows, slots]] = 1.0
+        mixed = (membership @ w) / count[:, None]
     return idx, weights, mixed
 
 
-def _pair_witness(w: np.ndarray, rows: np.ndarray, shell: np.ndarray, best: np.ndarray, attempt: int):
-    """One antipodal pair ``w_i + w_j = 2 g_k w_k/‖w_k‖²`` in each row's shell.
+def _pair_witness(w: np.ndarray, block: np.ndarray, shell: _Shells, chosen: np.ndarray, best: np.ndarray,
+                  attempt: int, lookup: _RowLookup):
+    """One antipodal pair ``w_i + w_j = 2 g_k w_k/‖w_k‖²`` in each chosen row's shell.
 
     The first end ``i`` is the shell member at a fraction
     ``attempt/PAIR_ATTEMPTS`` of the way through the shell (so that successive
-    attempts try different members); its partner is the member with the
-    largest inner product with ``2 g_k w_k/‖w_k‖² − w_i``.
+    attempts try different members); its partner is looked up among all
+    rows, and must be in the shell too.  Where there is none, the witness is
+    ``w_i`` twice, which the caller's check rejects (unless it is exact).
     """
-    count = shell.sum(axis=1)
-    rank = (attempt * count) // PAIR_ATTEMPTS
-    first = np.argmax(np.cumsum(shell, axis=1) > rank[:, None], axis=1)
-    wk = w[rows]
+    count = shell.count[chosen]
+    first = shell.members[shell.offsets[chosen] + (attempt * count) // PAIR_ATTEMPTS]
+    wk = w[block[chosen]]
     scale = 2.0 * best / np.einsum("nd,nd->n", wk, wk)
-    score = np.where(shell, (scale[:, None] * wk - w[first]) @ w.T, -np.inf)
-    score[np.arange(len(rows)), first] = -np.inf
-    idx = np.stack([first, score.argmax(axis=1)], axis=1)
+    partner = lookup.find(scale[:, None] * wk - w[first])
+    for row, i in enumerate(chosen):
+        j = partner[row]
+        if j < 0 or j == first[row] or not np.isin(j, shell[i]):
+            partner[row] = first[row]
+    idx = np.stack([first, partner], axis=1)
     return idx, np.full(idx.shape, 0.5), 0.5 * (w[idx[:, 0]] + w[idx[:, 1]])
 
 
-def _nnls_witness(w: np.ndarray, rows: np.ndarray, shell: np.ndarray, best: np.ndarray, size: int):
-    """Non-negative weights on (a spread part of) each row's shell with mixture ``g_k w_k/‖w_k‖²``.
+def _nnls_witness(w: np.ndarray, block: np.ndarray, shell: _Shells, chosen: np.ndarray, best: np.ndarray,
+                  size: int):
+    """Non-negative weights on (a spread part of) each chosen row's shell with mixture ``g_k w_k/‖w_k‖²``.
 
     Solves ``min ‖[Sᵀ; 1ᵀ] v − [g_k w_k/‖w_k‖²; 1]‖`` over ``v >= 0`` for the
     at most ``size`` shell members ``S`` taken evenly through the shell.  A
@@ -251,14 +307,15 @@ def _nnls_witness(w: np.ndarray, rows: np.ndarray, shell: np.ndarray, best: np.n
     """
     from scipy.optimize import nnls  # SciPy's optimiser only where a shell needs it
 
-    n, d = len(rows), w.shape[1]
+    n, d = len(chosen), w.shape[1]
     idx = np.full((n, d + 1), -1, dtype=np.int64)
     weights = np.zeros((n, d + 1))
     mixed = np.zeros((n, d))
-    for i, k in enumerate(rows):
-        members = np.flatnonzero(shell[i])
+    for row, (i, b) in enumerate(zip(chosen, best)):
+        members = shell[i]
         part = members[np.unique(np.linspace(0, len(members) - 1, min(size, len(members))).astype(np.int64))]
-        target = np.append(best[i] / (w[k] @ w[k]) * w[k], 1.0)
+        k = block[i]
+        target = np.append(b / (w[k] @ w[k]) * w[k], 1.0)
         system = np.vstack([w[part].T, np.ones(len(part))])
         try:
             v, _ = nnls(system, target, maxiter=10 * len(part))
@@ -268,7 +325,7 @@ def _nnls_witness(w: np.ndarray, rows: np.ndarray, shell: np.ndarray, best: np.n
         if keep.size == 0:
             continue
         v = v[keep] / v[keep].sum()
-        idx[i, : keep.size] = part[keep]
-        weights[i, : keep.size] = v
-        mixed[i] = v @ w[part[keep]]
+        idx[row, : keep.size] = part[keep]
+        weights[row, : keep.size] = v
+        mixed[row] = v @ w[part[keep]]
     return idx, weights, mixed
