@@ -124,7 +124,9 @@ def test_mixed_codes_certify_the_balanced_classes_here_and_the_rest_by_qp():
 def test_an_optimised_looking_code_is_left_to_the_qp_after_one_block(monkeypatch):
     monkeypatch.setattr(_shell, "GIVE_UP_AFTER", 8)
     w = random_code(64, 5, seed=2)
-    bounds = _shell.shell_bounds(w, tol=1e-9, block_bytes=8 * (41 * 64 + 16 * 5), max_support=64)
+    block_bytes = 16 * (9 * 64 + 16 * 4 * 6 + 8 * 10)  # 16 classes a block
+    assert _shell.shell_block_rows(64, 5, block_bytes) == 16
+    bounds = _shell.shell_bounds(w, tol=1e-9, block_bytes=block_bytes, max_support=64)
     assert not bounds.exact.any()
     assert (bounds.lo[16:] == 0).all()  # not examined: only the trivial bound dist >= 0
 
@@ -212,3 +214,20 @@ def test_subsets_of_a_binary_code_are_certified_from_their_unbalanced_shells():
     cert = one_vs_rest_distances(w, device="cpu")
     assert cert.certified and abs(cert.rho_lower - 0.5) <= 1e-12 and abs(cert.rho_upper - 0.5) <= 1e-12
     verify_witness(w, cert)
+
+
+def test_the_shell_scan_over_column_tiles_finds_the_same_shells(monkeypatch):
+    """Shells met a tile at a time (running maximum, cut at the end) equal those of the whole Gram rows."""
+    w = rotated(reed_muller_2_4()[::3], seed=2)
+    gram = w @ w.T
+    np.fill_diagonal(gram, -np.inf)
+    monkeypatch.setattr(_shell, "SHELL_TILE", 37)
+    best, shells = _shell._nearest_shells(w, np.arange(0, len(w), 5))
+    for i, k in enumerate(range(0, len(w), 5)):
+        assert best[i] == gram[k].max()
+        assert shells[i].tolist() == np.flatnonzero(gram[k] >= gram[k].max() - _shell.SHELL_TOL).tolist()
+    tiled = _shell.shell_bounds(w, tol=1e-9, block_bytes=2**16, max_support=len(w))
+    monkeypatch.setattr(_shell, "SHELL_TILE", 4096)
+    whole = _shell.shell_bounds(w, tol=1e-9, block_bytes=2**22, max_support=len(w))
+    assert np.array_equal(tiled.exact, whole.exact) and tiled.exact.mean() > 0.9
+    assert np.abs(tiled.hi[whole.exact] - whole.hi[whole.exact]).max() <= 1e-12

@@ -96,9 +96,19 @@ class ShellBounds:
     support_weights: np.ndarray
 
 
+#: Prototypes per column tile of the scan that finds the nearest shells.
+SHELL_TILE = 2048
+
+
 def shell_block_rows(k: int, d: int, budget_bytes: float) -> int:
-    """Classes per block: a block holds three (rows × K) float64 arrays and the rows' witnesses."""
-    per_row = 8.0 * (3 * k + 2 * d) + 17.0 * k
+    """Classes per block: a (rows × tile) float64 product and its mask, and the rows' shells.
+
+    The shells are counted at up to 4(d + 1) members a row on average (their
+    stored part; a shell may be larger, and is then a product of a code with
+    many exact ties, whose members are kept as int64 pairs).
+    """
+    tile = min(k, SHELL_TILE)
+    per_row = 9.0 * tile + 16.0 * 4 * (d + 1) + 8.0 * (2 * d)
     return int(max(1, min(k, budget_bytes // per_row)))
 
 
@@ -140,23 +150,21 @@ def shell_bounds(
     rows_per_block = shell_block_rows(k, d, block_bytes)
     todo = np.arange(k) if rows is None else np.asarray(rows, dtype=np.int64)
     lookup = None  # the rows by their coordinates, built when a pair is first looked for
+    settled_any = False
     for start in range(0, len(todo), rows_per_block):
-        if start >= GIVE_UP_AFTER and not np.isfinite(hi[todo[:start]]).any():
+        if start >= GIVE_UP_AFTER and not settled_any:
             break  # no balanced shell so far: an optimised code; the QP takes the rest
         block = todo[start : start + rows_per_block]
         n = len(block)
-        gram = w[block] @ w.T
-        gram[np.arange(n), block] = -np.inf
-        best = gram.max(axis=1)
+        best, shell = _nearest_shells(w, block)
         own = norms[block]
         lo[block] = np.maximum(own - best / own, 0.0)
-        shell = _Shells.of(gram >= (best - SHELL_TOL)[:, None])
-        del gram
         count = shell.count
         unsettled = np.ones(n, dtype=bool)
 
         def settle(local, idx, wt, mixed):
             """Keep the witnesses whose bounds meet; the others stay unsettled."""
+            nonlocal settled_any
             classes = block[local]
             r = w[classes] - mixed
             h = np.sqrt(np.einsum("nd,nd->n", r, r))
@@ -173,6 +181,7 @@ def shell_bounds(
             lo[classes[good]] = np.minimum(low[good], h[good])
             pieces.append((classes[good], idx[good], wt[good]))
             unsettled[local[good]] = False
+            settled_any = settled_any or bool(good.any())
 
         # Carathéodory: some optimal witness has at most d + 1 points, so a
         # shell larger than that is tried as a pair first (two stored
@@ -210,6 +219,35 @@ def shell_bounds(
     return ShellBounds(lo=lo, hi=hi, exact=exact, support_indices=indices, support_weights=weights)
 
 
+def _nearest_shells(w: np.ndarray, block: np.ndarray) -> tuple[np.ndarray, _Shells]:
+    """``g_k`` and the nearest shell of each class in ``block``, one column tile at a time.
+
+    A member is kept while it is within :data:`SHELL_TOL` of the running
+    maximum of its row, and the list is cut to the final maximum at the end,
+    so memory is a (block × tile) product plus the shells, never block × K.
+    """
+    n, k = len(block), len(w)
+    best = np.full(n, -np.inf)
+    found_rows, found_cols, found_values = [], [], []
+    queries = w[block]
+    for c0 in range(0, k, SHELL_TILE):
+        g = queries @ w[c0 : c0 + SHELL_TILE].T
+        own = np.flatnonzero((block >= c0) & (block < c0 + g.shape[1]))
+        g[own, block[own] - c0] = -np.inf
+        np.maximum(best, g.max(axis=1), out=best)
+        rows, cols = np.nonzero(g >= (best - SHELL_TOL)[:, None])
+        found_rows.append(rows)
+        found_cols.append(cols + c0)
+        found_values.append(g[rows, cols])
+    rows, cols, values = (np.concatenate(parts) for parts in (found_rows, found_cols, found_values))
+    keep = values >= best[rows] - SHELL_TOL
+    rows, cols = rows[keep], cols[keep]
+    order = np.argsort(rows, kind="stable")  # by row, then by column (the tiles came in order)
+    count = np.bincount(rows, minlength=n)
+    offsets = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)
+    return best, _Shells(cols[order], offsets, count)
+
+
 class _Shells:
     """The nearest shells of a block of classes as flat member lists (row-major).
 
@@ -219,12 +257,6 @@ class _Shells:
 
     def __init__(self, members: np.ndarray, offsets: np.ndarray, count: np.ndarray):
         self.members, self.offsets, self.count = members, offsets, count
-
-    @classmethod
-    def of(cls, mask: np.ndarray) -> _Shells:
-        count = mask.sum(axis=1)
-        offsets = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)
-        return cls(np.nonzero(mask)[1], offsets, count)
 
     def __getitem__(self, i: int) -> np.ndarray:
         return self.members[self.offsets[i] : self.offsets[i] + self.count[i]]
@@ -265,10 +297,16 @@ def _uniform_witness(w: np.ndarray, shell: _Shells, chosen: np.ndarray):
     weights = np.where(idx >= 0, 1.0 / count[:, None], 0.0)
     if s <= GATHER_SHELL:
         mixed = np.einsum("ns,nsd->nd", weights, w[np.maximum(idx, 0)])
-    else:  # one product with the 0/1 membership matrix (a block of rows × K)
-        membership = np.zeros((n, len(w)))
-        membership[rows, idx[rows, slots]] = 1.0
-        mixed = (membership @ w) / count[:, None]
+    else:  # products with the 0/1 membership matrix of a few rows at a time (rows × K, within the tile budget)
+        mixed = np.empty((n, w.shape[1]))
+        step = max(1, SHELL_TILE * SHELL_TILE // len(w))
+        for r0 in range(0, n, step):
+            part = idx[r0 : r0 + step]
+            membership = np.zeros((len(part), len(w)))
+            at, slot = np.nonzero(part >= 0)
+            membership[at, part[at, slot]] = 1.0
+            mixed[r0 : r0 + step] = membership @ w
+        mixed /= count[:, None]
     return idx, weights, mixed
 
 
