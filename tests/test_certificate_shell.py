@@ -222,10 +222,13 @@ def test_the_shell_scan_over_column_tiles_finds_the_same_shells(monkeypatch):
     gram = w @ w.T
     np.fill_diagonal(gram, -np.inf)
     monkeypatch.setattr(_shell, "SHELL_TILE", 37)
-    best, shells = _shell._nearest_shells(w, np.arange(0, len(w), 5))
-    for i, k in enumerate(range(0, len(w), 5)):
-        assert best[i] == gram[k].max()
-        assert shells[i].tolist() == np.flatnonzero(gram[k] >= gram[k].max() - _shell.SHELL_TOL).tolist()
+    block = np.arange(0, len(w), 5)
+    best, first = _shell._nearest(w, block)
+    shells = _shell._nearest_shells(w, block, best, np.arange(1, len(block), 2))
+    for i, k in enumerate(block):
+        assert best[i] == gram[k].max() and first[i] == gram[k].argmax()
+        members = np.flatnonzero(gram[k] >= gram[k].max() - _shell.SHELL_TOL).tolist() if i % 2 else []
+        assert shells[i].tolist() == members
     tiled = _shell.shell_bounds(w, tol=1e-9, block_bytes=2**16, max_support=len(w))
     monkeypatch.setattr(_shell, "SHELL_TILE", 4096)
     whole = _shell.shell_bounds(w, tol=1e-9, block_bytes=2**22, max_support=len(w))

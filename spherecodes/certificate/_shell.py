@@ -156,10 +156,9 @@ def shell_bounds(
             break  # no balanced shell so far: an optimised code; the QP takes the rest
         block = todo[start : start + rows_per_block]
         n = len(block)
-        best, shell = _nearest_shells(w, block)
+        best, nearest = _nearest(w, block)
         own = norms[block]
         lo[block] = np.maximum(own - best / own, 0.0)
-        count = shell.count
         unsettled = np.ones(n, dtype=bool)
 
         def settle(local, idx, wt, mixed):
@@ -183,6 +182,14 @@ def shell_bounds(
             unsettled[local[good]] = False
             settled_any = settled_any or bool(good.any())
 
+        # The pair through the nearest neighbour needs no more of the shell:
+        # it settles a lattice shell or a cross-polytope after one scan.
+        if lookup is None:
+            lookup = _RowLookup(w)
+        everyone = np.arange(n)
+        settle(everyone, *_pair_witness(w, block[everyone], nearest, best, lookup))
+        shell = _nearest_shells(w, block, best, np.flatnonzero(unsettled))
+        count = shell.count
         # Carathéodory: some optimal witness has at most d + 1 points, so a
         # shell larger than that is tried as a pair first (two stored
         # indices), then by NNLS (at most d + 1), and only then uniformly
@@ -196,13 +203,12 @@ def shell_bounds(
                 if chosen.size:
                     settle(chosen, *_uniform_witness(w, shell, chosen))
             elif method == "pair":
-                for attempt in range(PAIR_ATTEMPTS):
+                for attempt in range(1, PAIR_ATTEMPTS):
                     chosen = np.flatnonzero(unsettled & eligible & (count >= 2))
                     if chosen.size == 0:
                         break
-                    if lookup is None:
-                        lookup = _RowLookup(w)
-                    settle(chosen, *_pair_witness(w, block, shell, chosen, best[chosen], attempt, lookup))
+                    first = shell.members[shell.offsets[chosen] + (attempt * count[chosen]) // PAIR_ATTEMPTS]
+                    settle(chosen, *_pair_witness(w, block[chosen], first, best[chosen], lookup))
             else:
                 tried = 0  # shells no larger than this were handed over whole already
                 for parts in NNLS_PARTS:
@@ -219,33 +225,50 @@ def shell_bounds(
     return ShellBounds(lo=lo, hi=hi, exact=exact, support_indices=indices, support_weights=weights)
 
 
-def _nearest_shells(w: np.ndarray, block: np.ndarray) -> tuple[np.ndarray, _Shells]:
-    """``g_k`` and the nearest shell of each class in ``block``, one column tile at a time.
+def _nearest(w: np.ndarray, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``g_k = max_{j≠k} <w_k, w_j>`` and the first j attaining it, for each class in ``block``.
 
-    A member is kept while it is within :data:`SHELL_TOL` of the running
-    maximum of its row, and the list is cut to the final maximum at the end,
-    so memory is a (block × tile) product plus the shells, never block × K.
+    One column tile at a time, so memory is a (block × tile) product.
     """
     n, k = len(block), len(w)
     best = np.full(n, -np.inf)
-    found_rows, found_cols, found_values = [], [], []
+    first = np.zeros(n, dtype=np.int64)
     queries = w[block]
+    everyone = np.arange(n)
     for c0 in range(0, k, SHELL_TILE):
         g = queries @ w[c0 : c0 + SHELL_TILE].T
         own = np.flatnonzero((block >= c0) & (block < c0 + g.shape[1]))
         g[own, block[own] - c0] = -np.inf
-        np.maximum(best, g.max(axis=1), out=best)
-        rows, cols = np.nonzero(g >= (best - SHELL_TOL)[:, None])
-        found_rows.append(rows)
+        local = g.argmax(axis=1)
+        values = g[everyone, local]
+        better = values > best  # strictly: ties keep the lowest index
+        best[better] = values[better]
+        first[better] = local[better] + c0
+    return best, first
+
+
+def _nearest_shells(w: np.ndarray, block: np.ndarray, best: np.ndarray, which: np.ndarray) -> _Shells:
+    """The nearest shells (members within :data:`SHELL_TOL` of ``best``) of the classes ``block[which]``.
+
+    The other classes of the block get empty shells.  One column tile at a
+    time, so memory is a (rows × tile) product plus the shells.
+    """
+    n, k = len(block), len(w)
+    found_rows, found_cols = [], []
+    queries = w[block[which]]
+    floor = (best[which] - SHELL_TOL)[:, None]
+    for c0 in range(0, k, SHELL_TILE if len(which) else k):
+        g = queries @ w[c0 : c0 + SHELL_TILE].T
+        own = np.flatnonzero((block[which] >= c0) & (block[which] < c0 + g.shape[1]))
+        g[own, block[which][own] - c0] = -np.inf
+        rows, cols = np.nonzero(g >= floor)
+        found_rows.append(which[rows])
         found_cols.append(cols + c0)
-        found_values.append(g[rows, cols])
-    rows, cols, values = (np.concatenate(parts) for parts in (found_rows, found_cols, found_values))
-    keep = values >= best[rows] - SHELL_TOL
-    rows, cols = rows[keep], cols[keep]
+    rows, cols = np.concatenate(found_rows), np.concatenate(found_cols)
     order = np.argsort(rows, kind="stable")  # by row, then by column (the tiles came in order)
     count = np.bincount(rows, minlength=n)
     offsets = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)
-    return best, _Shells(cols[order], offsets, count)
+    return _Shells(cols[order], offsets, count)
 
 
 class _Shells:
@@ -310,25 +333,19 @@ def _uniform_witness(w: np.ndarray, shell: _Shells, chosen: np.ndarray):
     return idx, weights, mixed
 
 
-def _pair_witness(w: np.ndarray, block: np.ndarray, shell: _Shells, chosen: np.ndarray, best: np.ndarray,
-                  attempt: int, lookup: _RowLookup):
-    """One antipodal pair ``w_i + w_j = 2 g_k w_k/‖w_k‖²`` in each chosen row's shell.
+def _pair_witness(w: np.ndarray, classes: np.ndarray, first: np.ndarray, best: np.ndarray, lookup: _RowLookup):
+    """An antipodal pair ``w_i + w_j = 2 g_k w_k/‖w_k‖²`` through the shell member ``i = first`` of each class.
 
-    The first end ``i`` is the shell member at a fraction
-    ``attempt/PAIR_ATTEMPTS`` of the way through the shell (so that successive
-    attempts try different members); its partner is looked up among all
-    rows, and must be in the shell too.  Where there is none, the witness is
-    ``w_i`` twice, which the caller's check rejects (unless it is exact).
+    The partner j is looked up among all rows by its coordinates; such a j
+    is in the shell too (``<w_k, w_j> = 2 g_k − g_k``).  Where there is
+    none, the witness is ``w_i`` twice, which the caller's check rejects
+    (unless it is exact).
     """
-    count = shell.count[chosen]
-    first = shell.members[shell.offsets[chosen] + (attempt * count) // PAIR_ATTEMPTS]
-    wk = w[block[chosen]]
+    wk = w[classes]
     scale = 2.0 * best / np.einsum("nd,nd->n", wk, wk)
     partner = lookup.find(scale[:, None] * wk - w[first])
-    for row, i in enumerate(chosen):
-        j = partner[row]
-        if j < 0 or j == first[row] or not np.isin(j, shell[i]):
-            partner[row] = first[row]
+    missing = (partner < 0) | (partner == first) | (partner == classes)
+    partner[missing] = first[missing]
     idx = np.stack([first, partner], axis=1)
     return idx, np.full(idx.shape, 0.5), 0.5 * (w[idx[:, 0]] + w[idx[:, 1]])
 
