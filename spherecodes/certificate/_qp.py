@@ -133,6 +133,10 @@ def certify_block(
     hi = torch.zeros(n, dtype=w.dtype, device=dev)
     resid = torch.zeros_like(wk)
     mixed = torch.zeros_like(wk)
+    # The best keys of the last scan of all K prototypes (exact scores), where one ran.
+    additions = min(GLOBAL_ADDITIONS, k - 1)
+    scan_values = torch.full((n, min(max(additions, SCREEN_KEEP), k)), -math.inf, dtype=w.dtype, device=dev)
+    scan_indices = torch.zeros((n, scan_values.shape[1]), dtype=torch.long, device=dev)
     rounds = 0
     while True:
         if todo.any():
@@ -161,12 +165,15 @@ def certify_block(
         pool_scores = torch.einsum("nd,npd->np", r, w[pool])
         best = torch.maximum(on_support.max(1).values, pool_scores.max(1).values)
         unsure = outside_bound(wk[ci], r, tau32[ci], norm_max) >= best
-        if bool(unsure.any()):
-            u = unsure.nonzero().squeeze(1)
-            best[u] = torch.maximum(best[u], _screened_max(r[u], w, w32, torch.cat([itself[ci[u]], support[u]], 1),
-                                                           tile, scratch, scan_threads))
         scanned = torch.zeros(n, dtype=torch.bool, device=dev)
         scanned[ci] = unsure
+        if bool(unsure.any()):
+            u = unsure.nonzero().squeeze(1)
+            scan_best, scan_values[ci[u]], scan_indices[ci[u]] = _screened_max(
+                r[u], w, w32, torch.cat([itself[ci[u]], support[u]], 1), tile, scratch, scan_threads,
+                keep=scan_values.shape[1],
+            )
+            best[u] = torch.maximum(best[u], scan_best)
         norm = r.norm(dim=1)
         own = (wk[ci] * r).sum(1)
         safe = torch.where(norm > 0, norm, torch.ones_like(norm))
@@ -184,28 +191,19 @@ def certify_block(
         if not todo.any() or rounds >= MAX_ROUNDS:
             break
         # The worst violators that are not candidates yet join the candidate
-        # sets of the classes that have them (never the class itself): found
-        # among the known keys where the bound held, else by a second
-        # streamed product with all K prototypes.
-        additions = min(GLOBAL_ADDITIONS, k - 1)
+        # sets of the classes that have them (never the class itself): the
+        # best keys of the scan of all K prototypes where one ran, else the
+        # best known keys (where the bound held, every violator is known).
         late = todo.nonzero().squeeze(1)
-        values = torch.full((len(late), additions), -math.inf, dtype=w.dtype, device=dev)
-        indices = cand[late, :1].repeat(1, additions)
-        from_known = (~scanned[late]).nonzero().squeeze(1)
-        if from_known.numel():
-            rows_k = late[from_known]
-            scores = torch.einsum("nd,npd->np", resid[rows_k], w[known[rows_k]])
-            taken = (known[rows_k][:, :, None] == cand[rows_k][:, None, :]).any(2)
-            top_v, top_p = torch.topk(scores.masked_fill(taken, -math.inf), min(additions, n_known), dim=1)
-            values[from_known, : top_v.shape[1]] = top_v
-            indices[from_known, : top_p.shape[1]] = known[rows_k].gather(1, top_p)
-        from_scan = scanned[late].nonzero().squeeze(1)
-        if from_scan.numel():
-            rows_s = late[from_scan]
-            with torch_threads(scan_threads):
-                values[from_scan], indices[from_scan] = top_matches(
-                    resid[rows_s], w, additions, exclude=torch.cat([itself[rows_s], cand[rows_s]], 1), tile=tile,
-                )
+        pool_keys = torch.where(scanned[late, None], scan_indices[late], known[late, :1])
+        keys = torch.cat([pool_keys, known[late]], 1)
+        values = torch.einsum("nd,npd->np", resid[late], w[keys])
+        values[:, : pool_keys.shape[1]].masked_fill_(~scanned[late, None] | ~torch.isfinite(scan_values[late]),
+                                                      -math.inf)
+        values[:, pool_keys.shape[1]:].masked_fill_(scanned[late, None], -math.inf)
+        values.masked_fill_((keys[:, :, None] == cand[late][:, None, :]).any(2), -math.inf)
+        values, order = torch.topk(values, additions, dim=1)
+        indices = keys.gather(1, order)
         genuine = values > ((mixed[late] * resid[late]).sum(1) + add_threshold * hi[late])[:, None]
         extra = cand[:, :1].repeat(1, additions)
         extra[late] = torch.where(genuine, indices, cand[late, :1])
@@ -265,18 +263,20 @@ def outside_bound(wk: torch.Tensor, r: torch.Tensor, tau32: torch.Tensor, norm_m
     return torch.where(torch.isfinite(tau32), value, torch.full_like(value, -math.inf))
 
 
-def _screened_max(r, w, w32, exclude, tile, scratch, scan_threads) -> torch.Tensor:
+def _screened_max(r, w, w32, exclude, tile, scratch, scan_threads, keep: int = SCREEN_KEEP):
     """Exact float64 ``max_j <w_j, r_n>`` over the keys not excluded, screened in float32.
 
     A float32 product of rounded inputs is within ``(d + 2)·u·‖r‖·‖w_j‖`` of the
     exact value (u = 2⁻²⁴, for any order of summation; Higham, Accuracy and
     Stability of Numerical Algorithms, §3.1), so the key with the largest exact
     value has a float32 score within twice that of the float32 maximum.  The
-    :data:`SCREEN_KEEP` best float32 keys are recomputed in float64; a row whose
-    last kept score is still within the margin is scanned again in float64.
+    ``keep`` best float32 keys are recomputed in float64; a row whose last
+    kept score is still within the margin is scanned again in float64.
+    Returns the maximum and the kept keys with their exact scores (−inf for
+    excluded ones), largest float32 score first.
     """
     n, d = r.shape
-    keep = min(SCREEN_KEEP, w.shape[0])
+    keep = min(keep, w.shape[0])
     margin = 2.0 * SCREEN_SAFETY * (d + 2) * 2.0**-24 * r.norm(dim=1) * float(w.norm(dim=1).max())
     with torch_threads(scan_threads):
         values, indices = top_matches(r.to(torch.float32), w32, keep, exclude=exclude, tile=tile, buffer=scratch)
@@ -288,7 +288,7 @@ def _screened_max(r, w, w32, exclude, tile, scratch, scan_threads) -> torch.Tens
         again = unsure.nonzero().squeeze(1)
         with torch_threads(scan_threads):
             best[again] = top_matches(r[again], w, 1, exclude=exclude[again], tile=tile)[0][:, 0]
-    return best
+    return best, exact, indices
 
 
 def _scatter_corrals(pos, weights, idx, new_pos, new_w):
