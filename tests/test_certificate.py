@@ -302,3 +302,57 @@ def test_cuda_agrees_with_cpu():
     assert gpu.certified and gpu.device.startswith("cuda")
     np.testing.assert_allclose(gpu.lo, cpu.lo, atol=1e-9)
     np.testing.assert_allclose(gpu.hi, cpu.hi, atol=1e-9)
+
+
+# ------------------------------------------- the bound on the prototypes outside the first scan
+
+
+@pytest.mark.parametrize("k,d,keep,seed", [(400, 5, 20, 0), (300, 12, 48, 1), (200, 3, 6, 2)])
+def test_outside_bound_holds_for_every_prototype_left_out(k, d, keep, seed):
+    # For each class and an arbitrary residual direction r, every prototype
+    # outside its `keep` nearest (by float32 score) has <w_j, r> below the
+    # bound, checked against the exact float64 products of all of them.
+    rng = np.random.default_rng(seed)
+    w = random_code(k, d, seed=seed)
+    wt = torch.from_numpy(w)
+    r = wt * torch.from_numpy(rng.uniform(0.2, 1.0, (k, 1))) + 0.3 * torch.from_numpy(rng.standard_normal((k, d)))
+    scores32 = (wt.float() @ wt.float().T).fill_diagonal_(-math.inf)
+    values, indices = torch.topk(scores32, keep, dim=1)
+    bound = cert_qp.outside_bound(wt, r, values[:, -1].double(), 1.0)
+    exact = (r @ wt.T).numpy()
+    for i in range(k):
+        outside = np.setdiff1d(np.arange(k), np.append(indices[i].numpy(), i))
+        assert exact[i, outside].max() <= float(bound[i])
+    # It is tight for a residual along w_k: a·τ up to the rounding allowance.
+    along = cert_qp.outside_bound(wt, 0.5 * wt, values[:, -1].double(), 1.0)
+    assert torch.all(along - 0.5 * values[:, -1].double() < 1e-5)
+    # No prototype outside: no bound.
+    assert torch.all(cert_qp.outside_bound(wt, r, torch.full((k,), -math.inf, dtype=torch.float64), 1.0) == -math.inf)
+
+
+@pytest.mark.parametrize("known_per_dim", [0, 1, 1000])
+def test_global_check_by_bound_or_by_scan_gives_the_same_certificate(monkeypatch, known_per_dim):
+    # Few known keys (the bound rarely holds: the full scan decides), the
+    # default, and every prototype known (no scan at all) must certify the
+    # same intervals, which contain SciPy's independent optimum.
+    w = random_code(40, 4, seed=4)
+    default = one_vs_rest_distances(w, device="cpu", candidates=2)
+    monkeypatch.setattr(cert_qp, "KNOWN_PER_DIM", known_per_dim)
+    other = one_vs_rest_distances(w, device="cpu", candidates=2)
+    assert other.certified and default.certified
+    np.testing.assert_allclose(other.hi, default.hi, atol=1e-9)
+    np.testing.assert_allclose(other.lo, default.lo, atol=1e-9)
+    for k in (0,):
+        independent = slsqp_distance(w, k)
+        assert other.lo[k] <= independent + 1e-12
+        assert independent <= other.hi[k] + 1e-6
+
+
+def test_a_failing_bound_falls_back_to_the_scan_of_all_prototypes(monkeypatch):
+    w = random_code(250, 8, seed=9)
+    default = one_vs_rest_distances(w, device="cpu")
+    monkeypatch.setattr(cert_qp, "outside_bound", lambda wk, r, tau, n: torch.full_like(tau, math.inf))
+    scanned = one_vs_rest_distances(w, device="cpu")
+    assert scanned.certified
+    np.testing.assert_allclose(scanned.hi, default.hi, atol=1e-9)
+    np.testing.assert_allclose(scanned.lo, default.lo, atol=1e-9)

@@ -28,9 +28,10 @@ product per block of classes, in any rotation.
 
 The other classes go to the solver (as a batch, on CPU or CUDA through torch):
 
-1. each class gets a candidate set, its ``m`` nearest prototypes (a product
-   of a block of classes with all K prototypes, streamed over tiles of
-   prototypes so that no block × K matrix is needed);
+1. each class gets a candidate set, its ``m`` nearest prototypes, out of
+   its ``max(m, 4d)`` nearest ("known") ones (a product of a block of
+   classes with all K prototypes, streamed over tiles of prototypes so that
+   no block × K matrix is needed);
 2. Wolfe's minimum-norm-point algorithm runs on the candidate sets of a block of
    classes at once: the support ("corral") of each class is kept, the affine
    minimiser of the corral is one batched Cholesky solve, a ratio test drops
@@ -39,12 +40,16 @@ The other classes go to the solver (as a batch, on CPU or CUDA through torch):
    degenerate (optimised codes, where about d neighbours sit at nearly the
    same cosine) start Wolfe from the support suggested by a few
    interior-point iterations instead;
-3. one matrix product per block (streamed the same way) checks the
-   optimality condition ``max_j <w_j, r_k> = <Σ v_j w_j, r_k>`` against all K
-   prototypes; violators join the candidate sets and step 2 resumes for the
-   classes that had them (only they are checked again).  The same product
-   gives ``lo_k``.  The candidate search and this check are screened in
-   float32, with every entry that could be the maximum recomputed in float64.
+3. the optimality condition ``max_j <w_j, r_k> = <Σ v_j w_j, r_k>`` is
+   checked against all K prototypes: exactly on the known ones, and for the
+   rest through a bound from the cosine of the last known one
+   (Cauchy–Schwarz on the part orthogonal to ``w_k``); only the classes for
+   which that bound is not below the best exact score get one matrix product
+   with all K prototypes (streamed the same way).  Violators join the
+   candidate sets and step 2 resumes for the classes that had them (only
+   they are checked again).  The same maximum gives ``lo_k``.  The candidate
+   search and the scans are screened in float32, with every entry that could
+   be the maximum recomputed in float64.
 
 The blocks are sized to the memory allowed (``max_memory``, by default a safe
 fraction of the device's), so memory is O(K·d) plus the blocks, whatever K.

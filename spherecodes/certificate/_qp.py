@@ -16,9 +16,9 @@ import torch
 
 from ..devices import torch_threads
 from ..sphere import top_matches
-from ._blocks import GLOBAL_ADDITIONS
+from ._blocks import GLOBAL_ADDITIONS, KNOWN_PER_DIM
 
-__all__ = ["BlockResult", "certify_block"]
+__all__ = ["BlockResult", "certify_block", "outside_bound"]
 
 #: Global optimality checks (rounds of step 3) before giving up on a class.
 MAX_ROUNDS = 50
@@ -67,6 +67,7 @@ SCREEN_KEEP = 4
 SCREEN_SAFETY = 1.5
 
 
+
 @dataclass
 class BlockResult:
     lo: np.ndarray
@@ -93,9 +94,19 @@ def certify_block(
     wk = w[rows]
     itself = rows[:, None]
     # The candidates only steer the solver (a wrong one costs a round, never
-    # correctness), so float32 is enough to find them.
+    # correctness), so float32 is enough to find them.  The scan keeps more
+    # ("known") keys than the m candidates: the last one's score bounds all
+    # the others in the global check.
+    k, d = w.shape
+    n_known = min(k - 1, max(m, KNOWN_PER_DIM * d))
     with torch_threads(scan_threads):
-        nearest_values, cand = top_matches(wk.to(torch.float32), w32, m, exclude=itself, tile=tile, buffer=scratch)
+        nearest_values, known = top_matches(wk.to(torch.float32), w32, n_known, exclude=itself, tile=tile,
+                                            buffer=scratch)
+    cand = known[:, :m].clone()
+    # Every prototype outside `known` has a float32 score of at most tau32.
+    tau32 = nearest_values[:, -1].to(w.dtype) if n_known < k - 1 else torch.full((n,), -math.inf, dtype=w.dtype,
+                                                                                    device=dev)
+    norm_max = float(w.norm(dim=1).max())
     # "Jammed" classes: their d nearest prototypes lie in a thin cosine band,
     # so their points w_k − w_j nearly share a hyperplane and the QP is close
     # to degenerate (typical of optimised codes).  They skip the quick Wolfe
@@ -122,6 +133,10 @@ def certify_block(
     hi = torch.zeros(n, dtype=w.dtype, device=dev)
     resid = torch.zeros_like(wk)
     mixed = torch.zeros_like(wk)
+    # The best keys of the last scan of all K prototypes (exact scores), where one ran.
+    additions = min(GLOBAL_ADDITIONS, k - 1)
+    scan_values = torch.full((n, min(max(additions, SCREEN_KEEP), k)), -math.inf, dtype=w.dtype, device=dev)
+    scan_indices = torch.zeros((n, scan_values.shape[1]), dtype=torch.long, device=dev)
     rounds = 0
     while True:
         if todo.any():
@@ -140,11 +155,25 @@ def certify_block(
         mixed[ci] = torch.einsum("ns,nsd->nd", weights[ci], w[support.clamp(min=0)])
         resid[ci] = wk[ci] - mixed[ci]
         r = resid[ci]
-        # At an optimum every support point attains the maximum, so the
-        # support is evaluated exactly and screened out of the search.
+        # At an optimum every support point attains the maximum.  The support
+        # and the known keys (with the candidates added since) are evaluated
+        # exactly; the rest is bounded from the first scan, and only where
+        # that bound does not fall below the best exact score are all K
+        # prototypes scanned.
         on_support = torch.einsum("nd,nsd->ns", r, w[support.clamp(min=0)]).masked_fill(support < 0, -math.inf)
-        best = torch.maximum(on_support.max(1).values,
-                             _screened_max(r, w, w32, torch.cat([itself[ci], support], 1), tile, scratch, scan_threads))
+        pool = torch.cat([known[ci], cand[ci, m:]], 1)
+        pool_scores = torch.einsum("nd,npd->np", r, w[pool])
+        best = torch.maximum(on_support.max(1).values, pool_scores.max(1).values)
+        unsure = outside_bound(wk[ci], r, tau32[ci], norm_max) >= best
+        scanned = torch.zeros(n, dtype=torch.bool, device=dev)
+        scanned[ci] = unsure
+        if bool(unsure.any()):
+            u = unsure.nonzero().squeeze(1)
+            scan_best, scan_values[ci[u]], scan_indices[ci[u]] = _screened_max(
+                r[u], w, w32, torch.cat([itself[ci[u]], support[u]], 1), tile, scratch, scan_threads,
+                keep=scan_values.shape[1],
+            )
+            best[u] = torch.maximum(best[u], scan_best)
         norm = r.norm(dim=1)
         own = (wk[ci] * r).sum(1)
         safe = torch.where(norm > 0, norm, torch.ones_like(norm))
@@ -162,16 +191,21 @@ def certify_block(
         if not todo.any() or rounds >= MAX_ROUNDS:
             break
         # The worst violators that are not candidates yet join the candidate
-        # sets of the classes that have them (a second streamed product, for
-        # those classes only; never the class itself).
+        # sets of the classes that have them (never the class itself): the
+        # best keys of the scan of all K prototypes where one ran, else the
+        # best known keys (where the bound held, every violator is known).
         late = todo.nonzero().squeeze(1)
-        with torch_threads(scan_threads):
-            values, indices = top_matches(
-                resid[late], w, min(GLOBAL_ADDITIONS, w.shape[0] - 1),
-                exclude=torch.cat([itself[late], cand[late]], 1), tile=tile,
-            )
+        pool_keys = torch.where(scanned[late, None], scan_indices[late], known[late, :1])
+        keys = torch.cat([pool_keys, known[late]], 1)
+        values = torch.einsum("nd,npd->np", resid[late], w[keys])
+        values[:, : pool_keys.shape[1]].masked_fill_(~scanned[late, None] | ~torch.isfinite(scan_values[late]),
+                                                      -math.inf)
+        values[:, pool_keys.shape[1]:].masked_fill_(scanned[late, None], -math.inf)
+        values.masked_fill_((keys[:, :, None] == cand[late][:, None, :]).any(2), -math.inf)
+        values, order = torch.topk(values, additions, dim=1)
+        indices = keys.gather(1, order)
         genuine = values > ((mixed[late] * resid[late]).sum(1) + add_threshold * hi[late])[:, None]
-        extra = cand[:, :1].repeat(1, values.shape[1])
+        extra = cand[:, :1].repeat(1, additions)
         extra[late] = torch.where(genuine, indices, cand[late, :1])
         cand = torch.cat([cand, extra], dim=1)
 
@@ -189,18 +223,60 @@ def certify_block(
     )
 
 
-def _screened_max(r, w, w32, exclude, tile, scratch, scan_threads) -> torch.Tensor:
+def outside_bound(wk: torch.Tensor, r: torch.Tensor, tau32: torch.Tensor, norm_max: float) -> torch.Tensor:
+    """Upper bound on ``<w_j, r_n>`` over every prototype w_j whose float32 score with ``wk[n]`` is at most ``tau32[n]``.
+
+    The float32 score of a pair is within ``(d + 2)·u·‖w_k‖·‖w_j‖`` of its
+    exact inner product (u = 2⁻²⁴; see :func:`_screened_max`), so every such
+    w_j has ``c_j = <w_j, ŵ> <= T`` with ``ŵ = w_k/‖w_k‖`` and T that score
+    bound over ‖w_k‖.  Splitting ``r = a ŵ + q`` with q ⟂ ŵ, Cauchy–Schwarz
+    on the part of w_j orthogonal to ŵ gives, with N >= ‖w_j‖,
+
+        <w_j, r> = a c_j + <w_j, q> <= g(c_j) = a c_j + ‖q‖ sqrt(N² − c_j²),
+
+    and g is concave with its maximum ``N‖r‖`` at ``c* = a N/‖r‖``, so the
+    bound is ``g(T)`` when ``T < c*`` and ``N‖r‖`` otherwise.  A slack of
+    ``4(d + 2)`` float64 units of ``N‖r‖`` covers the rounding of these few
+    operations.  ``tau32 = −inf`` (no prototype outside) gives −inf.
+
+    Examples
+    --------
+    Nothing within 60° of w = e_1 but w itself: with r = w/2 every other
+    prototype scores at most cos 60° / 2 (up to the rounding allowance).
+
+    >>> import torch
+    >>> wk = torch.tensor([[1.0, 0.0, 0.0]], dtype=torch.float64)
+    >>> bound = outside_bound(wk, wk / 2, torch.tensor([0.5], dtype=torch.float64), 1.0)
+    >>> 0.25 <= float(bound) < 0.25 + 1e-5
+    True
+    """
+    d = wk.shape[1]
+    nk = wk.norm(dim=1)
+    t = (tau32 + SCREEN_SAFETY * (d + 2) * 2.0**-24 * nk * norm_max) / nk
+    a = (r * wk).sum(1) / nk
+    q = (r - (a / nk)[:, None] * wk).norm(dim=1)
+    length = torch.hypot(a, q)
+    c = t.clamp(min=-norm_max, max=norm_max)
+    peak = a * norm_max / torch.where(length > 0, length, torch.ones_like(length))
+    value = torch.where(c < peak, a * c + q * (norm_max**2 - c * c).clamp(min=0).sqrt(), norm_max * length)
+    value = value + 4 * (d + 2) * torch.finfo(r.dtype).eps * norm_max * r.norm(dim=1)
+    return torch.where(torch.isfinite(tau32), value, torch.full_like(value, -math.inf))
+
+
+def _screened_max(r, w, w32, exclude, tile, scratch, scan_threads, keep: int = SCREEN_KEEP):
     """Exact float64 ``max_j <w_j, r_n>`` over the keys not excluded, screened in float32.
 
     A float32 product of rounded inputs is within ``(d + 2)·u·‖r‖·‖w_j‖`` of the
     exact value (u = 2⁻²⁴, for any order of summation; Higham, Accuracy and
     Stability of Numerical Algorithms, §3.1), so the key with the largest exact
     value has a float32 score within twice that of the float32 maximum.  The
-    :data:`SCREEN_KEEP` best float32 keys are recomputed in float64; a row whose
-    last kept score is still within the margin is scanned again in float64.
+    ``keep`` best float32 keys are recomputed in float64; a row whose last
+    kept score is still within the margin is scanned again in float64.
+    Returns the maximum and the kept keys with their exact scores (−inf for
+    excluded ones), largest float32 score first.
     """
     n, d = r.shape
-    keep = min(SCREEN_KEEP, w.shape[0])
+    keep = min(keep, w.shape[0])
     margin = 2.0 * SCREEN_SAFETY * (d + 2) * 2.0**-24 * r.norm(dim=1) * float(w.norm(dim=1).max())
     with torch_threads(scan_threads):
         values, indices = top_matches(r.to(torch.float32), w32, keep, exclude=exclude, tile=tile, buffer=scratch)
@@ -212,7 +288,7 @@ def _screened_max(r, w, w32, exclude, tile, scratch, scan_threads) -> torch.Tens
         again = unsure.nonzero().squeeze(1)
         with torch_threads(scan_threads):
             best[again] = top_matches(r[again], w, 1, exclude=exclude[again], tile=tile)[0][:, 0]
-    return best
+    return best, exact, indices
 
 
 def _scatter_corrals(pos, weights, idx, new_pos, new_w):
