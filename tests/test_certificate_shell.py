@@ -124,7 +124,7 @@ def test_mixed_codes_certify_the_balanced_classes_here_and_the_rest_by_qp():
 def test_an_optimised_looking_code_is_left_to_the_qp_after_one_block(monkeypatch):
     monkeypatch.setattr(_shell, "GIVE_UP_AFTER", 8)
     w = random_code(64, 5, seed=2)
-    block_bytes = 16 * (9 * 64 + 16 * 4 * 6 + 8 * 10)  # 16 classes a block
+    block_bytes = 16 * (9 * 64 + 16 * 4 * 6 + 8 * 10)  # 16 classes a block (K = 64, d = 5)
     assert _shell.shell_block_rows(64, 5, block_bytes) == 16
     bounds = _shell.shell_bounds(w, tol=1e-9, block_bytes=block_bytes, max_support=64)
     assert not bounds.exact.any()

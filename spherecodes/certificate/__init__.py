@@ -71,7 +71,7 @@ from ..stats import RATTLER_TOL, validate_prototypes
 from . import _blocks
 from ._blocks import assemble_supports, exact_duplicates, host_memory, per_class_bytes
 from ._result import CertificateProgress, OneVsRestCertificate
-from ._shell import shell_bounds
+from ._shell import shell_block_bytes, shell_bounds
 from .witness import WITNESS_SLACK, support_residuals, verify_witness
 
 if TYPE_CHECKING:
@@ -311,7 +311,7 @@ def certificate_estimate(
         k, d = w.shape
     require_memory(host_memory(k, d), f"the certificate's inputs and results (K={k}, d={d})", "cpu",
                    limit=max_memory)
-    shell_bytes = host_memory(k, d) + 3 * 8.0 * k * d + _shell_block_bytes(max_memory)
+    shell_bytes = host_memory(k, d) + 3 * 8.0 * k * d + shell_block_bytes(k, d, _shell_block_bytes(max_memory))
     seconds = 0.0
     needs_qp = True
     sample = None

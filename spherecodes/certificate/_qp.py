@@ -67,7 +67,6 @@ SCREEN_KEEP = 4
 SCREEN_SAFETY = 1.5
 
 
-
 @dataclass
 class BlockResult:
     lo: np.ndarray

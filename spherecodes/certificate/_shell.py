@@ -38,8 +38,8 @@ import numpy as np
 from ._blocks import assemble_supports
 
 __all__ = [
-    "EXACT_WIDTH", "GATHER_SHELL", "GIVE_UP_AFTER", "PAIR_ATTEMPTS", "SHELL_TOL", "ShellBounds", "shell_block_rows",
-    "shell_bounds",
+    "EXACT_WIDTH", "GATHER_SHELL", "GIVE_UP_AFTER", "PAIR_ATTEMPTS", "SHELL_TOL", "ShellBounds", "shell_block_bytes",
+    "shell_block_rows", "shell_bounds",
 ]
 
 #: Inner products within this of the largest count as the nearest shell.
@@ -100,16 +100,25 @@ class ShellBounds:
 SHELL_TILE = 2048
 
 
+def _bytes_per_row(k: int, d: int) -> float:
+    """A class's share of a block: its row of a (rows × tile) float64 product and mask, and its shell."""
+    return 9.0 * min(k, SHELL_TILE) + 16.0 * min(k, 4 * (d + 1)) + 8.0 * (2 * d)
+
+
 def shell_block_rows(k: int, d: int, budget_bytes: float) -> int:
     """Classes per block: a (rows × tile) float64 product and its mask, and the rows' shells.
 
-    The shells are counted at up to 4(d + 1) members a row on average (their
-    stored part; a shell may be larger, and is then a product of a code with
-    many exact ties, whose members are kept as int64 pairs).
+    The shells are counted at up to min(K, 4(d + 1)) members a row on
+    average (their stored part; a shell may be larger, and is then a
+    product of a code with many exact ties, whose members are kept as int64
+    pairs).
     """
-    tile = min(k, SHELL_TILE)
-    per_row = 9.0 * tile + 16.0 * 4 * (d + 1) + 8.0 * (2 * d)
-    return int(max(1, min(k, budget_bytes // per_row)))
+    return int(max(1, min(k, budget_bytes // _bytes_per_row(k, d))))
+
+
+def shell_block_bytes(k: int, d: int, budget_bytes: float) -> float:
+    """Working memory of one block of :func:`shell_bounds` (at most about ``budget_bytes``)."""
+    return shell_block_rows(k, d, budget_bytes) * _bytes_per_row(k, d)
 
 
 def shell_bounds(
