@@ -19,12 +19,14 @@ so a certificate never contains a number that was not checked.
 
 First, without any QP (NumPy only, :mod:`._shell`): the direction
 ``h = w_k`` gives ``lo_k = 1 − max_{j≠k} <w_k, w_j>``, and where the nearest
-shell of ``w_k`` is balanced (uniform weights on the shell, or one antipodal
-pair of it, put the mixture at ``(1 − lo_k) w_k``) that primal point gives
-``hi_k = lo_k`` up to rounding.  Every class of a symmetric code (the simplex
-ETF, cross-polytopes and their subsets, polygons, root systems and lattice
-shells, binary codes with a transitive group) is certified this way with one
-product per block of classes, in any rotation.
+shell of ``w_k`` is balanced (one antipodal pair of it, uniform weights on
+it, or non-negative weights on part of it found by NNLS, put the mixture at
+``(1 − lo_k) w_k``) that primal point gives ``hi_k = lo_k`` up to rounding.
+Every class of a symmetric code (the simplex ETF, cross-polytopes and their
+subsets, polygons, root systems and lattice shells, binary codes with a
+transitive group) and of the large subsets of binary codes that
+:mod:`spherecodes.structured` chooses is certified this way with one or two
+products per block of classes, in any rotation.
 
 The other classes go to the solver (as a batch, on CPU or CUDA through torch):
 

@@ -13,8 +13,8 @@ from .. import memory
 from ..memory import require_memory
 
 __all__ = [
-    "BLOCK_BUDGET_BYTES", "COLUMN_TILE", "GLOBAL_ADDITIONS", "HASH_ROWS", "KNOWN_PER_DIM", "block_size", "exact_duplicates", "host_memory",
-    "assemble_supports", "per_class_bytes",
+    "BLOCK_BUDGET_BYTES", "COLUMN_TILE", "GLOBAL_ADDITIONS", "HASH_ROWS", "KNOWN_PER_DIM", "assemble_supports",
+    "block_size", "exact_duplicates", "host_memory", "per_class_bytes",
 ]
 
 #: Bytes that the working arrays of one block of classes may take, by device
@@ -35,10 +35,10 @@ GLOBAL_ADDITIONS = 32
 #: each class (the "known" keys; the solver's candidates are the first m).
 #: The cosine of the last one bounds every other prototype's score in the
 #: global check (``outside_bound`` in the solver module), so that where the
-#: bound is below the best known score no scan of all K prototypes is needed.  Measured on a
-#: Tammes-optimised code (d = 64, K = 20,000, ~2d near-tied neighbours per
-#: class): the bound settles no class with the 2d + 2 nearest and every
-#: class with the 4d nearest.
+#: bound is below the best known score no scan of all K prototypes is
+#: needed.  Measured on a Tammes-optimised code (d = 64, K = 20,000, ~2d
+#: near-tied neighbours per class): the bound settles no class with the
+#: 2d + 2 nearest and every class with the 4d nearest.
 KNOWN_PER_DIM = 4
 
 #: Rows hashed at a time by :func:`exact_duplicates`.
@@ -86,7 +86,7 @@ def host_memory(k: int, d: int) -> float:
 def per_class_bytes(k: int, d: int, m: int) -> float:
     """Working memory of one class in a block (see :func:`block_size`)."""
     s = min(d, m + GLOBAL_ADDITIONS) + 2 + 16  # a corral holds affinely independent candidates
-    known = max(m, KNOWN_PER_DIM * d)  # the known keys, their scores and their gathered vectors
+    known = min(k - 1, max(m, KNOWN_PER_DIM * d))  # the known keys, their scores and their gathered vectors
     return 8.0 * (2 * min(k, COLUMN_TILE) + 2 * (m + GLOBAL_ADDITIONS) * d + 2 * s * d + 4 * s * s + 8 * m
                   + known * (d + 4))
 

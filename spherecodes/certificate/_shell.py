@@ -22,10 +22,15 @@ combination of a spread part of the shell that puts the mixture exactly at
 ``g_k w_k`` (non-negative least squares, Lawson & Hanson 1974), which has at
 most d + 1 points (Carathéodory) and exists whenever ``g_k w_k`` lies in the
 hull of the shell.  A class is certified here only when the two bounds meet
-within rounding; all others are left to the QP.  Each block of classes costs one product with all
-prototypes for ``g_k`` and the shell and at most a few more for the
-witnesses, so a symmetric code of any size is certified in seconds, and the
-witness is checked again by anyone with one product per block.
+within rounding; all others are left to the QP.
+
+Each block of classes costs one product with all prototypes (a column tile
+at a time) for ``g_k`` and the nearest neighbour, through which a pair is
+tried at once (its partner is looked up by its coordinates, in O(d)), and a
+second product, for the classes still open, that collects their shells for
+the other witnesses.  So a symmetric code of any size is certified in
+seconds to minutes, and the witness is checked again by anyone with one
+product per block.
 """
 
 from __future__ import annotations
