@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import SpherecodesError
 from .memory import memory_limit, require_memory
-from .sphere import DEFAULT_TILE, gram_tiles, random_start
+from .sphere import DEFAULT_TILE, gram_tiles, nearest_others, random_start
 
 #: Largest allowed deviation of a row norm from 1 for a matrix to count as a code.
 UNIT_TOL = 1e-9
@@ -314,29 +314,15 @@ def _tile_size(k: int, d: int, tile, dev, max_memory, what: str) -> int:
 
 
 def _numpy_tiles(w: np.ndarray, tile: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """Nearest cosine and index of every row, and the smallest cosine, with NumPy tiles.
-
-    Every row block is multiplied with all K rows (each pair is computed
-    twice) so that nearest neighbours are always row maxima: NumPy's
-    ``argmax`` down the columns of a tile is some 50 times slower than
-    along its rows, far more than the second product costs.
-    """
+    """Nearest cosine and index of every row, and the smallest cosine, with NumPy tiles (tile × tile)."""
     k = w.shape[0]
-    nearest_cos = np.full(k, -np.inf)
-    nearest_index = np.zeros(k, dtype=np.int64)
+    nearest_cos = np.empty(k)
+    nearest_index = np.empty(k, dtype=np.int64)
     min_cos = np.inf
     for r in range(0, k, tile):
-        rows = w[r : r + tile]
-        for c in range(0, k, tile):
-            g = rows @ w[c : c + tile].T
-            if r == c:
-                # Self-products are not pairs: exclude them from both max and min.
-                np.fill_diagonal(g, np.inf)
-                min_cos = min(min_cos, float(g.min()))
-                np.fill_diagonal(g, -np.inf)
-            elif c > r:  # each pair once for the minimum
-                min_cos = min(min_cos, float(g.min()))
-            _update_nearest(nearest_cos, nearest_index, r, c, g)
+        rows = np.arange(r, min(r + tile, k))
+        nearest_cos[rows], nearest_index[rows], low = nearest_others(w, rows, tile, smallest=True)
+        min_cos = min(min_cos, low)
     return nearest_cos, nearest_index, min_cos
 
 
@@ -390,11 +376,3 @@ def _fold(best_cos, best_index, start: int, other_start: int, values, local) -> 
     best_index[span] = torch.where(better, local + other_start, best_index[span])
 
 
-def _update_nearest(best_cos, best_index, start, other_start, g):
-    """Fold the row maxima of a tile (rows from ``start``, columns from ``other_start``) into the running best."""
-    local = g.argmax(axis=1)
-    values = g[np.arange(g.shape[0]), local]
-    span = slice(start, start + values.shape[0])
-    better = values > best_cos[span]
-    best_cos[span] = np.where(better, values, best_cos[span])
-    best_index[span] = np.where(better, local + other_start, best_index[span])

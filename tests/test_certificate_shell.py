@@ -20,6 +20,7 @@ from spherecodes.constructions import (
     regular_polygon,
     simplex_etf,
 )
+from spherecodes.sphere import nearest_others
 
 from conftest import random_code
 
@@ -223,7 +224,7 @@ def test_the_shell_scan_over_column_tiles_finds_the_same_shells(monkeypatch):
     np.fill_diagonal(gram, -np.inf)
     monkeypatch.setattr(_shell, "SHELL_TILE", 37)
     block = np.arange(0, len(w), 5)
-    best, first = _shell._nearest(w, block)
+    best, first, _ = nearest_others(w, block, _shell.SHELL_TILE)
     shells = _shell._nearest_shells(w, block, best, np.arange(1, len(block), 2))
     for i, k in enumerate(block):
         assert best[i] == gram[k].max() and first[i] == gram[k].argmax()
@@ -234,3 +235,17 @@ def test_the_shell_scan_over_column_tiles_finds_the_same_shells(monkeypatch):
     whole = _shell.shell_bounds(w, tol=1e-9, block_bytes=2**22, max_support=len(w))
     assert np.array_equal(tiled.exact, whole.exact) and tiled.exact.mean() > 0.9
     assert np.abs(tiled.hi[whole.exact] - whole.hi[whole.exact]).max() <= 1e-12
+
+
+def test_the_row_lookup_finds_equal_rows_on_its_grid_and_nothing_else(monkeypatch):
+    """Every row is found at its first occurrence; a moved row is not; colliding hashes are told apart."""
+    w = np.vstack([cross_polytope(8, 4), cross_polytope(8, 4)[:2]])  # rows 8, 9 repeat rows 0, 1
+    lookup = _shell._RowLookup(w)
+    assert lookup.find(w).tolist() == list(range(8)) + [0, 1]
+    moved = w[:3] + np.array([1e-6, 0.0, 0.0, 0.0])
+    assert lookup.find(moved).tolist() == [-1, -1, -1]
+    # With every hash equal, the words alone must tell the rows apart.
+    monkeypatch.setattr(_shell, "row_hashes", lambda x, to_bits: np.zeros(len(x), dtype=np.uint64))
+    colliding = _shell._RowLookup(w)
+    assert colliding.find(w[[3, 9, 5]]).tolist() == [3, 1, 5]
+    assert colliding.find(moved).tolist() == [-1, -1, -1]

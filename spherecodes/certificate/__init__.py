@@ -87,6 +87,11 @@ __all__ = [
 #: Default bound on every class's interval width ``hi_k − lo_k``.
 DEFAULT_TOL = 1e-9
 
+#: Classes of the nearest-shell pass that :func:`certificate_estimate` times:
+#: enough that their cost stands out from the fixed cost of a pass (the
+#: scans of all K prototypes are shared by a block), which is measured apart.
+SHELL_SAMPLE = 128
+
 #: Working memory of one block of the nearest-shell pass (NumPy, float64).
 SHELL_BLOCK_BYTES = 64 * 2**20
 
@@ -289,11 +294,12 @@ def certificate_estimate(
     The memory is the process's resident size now plus the certificate's
     arrays, plus torch's own working set where torch has to be loaded for the
     QP; an impossible size is refused here with the same message as in the
-    certificate, before any work.  Given ``prototypes``, a sample of up to 32
-    classes (spread over the code) is certified first, to tell whether the
-    nearest-shell pass settles them (then no QP and no torch are needed) and
-    to time the work, which is scaled to K (on a GPU this errs on the long
-    side).  Given only ``k`` and ``d``, the QP is assumed and the time is 0
+    certificate, before any work.  Given ``prototypes``, a sample of up to
+    :data:`SHELL_SAMPLE` classes (spread over the code) goes through the
+    nearest-shell pass first, to tell whether it settles them (then no QP
+    and no torch are needed) and to time the work, which is scaled to K;
+    where the QP is needed, 32 of them are also solved and timed (on a GPU
+    this errs on the long side).  Given only ``k`` and ``d``, the QP is assumed and the time is 0
     (unknown).
 
     Examples
@@ -318,15 +324,16 @@ def certificate_estimate(
     needs_qp = True
     sample = None
     if w is not None:
-        sample = np.unique(np.linspace(0, k - 1, min(k, 32)).astype(np.int64))
-        # Timed on 8 and on 32 classes: the difference is the cost per class,
-        # without the fixed cost that a small sample would multiply by K.
-        # Each is the faster of two runs: on a busy machine a pause in one
-        # run, multiplied by K/24, would otherwise swamp the estimate.
+        sample = np.unique(np.linspace(0, k - 1, min(k, SHELL_SAMPLE)).astype(np.int64))
+        # Timed on 8 classes and on the whole sample: the difference is the
+        # cost per class, without the fixed cost that a small sample would
+        # multiply by K.  The 8 are timed twice and the faster run kept: on a
+        # busy machine a pause in that short run would otherwise cancel the
+        # difference.
         times = []
-        for rows in (sample[:8], sample):
+        for rows, runs in ((sample[:8], 2), (sample, 1)):
             fastest = math.inf
-            for _ in range(2):
+            for _ in range(runs):
                 started = time.perf_counter()
                 settled = shell_bounds(w, tol=DEFAULT_TOL, block_bytes=_shell_block_bytes(max_memory),
                                        max_support=_max_support(k, max_memory), rows=rows)

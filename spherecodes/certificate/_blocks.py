@@ -7,6 +7,8 @@ so memory is O(K·d) plus the blocks, whatever K.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from .. import memory
@@ -14,7 +16,7 @@ from ..memory import require_memory
 
 __all__ = [
     "BLOCK_BUDGET_BYTES", "COLUMN_TILE", "GLOBAL_ADDITIONS", "HASH_ROWS", "KNOWN_PER_DIM", "assemble_supports",
-    "block_size", "exact_duplicates", "host_memory", "per_class_bytes",
+    "block_size", "exact_duplicates", "host_memory", "per_class_bytes", "row_hashes",
 ]
 
 #: Bytes that the working arrays of one block of classes may take, by device
@@ -45,6 +47,29 @@ KNOWN_PER_DIM = 4
 HASH_ROWS = 8192
 
 
+def row_hashes(x: np.ndarray, to_bits: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """A 64-bit hash of each row: a multiply-add of its 64-bit words ``to_bits(rows)`` with fixed odd multipliers.
+
+    A block of :data:`HASH_ROWS` rows at a time, so memory stays O(K);
+    uint64 arithmetic wraps around.  Equal words give equal hashes; rows
+    with equal hashes must still be compared.
+
+    Examples
+    --------
+    >>> x = np.array([[1.0, 2.0], [1.0, 2.0], [2.0, 1.0]])
+    >>> h = row_hashes(x, lambda rows: np.ascontiguousarray(rows).view(np.uint64))
+    >>> bool(h[0] == h[1]), bool(h[0] == h[2])
+    (True, False)
+    """
+    k, d = x.shape
+    multipliers = np.random.default_rng(0).integers(1, 2**63, size=d, dtype=np.uint64) | np.uint64(1)
+    hashes = np.empty(k, dtype=np.uint64)
+    for start in range(0, k, HASH_ROWS):
+        hashes[start : start + HASH_ROWS] = (to_bits(x[start : start + HASH_ROWS]) * multipliers).sum(
+            axis=1, dtype=np.uint64)
+    return hashes
+
+
 def exact_duplicates(w: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
     """Groups of identical rows, and for each row another member of its group (or −1).
 
@@ -52,13 +77,9 @@ def exact_duplicates(w: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
     a time, so memory stays O(K)); rows with equal hashes are then compared
     exactly.  ``−0.0`` counts as ``0.0``.  Groups are listed by first member.
     """
-    k, d = w.shape
-    multipliers = np.random.default_rng(0).integers(1, 2**63, size=d, dtype=np.uint64) | np.uint64(1)
-    keys = np.empty(k, dtype=np.uint64)
-    for start in range(0, k, HASH_ROWS):
-        # Adding 0.0 turns -0.0 into 0.0; uint64 arithmetic wraps around.
-        bits = np.ascontiguousarray(w[start : start + HASH_ROWS] + 0.0).view(np.uint64)
-        keys[start : start + HASH_ROWS] = (bits * multipliers).sum(axis=1, dtype=np.uint64)
+    k = len(w)
+    # Adding 0.0 turns -0.0 into 0.0.
+    keys = row_hashes(w, lambda rows: np.ascontiguousarray(rows + 0.0).view(np.uint64))
     order = np.argsort(keys, kind="stable")
     same = np.flatnonzero(keys[order][1:] == keys[order][:-1])
     duplicate_of = np.full(k, -1, dtype=np.int64)
@@ -118,7 +139,6 @@ def block_size(k: int, d: int, m: int, dev, max_memory: float | None = None) -> 
         limit=None if max_memory is None else max(max_memory - 8.0 * k * d, 0.0),
     )
     return block, tile
-
 
 
 def assemble_supports(k: int, pieces) -> tuple[np.ndarray, np.ndarray]:

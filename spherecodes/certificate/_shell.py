@@ -40,7 +40,8 @@ from typing import Callable
 
 import numpy as np
 
-from ._blocks import assemble_supports
+from ..sphere import nearest_others
+from ._blocks import assemble_supports, row_hashes
 
 __all__ = [
     "EXACT_WIDTH", "GATHER_SHELL", "GIVE_UP_AFTER", "PAIR_ATTEMPTS", "SHELL_TOL", "ShellBounds", "shell_block_bytes",
@@ -170,7 +171,7 @@ def shell_bounds(
             break  # no balanced shell so far: an optimised code; the QP takes the rest
         block = todo[start : start + rows_per_block]
         n = len(block)
-        best, nearest = _nearest(w, block)
+        best, nearest, _ = nearest_others(w, block, SHELL_TILE)
         own = norms[block]
         lo[block] = np.maximum(own - best / own, 0.0)
         unsettled = np.ones(n, dtype=bool)
@@ -200,8 +201,7 @@ def shell_bounds(
         # it settles a lattice shell or a cross-polytope after one scan.
         if lookup is None:
             lookup = _RowLookup(w)
-        everyone = np.arange(n)
-        settle(everyone, *_pair_witness(w, block[everyone], nearest, best, lookup))
+        settle(np.arange(n), *_pair_witness(w, block, nearest, best, lookup))
         shell = _nearest_shells(w, block, best, np.flatnonzero(unsettled))
         count = shell.count
         # Carathéodory: some optimal witness has at most d + 1 points, so a
@@ -239,28 +239,6 @@ def shell_bounds(
     return ShellBounds(lo=lo, hi=hi, exact=exact, support_indices=indices, support_weights=weights)
 
 
-def _nearest(w: np.ndarray, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``g_k = max_{j≠k} <w_k, w_j>`` and the first j attaining it, for each class in ``block``.
-
-    One column tile at a time, so memory is a (block × tile) product.
-    """
-    n, k = len(block), len(w)
-    best = np.full(n, -np.inf)
-    first = np.zeros(n, dtype=np.int64)
-    queries = w[block]
-    everyone = np.arange(n)
-    for c0 in range(0, k, SHELL_TILE):
-        g = queries @ w[c0 : c0 + SHELL_TILE].T
-        own = np.flatnonzero((block >= c0) & (block < c0 + g.shape[1]))
-        g[own, block[own] - c0] = -np.inf
-        local = g.argmax(axis=1)
-        values = g[everyone, local]
-        better = values > best  # strictly: ties keep the lowest index
-        best[better] = values[better]
-        first[better] = local[better] + c0
-    return best, first
-
-
 def _nearest_shells(w: np.ndarray, block: np.ndarray, best: np.ndarray, which: np.ndarray) -> _Shells:
     """The nearest shells (members within :data:`SHELL_TOL` of ``best``) of the classes ``block[which]``.
 
@@ -268,13 +246,16 @@ def _nearest_shells(w: np.ndarray, block: np.ndarray, best: np.ndarray, which: n
     time, so memory is a (rows × tile) product plus the shells.
     """
     n, k = len(block), len(w)
+    if len(which) == 0:
+        return _Shells(np.zeros(0, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
     found_rows, found_cols = [], []
-    queries = w[block[which]]
+    classes = block[which]
+    queries = w[classes]
     floor = (best[which] - SHELL_TOL)[:, None]
-    for c0 in range(0, k, SHELL_TILE if len(which) else k):
+    for c0 in range(0, k, SHELL_TILE):
         g = queries @ w[c0 : c0 + SHELL_TILE].T
-        own = np.flatnonzero((block[which] >= c0) & (block[which] < c0 + g.shape[1]))
-        g[own, block[which][own] - c0] = -np.inf
+        own = np.flatnonzero((classes >= c0) & (classes < c0 + g.shape[1]))
+        g[own, classes[own] - c0] = -np.inf
         rows, cols = np.nonzero(g >= floor)
         found_rows.append(which[rows])
         found_cols.append(cols + c0)
@@ -300,27 +281,44 @@ class _Shells:
 
 
 class _RowLookup:
-    """Find a prototype equal to a given vector in O(d): the rows keyed by their coordinates on a grid.
+    """Find a prototype equal to a given vector: the rows keyed by their coordinates on a grid.
 
-    A vector within rounding of a row but on the other side of a grid
-    boundary is not found; that only leaves its class to a later witness.
+    The keys are hashed (:func:`._blocks.row_hashes`) and sorted once, so a
+    look-up is a binary search and a comparison of d integers.  A vector
+    within rounding of a row but on the other side of a grid boundary is
+    not found; that only leaves its class to a later witness.
     """
 
     GRID = 2.0**-30
 
     def __init__(self, w: np.ndarray):
-        keys = self._keys(w)
-        self.table = {}
-        for j in range(len(w) - 1, -1, -1):  # the first of identical rows wins
-            self.table[keys[j].tobytes()] = j
+        self.w = w
+        hashes = row_hashes(w, self._grid_words)
+        self.order = np.argsort(hashes, kind="stable")  # the first of identical rows comes first
+        self.sorted = hashes[self.order]
 
-    def _keys(self, x: np.ndarray) -> np.ndarray:
-        return np.rint(x / self.GRID).astype(np.int64)
+    @classmethod
+    def _grid_words(cls, x: np.ndarray) -> np.ndarray:
+        return np.rint(x / cls.GRID).astype(np.int64).view(np.uint64)
 
     def find(self, x: np.ndarray) -> np.ndarray:
-        """Index of the row equal to each row of ``x`` (−1 where none is)."""
-        keys = self._keys(x)
-        return np.array([self.table.get(key.tobytes(), -1) for key in keys], dtype=np.int64)
+        """Index of the row equal to each row of ``x`` on the grid (−1 where none is)."""
+        wanted = row_hashes(x, self._grid_words)
+        at = np.minimum(np.searchsorted(self.sorted, wanted), len(self.sorted) - 1)
+        found = np.full(len(x), -1, dtype=np.int64)
+        words = self._grid_words(x)
+        same_hash = self.sorted[at] == wanted
+        equal = same_hash & (self._grid_words(self.w[self.order[at]]) == words).all(axis=1)
+        found[equal] = self.order[at[equal]]
+        for i in np.flatnonzero(same_hash & ~equal):
+            # Rows whose hashes collide are told apart by their words (the rare case).
+            for position in range(at[i] + 1, len(self.sorted)):
+                if self.sorted[position] != wanted[i]:
+                    break
+                if np.array_equal(self._grid_words(self.w[self.order[position]]), words[i]):
+                    found[i] = self.order[position]
+                    break
+        return found
 
 
 def _uniform_witness(w: np.ndarray, shell: _Shells, chosen: np.ndarray):

@@ -159,7 +159,6 @@ class SolverResult:
         )
 
 
-
 # --------------------------------------------------------------------------- input
 
 
@@ -260,8 +259,6 @@ def estimated_angle(d: int, k: int) -> float:
     return 2 * hi
 
 
-
-
 # --------------------------------------------------------------------------- the clock
 
 
@@ -304,7 +301,6 @@ class Clock:
     def report(self, restart: int, step: int, steps: int, max_cos: float, rho: float | None = None) -> None:
         if self.progress is not None:
             self.progress(Progress(restart, self.restarts, step, steps, float(max_cos), self.elapsed(), rho))
-
 
 
 class PolishBudget:

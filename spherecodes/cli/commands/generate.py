@@ -218,8 +218,6 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
         show_report(code, str(out), as_json, report)
 
 
-
-
 def _read_start(path, code_name, d: int, k: int, method: str):
     """The start code of ``--init`` (with ``--init-code``), checked against (K, d) and the method; or None."""
     if path is None:
