@@ -356,3 +356,48 @@ def test_a_failing_bound_falls_back_to_the_scan_of_all_prototypes(monkeypatch):
     assert scanned.certified
     np.testing.assert_allclose(scanned.hi, default.hi, atol=1e-9)
     np.testing.assert_allclose(scanned.lo, default.lo, atol=1e-9)
+
+
+def test_blocks_shared_among_threads_give_the_certificate_of_one_thread(monkeypatch):
+    # Small blocks (a tight memory limit) certified by three workers at once:
+    # the same intervals as one worker (whose blocks and thread count differ,
+    # so up to rounding), and bit for bit the same on every run, whichever
+    # worker happens to take which block.
+    import spherecodes.certificate as certificate
+
+    w = random_code(600, 6, seed=9)
+    monkeypatch.setattr(certificate, "qp_workers", lambda dev: 1)
+    one = one_vs_rest_distances(w, device="cpu", max_memory=24 * 2**20)
+    monkeypatch.setattr(certificate, "qp_workers", lambda dev: 3)
+    shared = one_vs_rest_distances(w, device="cpu", max_memory=24 * 2**20)
+    again = one_vs_rest_distances(w, device="cpu", max_memory=24 * 2**20)
+    assert one.certified and shared.certified
+    np.testing.assert_allclose(shared.lo, one.lo, atol=1e-13)
+    np.testing.assert_allclose(shared.hi, one.hi, atol=1e-13)
+    assert np.array_equal(shared.lo, again.lo) and np.array_equal(shared.hi, again.hi)
+    assert np.array_equal(shared.support_indices, again.support_indices)
+
+
+def test_warm_bound_spares_scans_and_certifies_the_same(monkeypatch):
+    # With few known keys every class needs a scan of all K in the first
+    # round; the bound from that scan settles later rounds without another.
+    # Turned off, the scans come back and the intervals stay the same.
+    w = random_code(300, 6, seed=2)
+    monkeypatch.setattr(cert_qp, "KNOWN_PER_DIM", 0)
+    scanned = []
+    screened = cert_qp._screened_max
+
+    def counting(r, *args, **kwargs):
+        scanned.append(r.shape[0])
+        return screened(r, *args, **kwargs)
+
+    monkeypatch.setattr(cert_qp, "_screened_max", counting)
+    warm = one_vs_rest_distances(w, device="cpu", candidates=3)
+    with_bound = sum(scanned)
+    scanned.clear()
+    monkeypatch.setattr(cert_qp, "_warm_bound", lambda r, *args: torch.full((r.shape[0],), math.inf, dtype=r.dtype))
+    cold = one_vs_rest_distances(w, device="cpu", candidates=3)
+    assert warm.certified and cold.certified
+    assert with_bound < sum(scanned)
+    np.testing.assert_allclose(warm.lo, cold.lo, atol=1e-13)
+    np.testing.assert_allclose(warm.hi, cold.hi, atol=1e-13)

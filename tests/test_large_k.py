@@ -135,6 +135,22 @@ def test_time_limit_on_neighbour_lists():
 # --------------------------------------------------------------------------- the pieces of the neighbour lists
 
 
+@pytest.mark.parametrize("width, m", [(5000, 4), (5000, 64), (3001, 300), (40, 9)])
+def test_top_m_through_group_maxima_equals_a_full_sort(width, m):
+    # Wide rows take the group-maxima path (narrow ones plain topk); rounded
+    # scores make many exact ties, including at the m-th value.
+    from spherecodes.sphere import _row_topk
+
+    generator = torch.Generator().manual_seed(width + m)
+    for scores in (torch.randn(7, width, generator=generator, dtype=torch.float64),
+                   (torch.randn(7, width, generator=generator, dtype=torch.float64) * 4).round()):
+        values, indices = _row_topk(scores, m)
+        expected = torch.sort(scores, dim=1, descending=True).values[:, :m]
+        assert torch.equal(values, expected)
+        assert torch.equal(scores.gather(1, indices), values)
+        assert all(len(set(row.tolist())) == m for row in indices)  # m distinct columns
+
+
 def test_streamed_top_matches_equal_a_full_sort():
     w = torch.from_numpy(random_code(500, 6, seed=2))
     queries = w[100:140]

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -250,7 +251,14 @@ def _shell_block_bytes(max_memory: float | None) -> float:
 
 
 def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pieces, *, progress, done, started):
-    """The QP of the classes ``rest`` (those the nearest shell did not settle), in place; returns (rounds, device)."""
+    """The QP of the classes ``rest`` (those the nearest shell did not settle), in place; returns (rounds, device).
+
+    On a CPU the blocks are shared among :func:`qp_workers` threads, each
+    running torch with one thread: the batched solves of a block are
+    single-threaded (see :func:`_linalg_threads`), so whole blocks are what
+    the cores can share.  Each block's result depends on its rows only, so
+    the certificate does not depend on which worker ran which block.
+    """
     import torch
 
     from ._qp import certify_block
@@ -261,24 +269,50 @@ def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pi
         require_memory(8.0 * k * d, f"the prototypes on the GPU (K={k}, d={d})", str(dev), limit=max_memory)
     w = torch.from_numpy(w_np).to(dev)
     w32 = w.to(torch.float32)
-    block, tile = _blocks.block_size(k, d, m, dev, max_memory)
-    # The float32 similarities of every streamed product, reused (no fresh allocation per tile).
-    scratch = torch.empty(block * tile, dtype=torch.float32, device=dev)
+    workers = qp_workers(dev)
+    block, tile = _blocks.block_size(k, d, m, dev, max_memory, workers=workers)
+    parts = [rest[start : start + block] for start in range(0, len(rest), block)]
+    workers = min(workers, len(parts))
+    # The float32 similarities of every streamed product, reused (no fresh
+    # allocation per tile): one buffer per worker, handed out per block.
+    free = [torch.empty(block * tile, dtype=torch.float32, device=dev) for _ in range(workers)]
+
+    def certify_part(part):
+        scratch = free.pop()
+        try:
+            # Sets this thread's own OpenMP thread count (torch's setting is per thread for OpenMP).
+            with torch_threads(1 if workers > 1 else None):
+                return certify_block(w, w32, torch.from_numpy(part).to(dev), m, tol,
+                                     torch.from_numpy(duplicate_of[part]).to(dev), tile, scratch,
+                                     scan_threads=1 if workers > 1 else torch.get_num_threads())
+        finally:
+            free.append(scratch)
+
     rounds = 0
-    scan_threads = torch.get_num_threads()  # the products with all K prototypes use the process's threads
-    with _linalg_threads(dev):
-        for start in range(0, len(rest), block):
-            part = rest[start : start + block]
-            rows = torch.from_numpy(part).to(dev)
-            result = certify_block(w, w32, rows, m, tol, torch.from_numpy(duplicate_of[part]).to(dev), tile,
-                                   scratch, scan_threads=scan_threads)
-            lo[part] = result.lo
-            hi[part] = result.hi
-            pieces.append((part, result.support_indices, result.support_weights))
-            rounds = max(rounds, result.rounds)
-            if progress is not None:
-                progress(CertificateProgress(done + start + len(part), k, time.perf_counter() - started))
+    settled = done
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        with _linalg_threads(dev):
+            # Results are taken in block order, so progress and pieces follow the code.
+            for part, result in zip(parts, pool.map(certify_part, parts)):
+                lo[part] = result.lo
+                hi[part] = result.hi
+                pieces.append((part, result.support_indices, result.support_weights))
+                rounds = max(rounds, result.rounds)
+                settled += len(part)
+                if progress is not None:
+                    progress(CertificateProgress(settled, k, time.perf_counter() - started))
+    finally:
+        # On Ctrl-C the blocks not started are dropped; those running end first.
+        pool.shutdown(wait=True, cancel_futures=True)
     return rounds, str(dev)
+
+
+def qp_workers(dev) -> int:
+    """Blocks of the QP certified at once: torch's CPU thread count on a CPU (the cores this process may use), else 1."""
+    import torch
+
+    return max(1, torch.get_num_threads()) if dev.type == "cpu" else 1
 
 
 # --------------------------------------------------------------------------
@@ -306,7 +340,7 @@ def certificate_estimate(
     --------
     >>> est = certificate_estimate(k=100_000, d=64, device="cpu")
     >>> est.what  # doctest: +ELLIPSIS
-    'certificate of K = 100000 classes in d = 64 (QP in blocks of ...)'
+    'certificate of K = 100000 classes in d = 64 (QP in ...)'
     >>> est.nbytes < 2**31, est.seconds
     (True, 0.0)
     >>> from spherecodes.constructions import simplex_etf
@@ -354,19 +388,22 @@ def certificate_estimate(
 
     dev = resolve_device(device)
     m = min(k - 1, max(32, 2 * d + 2))
-    block, tile = _blocks.block_size(k, d, m, dev, max_memory)
-    qp_bytes = 8.0 * k * d + 4.0 * k * d + block * per_class_bytes(k, d, m)
+    workers = qp_workers(dev)
+    block, tile = _blocks.block_size(k, d, m, dev, max_memory, workers=workers)
+    qp_bytes = 8.0 * k * d + 4.0 * k * d + workers * block * per_class_bytes(k, d, m)
     if dev.type == "cpu":
         qp_bytes += host_memory(k, d)
     if w is not None:
         w_t = torch.from_numpy(w).to(dev)
         rows = torch.from_numpy(sample[: min(len(sample), 32)]).to(dev)
         no_twins = torch.full((len(rows),), -1, dtype=torch.long, device=dev)
-        scan_threads = torch.get_num_threads()
+        # Timed as one worker runs it; the workers share the blocks.
+        scan_threads = 1 if workers > 1 else torch.get_num_threads()
         with _linalg_threads(dev):
             started = time.perf_counter()
             certify_block(w_t, w_t.to(torch.float32), rows, m, DEFAULT_TOL, no_twins, tile, None, scan_threads)
-            seconds += (time.perf_counter() - started) * k / len(rows)
+            seconds += (time.perf_counter() - started) * k / len(rows) / workers
     nbytes = memory.process_peak(max(shell_bytes, qp_bytes), loads_torch=True)
-    return Estimate(f"certificate of K = {k} classes in d = {d} (QP in blocks of {block})", str(dev), nbytes,
+    blocks = f"{workers} workers, blocks of {block}" if workers > 1 else f"blocks of {block}"
+    return Estimate(f"certificate of K = {k} classes in d = {d} (QP in {blocks})", str(dev), nbytes,
                     memory_limit(str(dev), max_memory), seconds)

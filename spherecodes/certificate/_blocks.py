@@ -112,8 +112,8 @@ def per_class_bytes(k: int, d: int, m: int) -> float:
                   + known * (d + 4))
 
 
-def block_size(k: int, d: int, m: int, dev, max_memory: float | None = None) -> tuple[int, int]:
-    """Classes per block and prototypes per column tile, so that a block's working arrays fit.
+def block_size(k: int, d: int, m: int, dev, max_memory: float | None = None, workers: int = 1) -> tuple[int, int]:
+    """Classes per block and prototypes per column tile, so that the working arrays of ``workers`` blocks fit.
 
     Per class a block holds one row of a column tile of similarities, the
     candidate vectors (m·d, up to twice after global additions), the corral
@@ -131,10 +131,10 @@ def block_size(k: int, d: int, m: int, dev, max_memory: float | None = None) -> 
         # The prototypes stay on the device; on the CPU the inputs and results share the limit.
         fixed = 8.0 * k * d + (host_memory(k, d) if dev.type == "cpu" else 0.0)
         budget = min(budget, 0.5 * (max_memory - fixed))
-    block = int(max(1, min(k, budget // per_class)))
+    block = int(max(1, min(k, budget // (per_class * workers))))
     require_memory(
-        per_class * block,
-        f"the working arrays of a block of {block} classes (K={k}, d={d}, {m} candidates each)",
+        per_class * block * workers,
+        f"the working arrays of {workers} block(s) of {block} classes (K={k}, d={d}, {m} candidates each)",
         str(dev),
         limit=None if max_memory is None else max(max_memory - 8.0 * k * d, 0.0),
     )

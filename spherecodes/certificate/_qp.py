@@ -136,6 +136,10 @@ def certify_block(
     additions = min(GLOBAL_ADDITIONS, k - 1)
     scan_values = torch.full((n, min(max(additions, SCREEN_KEEP), k)), -math.inf, dtype=w.dtype, device=dev)
     scan_indices = torch.zeros((n, scan_values.shape[1]), dtype=torch.long, device=dev)
+    # The residual at each row's last scan, and a bound on the exact score of
+    # every key that scan did not keep (+inf: no scan yet); see _warm_bound.
+    scan_r = torch.zeros_like(wk)
+    scan_floor = torch.full((n,), math.inf, dtype=w.dtype, device=dev)
     rounds = 0
     while True:
         if todo.any():
@@ -163,7 +167,13 @@ def certify_block(
         pool = torch.cat([known[ci], cand[ci, m:]], 1)
         pool_scores = torch.einsum("nd,npd->np", r, w[pool])
         best = torch.maximum(on_support.max(1).values, pool_scores.max(1).values)
-        unsure = outside_bound(wk[ci], r, tau32[ci], norm_max) >= best
+        # The keys kept by the row's last scan, exactly (the rest are bounded by _warm_bound).
+        kept = torch.einsum("nd,npd->np", r, w[scan_indices[ci]]).masked_fill(~torch.isfinite(scan_values[ci]),
+                                                                             -math.inf)
+        best = torch.maximum(best, kept.max(1).values)
+        bound = torch.minimum(outside_bound(wk[ci], r, tau32[ci], norm_max),
+                              _warm_bound(r, scan_r[ci], scan_floor[ci], norm_max))
+        unsure = bound >= best
         scanned = torch.zeros(n, dtype=torch.bool, device=dev)
         scanned[ci] = unsure
         if bool(unsure.any()):
@@ -173,6 +183,8 @@ def certify_block(
                 keep=scan_values.shape[1],
             )
             best[u] = torch.maximum(best[u], scan_best)
+            scan_r[ci[u]] = r[u]
+            scan_floor[ci[u]] = _unkept_bound(r[u], scan_values[ci[u]], norm_max)
         norm = r.norm(dim=1)
         own = (wk[ci] * r).sum(1)
         safe = torch.where(norm > 0, norm, torch.ones_like(norm))
@@ -194,12 +206,15 @@ def certify_block(
         # best keys of the scan of all K prototypes where one ran, else the
         # best known keys (where the bound held, every violator is known).
         late = todo.nonzero().squeeze(1)
-        pool_keys = torch.where(scanned[late, None], scan_indices[late], known[late, :1])
-        keys = torch.cat([pool_keys, known[late]], 1)
+        # The keys kept by the row's last scan (this round's or an earlier
+        # one's; their scores are recomputed for the current residual) and,
+        # unless this round scanned all K, the known keys.
+        keys = torch.cat([scan_indices[late], known[late]], 1)
         values = torch.einsum("nd,npd->np", resid[late], w[keys])
-        values[:, : pool_keys.shape[1]].masked_fill_(~scanned[late, None] | ~torch.isfinite(scan_values[late]),
-                                                      -math.inf)
-        values[:, pool_keys.shape[1]:].masked_fill_(scanned[late, None], -math.inf)
+        values[:, : scan_indices.shape[1]].masked_fill_(~torch.isfinite(scan_values[late]), -math.inf)
+        listed = torch.isfinite(scan_values[late])[:, None, :]
+        again = ((known[late][:, :, None] == scan_indices[late][:, None, :]) & listed).any(2)  # listed twice
+        values[:, scan_indices.shape[1]:].masked_fill_(scanned[late, None] | again, -math.inf)
         values.masked_fill_((keys[:, :, None] == cand[late][:, None, :]).any(2), -math.inf)
         values, order = torch.topk(values, additions, dim=1)
         indices = keys.gather(1, order)
@@ -260,6 +275,36 @@ def outside_bound(wk: torch.Tensor, r: torch.Tensor, tau32: torch.Tensor, norm_m
     value = torch.where(c < peak, a * c + q * (norm_max**2 - c * c).clamp(min=0).sqrt(), norm_max * length)
     value = value + 4 * (d + 2) * torch.finfo(r.dtype).eps * norm_max * r.norm(dim=1)
     return torch.where(torch.isfinite(tau32), value, torch.full_like(value, -math.inf))
+
+
+def _unkept_bound(r: torch.Tensor, kept: torch.Tensor, norm_max: float) -> torch.Tensor:
+    """Bound on ``<w_j, r_n>`` for every key j that a screened scan did not keep (nor exclude).
+
+    ``kept`` holds the exact scores of the kept keys in the order of their
+    float32 scores, largest first (see :func:`_screened_max`).  A key not
+    kept has a float32 score at most the last kept key's, and each float32
+    score is within e = (d + 2)·u·‖r‖·N of the exact one (safety factor
+    included), so its exact score is at most ``kept[:, -1] + 2e``.  When the
+    last kept entry is −inf, every key was kept or excluded: −inf.
+    """
+    d = r.shape[1]
+    error = SCREEN_SAFETY * (d + 2) * 2.0**-24 * r.norm(dim=1) * norm_max
+    return kept[:, -1] + 2 * error
+
+
+def _warm_bound(r: torch.Tensor, scan_r: torch.Tensor, scan_floor: torch.Tensor, norm_max: float) -> torch.Tensor:
+    """Bound on ``<w_j, r_n>`` over the keys that the row's last scan did not keep, from that scan.
+
+    ``<w_j, r> = <w_j, r_s> + <w_j, r − r_s> <= floor + N‖r − r_s‖`` with r_s
+    the residual at the scan and floor its :func:`_unkept_bound`.  After a
+    round that only added a few candidates, the residual moves little and
+    this settles the global check without another scan of all K prototypes.
+    ``scan_floor = +inf`` (no scan yet) gives +inf.  The slack covers the
+    rounding of these operations, as in :func:`outside_bound`.
+    """
+    d = r.shape[1]
+    value = scan_floor + norm_max * (r - scan_r).norm(dim=1)
+    return value + 4 * (d + 2) * torch.finfo(r.dtype).eps * norm_max * (r.norm(dim=1) + scan_r.norm(dim=1))
 
 
 def _screened_max(r, w, w32, exclude, tile, scratch, scan_threads, keep: int = SCREEN_KEEP):

@@ -37,8 +37,10 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, quie
 
     The classes are processed in blocks sized to --max-memory, each checked
     against all K prototypes tile by tile, so memory stays O(K d) plus the
-    blocks.  The memory and time expected (the time from certifying a
-    sample of 32 classes) are printed on stderr first (not with --quiet;
+    blocks; on a CPU the blocks are shared among --threads workers.  The
+    memory and time expected (the time from settling a sample of 128
+    classes by their nearest shells and, where the QP is needed, from
+    certifying 32 of them) are printed on stderr first (not with --quiet;
     with --json only to a terminal).
 
     \b
