@@ -380,7 +380,9 @@ def anneal_neighbours(
     the best iterate so far (``interrupted``).
 
     ``deadline`` (a ``time.perf_counter()`` value) compresses the schedule
-    into the time available, as in the dense annealing; the closing refresh
+    into the time available, as in the dense annealing, and refreshes the
+    lists at least once the steps since the last refresh have taken
+    :data:`DEADLINE_STEP_SHARE` of its time; the closing refresh
     and the float64 re-measurement that follow the steps
     (:data:`CLOSING_REFRESHES` refreshes, timed on the first) are kept out of it.
     """
