@@ -154,7 +154,7 @@ def test_the_float32_screen_finds_the_exact_maximum_among_near_ties():
     w = torch.from_numpy(keys)
     r = torch.from_numpy(q)
     exclude = torch.full((3, 1), -1)
-    best = cert_qp._screened_max(r, w, w.float(), exclude, 64, None, None)[0]
+    best = cert_qp._screened_max(r, w, w.float(), exclude, 64, None, None, float(w.norm(dim=1).max()))[0]
     # The near-tied keys differ by ~1e-12; float64 summation order by ~1e-15.
     assert (best - (r @ w.T).max(dim=1).values).abs().max() <= 1e-14
 

@@ -179,7 +179,7 @@ def certify_block(
         if bool(unsure.any()):
             u = unsure.nonzero().squeeze(1)
             scan_best, scan_values[ci[u]], scan_indices[ci[u]] = _screened_max(
-                r[u], w, w32, torch.cat([itself[ci[u]], support[u]], 1), tile, scratch, scan_threads,
+                r[u], w, w32, torch.cat([itself[ci[u]], support[u]], 1), tile, scratch, scan_threads, norm_max,
                 keep=scan_values.shape[1],
             )
             best[u] = torch.maximum(best[u], scan_best)
@@ -211,9 +211,9 @@ def certify_block(
         # unless this round scanned all K, the known keys.
         keys = torch.cat([scan_indices[late], known[late]], 1)
         values = torch.einsum("nd,npd->np", resid[late], w[keys])
-        values[:, : scan_indices.shape[1]].masked_fill_(~torch.isfinite(scan_values[late]), -math.inf)
-        listed = torch.isfinite(scan_values[late])[:, None, :]
-        again = ((known[late][:, :, None] == scan_indices[late][:, None, :]) & listed).any(2)  # listed twice
+        listed = torch.isfinite(scan_values[late])
+        values[:, : scan_indices.shape[1]].masked_fill_(~listed, -math.inf)
+        again = ((known[late][:, :, None] == scan_indices[late][:, None, :]) & listed[:, None, :]).any(2)  # twice
         values[:, scan_indices.shape[1]:].masked_fill_(scanned[late, None] | again, -math.inf)
         values.masked_fill_((keys[:, :, None] == cand[late][:, None, :]).any(2), -math.inf)
         values, order = torch.topk(values, additions, dim=1)
@@ -266,7 +266,7 @@ def outside_bound(wk: torch.Tensor, r: torch.Tensor, tau32: torch.Tensor, norm_m
     """
     d = wk.shape[1]
     nk = wk.norm(dim=1)
-    t = (tau32 + SCREEN_SAFETY * (d + 2) * 2.0**-24 * nk * norm_max) / nk
+    t = (tau32 + _float32_error(nk, norm_max, d)) / nk
     a = (r * wk).sum(1) / nk
     q = (r - (a / nk)[:, None] * wk).norm(dim=1)
     length = torch.hypot(a, q)
@@ -287,9 +287,7 @@ def _unkept_bound(r: torch.Tensor, kept: torch.Tensor, norm_max: float) -> torch
     included), so its exact score is at most ``kept[:, -1] + 2e``.  When the
     last kept entry is −inf, every key was kept or excluded: −inf.
     """
-    d = r.shape[1]
-    error = SCREEN_SAFETY * (d + 2) * 2.0**-24 * r.norm(dim=1) * norm_max
-    return kept[:, -1] + 2 * error
+    return kept[:, -1] + 2 * _float32_error(r.norm(dim=1), norm_max, r.shape[1])
 
 
 def _warm_bound(r: torch.Tensor, scan_r: torch.Tensor, scan_floor: torch.Tensor, norm_max: float) -> torch.Tensor:
@@ -307,7 +305,17 @@ def _warm_bound(r: torch.Tensor, scan_r: torch.Tensor, scan_floor: torch.Tensor,
     return value + 4 * (d + 2) * torch.finfo(r.dtype).eps * norm_max * (r.norm(dim=1) + scan_r.norm(dim=1))
 
 
-def _screened_max(r, w, w32, exclude, tile, scratch, scan_threads, keep: int = SCREEN_KEEP):
+def _float32_error(norms: torch.Tensor, norm_max: float, d: int) -> torch.Tensor:
+    """Bound on the error of a float32 product ``<v, w_j>`` in R^d, for ‖v‖ = ``norms`` and ‖w_j‖ <= ``norm_max``.
+
+    ``(d + 2)·u·‖v‖·‖w_j‖`` with u = 2⁻²⁴, for rounded inputs and any order
+    of summation (Higham, Accuracy and Stability of Numerical Algorithms,
+    §3.1), times :data:`SCREEN_SAFETY`.
+    """
+    return SCREEN_SAFETY * (d + 2) * 2.0**-24 * norms * norm_max
+
+
+def _screened_max(r, w, w32, exclude, tile, scratch, scan_threads, norm_max: float, keep: int = SCREEN_KEEP):
     """Exact float64 ``max_j <w_j, r_n>`` over the keys not excluded, screened in float32.
 
     A float32 product of rounded inputs is within ``(d + 2)·u·‖r‖·‖w_j‖`` of the
@@ -321,7 +329,7 @@ def _screened_max(r, w, w32, exclude, tile, scratch, scan_threads, keep: int = S
     """
     n, d = r.shape
     keep = min(keep, w.shape[0])
-    margin = 2.0 * SCREEN_SAFETY * (d + 2) * 2.0**-24 * r.norm(dim=1) * float(w.norm(dim=1).max())
+    margin = 2.0 * _float32_error(r.norm(dim=1), norm_max, d)
     with torch_threads(scan_threads):
         values, indices = top_matches(r.to(torch.float32), w32, keep, exclude=exclude, tile=tile, buffer=scratch)
     values = values.to(r.dtype)
