@@ -36,14 +36,8 @@ CLOSED_FORMS = ("etf", "cross-polytope", "polygon", "24-cell", "600-cell", "e8")
 ROTATIONS = ("canonical", "random")
 
 
-def _pad(points: np.ndarray, d: int) -> np.ndarray:
-    """Embed points of R^m in R^d (d >= m) by appending zero coordinates."""
-    k, m = points.shape
-    if m == d:
-        return points
-    out = np.zeros((k, d))
-    out[:, :m] = points
-    return out
+#: Rows of the simplex ETF filled at a time (bounds the temporary masks).
+ETF_BLOCK_ROWS = 1024
 
 
 def simplex_etf(k: int, d: int | None = None) -> np.ndarray:
@@ -79,17 +73,24 @@ def simplex_etf(k: int, d: int | None = None) -> np.ndarray:
     d, k = check_sizes(d, k)
     if k > d + 1:
         raise SpherecodesError(f"the simplex ETF needs K <= d+1, got d={d}, K={k}")
-    require_memory(8.0 * k * max(d, k - 1), f"the simplex ETF (K={k}, d={d})")
+    # The result is the only K x d array: filled in place, a block of rows at
+    # a time, so that the peak is the result itself (K = d = 10^5 is 80 GB).
+    require_memory(8.0 * k * d + 8.0 * ETF_BLOCK_ROWS * k, f"the simplex ETF (K={k}, d={d})")
     # Column j (1-based) of the Helmert basis is (1,...,1, -j, 0,...,0)/sqrt(j(j+1))
     # with j ones; the coordinates of e_i - 1/K in that basis are its i-th row.
+    # Rows of the centred basis have squared norm (K-1)/K; rescaled to unit length.
     j = np.arange(1, k, dtype=float)
-    rows = np.arange(k)[:, None]
-    cols = np.arange(1, k)[None, :]
-    helmert = np.where(rows < cols, 1.0, 0.0) - np.where(rows == cols, j, 0.0)
-    helmert /= np.sqrt(j * (j + 1))
-    # Rows of the centred basis have squared norm (K-1)/K; rescale to unit length.
-    etf = helmert * math.sqrt(k / (k - 1))
-    return _pad(etf, d)
+    norm = np.sqrt(j * (j + 1))
+    unit = math.sqrt(k / (k - 1))
+    above, diagonal = 1.0 / norm * unit, -j / norm * unit
+    etf = np.zeros((k, d))
+    for start in range(0, k, ETF_BLOCK_ROWS):
+        rows = np.arange(start, min(k, start + ETF_BLOCK_ROWS))
+        # Row i holds above[j-1] in every column j > i, and diagonal[i-1] in column i.
+        np.copyto(etf[start : start + len(rows), : k - 1], above, where=rows[:, None] < j[None, :])
+        ones = rows[rows >= 1]
+        etf[ones, ones - 1] = diagonal[ones - 1]
+    return etf
 
 
 def cross_polytope(k: int, d: int) -> np.ndarray:

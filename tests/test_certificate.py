@@ -358,6 +358,23 @@ def test_a_failing_bound_falls_back_to_the_scan_of_all_prototypes(monkeypatch):
     np.testing.assert_allclose(scanned.lo, default.lo, atol=1e-9)
 
 
+def test_workers_are_capped_and_each_keeps_a_whole_block():
+    """More cores never mean more than MAX_QP_WORKERS workers, nor smaller blocks (each streams all K)."""
+    import spherecodes.certificate as certificate
+    from spherecodes.certificate import _blocks
+    from spherecodes.devices import torch_threads
+
+    cpu = torch.device("cpu")
+    with torch_threads(2 * certificate.MAX_QP_WORKERS):
+        assert certificate.qp_workers(cpu) == certificate.MAX_QP_WORKERS
+    with torch_threads(1):
+        assert certificate.qp_workers(cpu) == 1
+    sizes = [_blocks.block_size(100_000, 64, 130, cpu, workers=n)[0] for n in (1, 2, 4)]
+    assert sizes[0] == sizes[1] == sizes[2] > 100, sizes
+    per_class = _blocks.per_class_bytes(100_000, 64, 130, _blocks.column_tile(100_000, cpu))
+    assert sizes[0] * per_class <= _blocks.BLOCK_BUDGET_BYTES["cpu"]
+
+
 def test_blocks_shared_among_threads_give_the_certificate_of_one_thread(monkeypatch):
     # Small blocks (a tight memory limit) certified by three workers at once:
     # the same intervals as one worker (whose blocks and thread count differ,

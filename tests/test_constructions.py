@@ -52,6 +52,20 @@ def test_simplex_etf_at_d_equal_k_minus_one_large():
     np.testing.assert_allclose(w.T @ w, k / d * np.eye(d), atol=1e-10)
 
 
+def test_simplex_etf_is_built_in_place():
+    """The K x d result is the only large array: K = d = 10^5 is 80 GB, and temporaries of that size would not fit."""
+    import tracemalloc
+
+    k = 1500
+    tracemalloc.start()
+    try:
+        w = simplex_etf(k, k)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak <= 1.1 * w.nbytes, peak / w.nbytes
+
+
 def test_simplex_etf_refuses_too_many_points():
     with pytest.raises(SpherecodesError, match="K <= d\\+1"):
         simplex_etf(5, 3)

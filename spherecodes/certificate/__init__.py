@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from .. import memory
-from ..devices import cuda_possible, resolve_device, torch_threads
+from ..devices import resolve_device, torch_threads
 from ..errors import SpherecodesError
 from ..memory import Estimate, memory_limit, require_memory
 from ..stats import RATTLER_TOL, validate_prototypes
@@ -202,8 +202,11 @@ def one_vs_rest_distances(
         raise SpherecodesError(f"candidates must be a positive integer, got {candidates!r}")
     else:
         m = min(k - 1, candidates)
-    if str(device).strip().lower() not in ("auto", "cpu") or (str(device) == "auto" and cuda_possible()):
-        resolve_device(device)  # refuse an unknown or absent device even when no QP is needed
+    if str(device).strip().lower() not in ("auto", "cpu"):
+        # Refuse an unknown or absent device even when no QP is needed; "auto"
+        # cannot be refused, and resolving it would load torch for codes that
+        # the shells settle.
+        resolve_device(device)
     require_memory(
         host_memory(k, d),
         f"the certificate's inputs and results (K={k}, d={d})",
@@ -273,6 +276,7 @@ def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pi
     block, tile = _blocks.block_size(k, d, m, dev, max_memory, workers=workers)
     parts = [rest[start : start + block] for start in range(0, len(rest), block)]
     workers = min(workers, len(parts))
+    scan_threads = _scan_threads(workers)
     # The float32 similarities of every streamed product, reused (no fresh
     # allocation per tile): one buffer per worker, handed out per block.
     free = [torch.empty(block * tile, dtype=torch.float32, device=dev) for _ in range(workers)]
@@ -284,7 +288,7 @@ def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pi
             with torch_threads(1 if workers > 1 else None):
                 return certify_block(w, w32, torch.from_numpy(part).to(dev), m, tol,
                                      torch.from_numpy(duplicate_of[part]).to(dev), tile, scratch,
-                                     scan_threads=1 if workers > 1 else torch.get_num_threads())
+                                     scan_threads=scan_threads)
         finally:
             free.append(scratch)
 
@@ -308,11 +312,25 @@ def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pi
     return rounds, str(dev)
 
 
+#: Most QP blocks certified at once on a CPU.  A block's QP is many small
+#: torch operations, each paying Python time under the interpreter lock, so
+#: worker threads stop scaling early.  Measured at (64, 20,000) on a 16-core
+#: CPU: 4 workers 34 s, 16 workers and 1 worker each over 45 s.
+MAX_QP_WORKERS = 4
+
+
 def qp_workers(dev) -> int:
-    """Blocks of the QP certified at once: torch's CPU thread count on a CPU (the cores this process may use), else 1."""
+    """Blocks of the QP certified at once: torch's CPU thread count on a CPU, at most :data:`MAX_QP_WORKERS`; else 1."""
     import torch
 
-    return max(1, torch.get_num_threads()) if dev.type == "cpu" else 1
+    return max(1, min(torch.get_num_threads(), MAX_QP_WORKERS)) if dev.type == "cpu" else 1
+
+
+def _scan_threads(workers: int) -> int:
+    """Torch threads of each worker's products with all K prototypes: the CPU threads shared among the workers."""
+    import torch
+
+    return max(1, torch.get_num_threads() // workers)
 
 
 # --------------------------------------------------------------------------
@@ -332,8 +350,8 @@ def certificate_estimate(
     :data:`SHELL_SAMPLE` classes (spread over the code) goes through the
     nearest-shell pass first, to tell whether it settles them (then no QP
     and no torch are needed) and to time the work, which is scaled to K;
-    where the QP is needed, 32 of them are also solved and timed (on a GPU
-    this errs on the long side).  Given only ``k`` and ``d``, the QP is assumed and the time is 0
+    where the QP is needed, one block of the real size, spread over the
+    code, is also solved and timed.  Given only ``k`` and ``d``, the QP is assumed and the time is 0
     (unknown).
 
     Examples
@@ -341,7 +359,7 @@ def certificate_estimate(
     >>> est = certificate_estimate(k=100_000, d=64, device="cpu")
     >>> est.what  # doctest: +ELLIPSIS
     'certificate of K = 100000 classes in d = 64 (QP in ...)'
-    >>> est.nbytes < 2**31, est.seconds
+    >>> est.nbytes > 8 * 100_000 * 64, est.seconds
     (True, 0.0)
     >>> from spherecodes.constructions import simplex_etf
     >>> certificate_estimate(simplex_etf(100), device="cpu").what
@@ -390,20 +408,38 @@ def certificate_estimate(
     m = min(k - 1, max(32, 2 * d + 2))
     workers = qp_workers(dev)
     block, tile = _blocks.block_size(k, d, m, dev, max_memory, workers=workers)
-    qp_bytes = 8.0 * k * d + 4.0 * k * d + workers * block * per_class_bytes(k, d, m)
-    if dev.type == "cpu":
-        qp_bytes += host_memory(k, d)
+    # The float32 copy of the prototypes, and on a GPU the float64 one (on a
+    # CPU torch shares the NumPy array's memory).
+    qp_bytes = 4.0 * k * d + workers * block * per_class_bytes(k, d, m, tile)
+    qp_bytes += 8.0 * k * d if dev.type == "cuda" else host_memory(k, d)
+    # Before the timing below, whose arrays would otherwise count twice.
+    nbytes = memory.process_peak(max(shell_bytes, qp_bytes), loads_torch=True)
     if w is not None:
         w_t = torch.from_numpy(w).to(dev)
-        rows = torch.from_numpy(sample[: min(len(sample), 32)]).to(dev)
-        no_twins = torch.full((len(rows),), -1, dtype=torch.long, device=dev)
-        # Timed as one worker runs it; the workers share the blocks.
-        scan_threads = 1 if workers > 1 else torch.get_num_threads()
-        with _linalg_threads(dev):
+        w32 = w_t.to(torch.float32)
+        scan_threads = _scan_threads(workers)
+        scratch = torch.empty(block * tile, dtype=torch.float32, device=dev)  # as each worker has
+
+        def timed(rows: np.ndarray) -> float:
             started = time.perf_counter()
-            certify_block(w_t, w_t.to(torch.float32), rows, m, DEFAULT_TOL, no_twins, tile, None, scan_threads)
-            seconds += (time.perf_counter() - started) * k / len(rows) / workers
-    nbytes = memory.process_peak(max(shell_bytes, qp_bytes), loads_torch=True)
+            certify_block(w_t, w32, torch.from_numpy(rows).to(dev), m, DEFAULT_TOL,
+                          torch.full((len(rows),), -1, dtype=torch.long, device=dev), tile, scratch, scan_threads)
+            if dev.type == "cuda":
+                torch.cuda.synchronize(dev)
+            return time.perf_counter() - started
+
+        with _linalg_threads(dev):
+            # A block's classes are solved side by side, so a block costs
+            # about what its slowest class costs, and much less than its
+            # classes one by one: one real block, spread over the code, is
+            # timed as one worker runs it (the workers share the blocks), after
+            # a run of 8 classes that takes the device's warm-up; the faster
+            # of two runs is kept (the first also meets its arrays' first
+            # page faults).  A fraction of a second each at (64, 10^5); a
+            # quarter of the code where one block holds it all.
+            timed(sample[:8])
+            spread = np.unique(np.linspace(0, k - 1, min(block, max(32, k // 4))).astype(np.int64))
+            seconds += math.ceil(k / block) * min(timed(spread), timed(spread)) / workers
     blocks = f"{workers} workers, blocks of {block}" if workers > 1 else f"blocks of {block}"
     return Estimate(f"certificate of K = {k} classes in d = {d} (QP in {blocks})", str(dev), nbytes,
                     memory_limit(str(dev), max_memory), seconds)

@@ -16,7 +16,7 @@ from ..memory import require_memory
 
 __all__ = [
     "BLOCK_BUDGET_BYTES", "COLUMN_TILE", "GLOBAL_ADDITIONS", "HASH_ROWS", "KNOWN_PER_DIM", "assemble_supports",
-    "block_size", "exact_duplicates", "host_memory", "per_class_bytes", "row_hashes",
+    "block_size", "column_tile", "exact_duplicates", "host_memory", "per_class_bytes", "row_hashes",
 ]
 
 #: Bytes that the working arrays of one block of classes may take, by device
@@ -28,7 +28,11 @@ BLOCK_BUDGET_BYTES = {"cpu": 256 * 2**20, "cuda": 4 * 2**30}
 
 #: Prototypes per tile of the products of a block with all K prototypes, so
 #: that a block holds ``block × COLUMN_TILE`` similarities, not ``block × K``.
-COLUMN_TILE = 32768
+#: On a CPU, wide tiles make the top-m selections cheaper per score (fewer
+#: merges, larger column groups in ``sphere.top_matches``): measured at
+#: (64, 10^5) on 2 cores, the certificate took 72.7 s with tiles of 32,768
+#: and 256 MiB blocks, 60.6 s with tiles of 131,072 and 512 MiB blocks.
+COLUMN_TILE = {"cpu": 131072, "cuda": 32768}
 
 #: Candidates that join a class's candidate set per failed global check.
 GLOBAL_ADDITIONS = 32
@@ -104,18 +108,29 @@ def host_memory(k: int, d: int) -> float:
     return 8.0 * k * d * 3 + 8.0 * k * (2 * (d + 2) + 4)
 
 
-def per_class_bytes(k: int, d: int, m: int) -> float:
-    """Working memory of one class in a block (see :func:`block_size`)."""
+def column_tile(k: int, dev) -> int:
+    """Prototypes per tile of a block's products with all K prototypes on ``dev`` (:data:`COLUMN_TILE`)."""
+    return min(k, COLUMN_TILE["cuda" if dev.type == "cuda" else "cpu"])
+
+
+def per_class_bytes(k: int, d: int, m: int, tile: int) -> float:
+    """Working memory of one class in a block with column tiles of ``tile`` prototypes (see :func:`block_size`)."""
     s = min(d, m + GLOBAL_ADDITIONS) + 2 + 16  # a corral holds affinely independent candidates
     known = min(k - 1, max(m, KNOWN_PER_DIM * d))  # the known keys, their scores and their gathered vectors
-    return 8.0 * (2 * min(k, COLUMN_TILE) + 2 * (m + GLOBAL_ADDITIONS) * d + 2 * s * d + 4 * s * s + 8 * m
+    return 6.0 * tile + 8.0 * (2 * (m + GLOBAL_ADDITIONS) * d + 2 * s * d + 4 * s * s + 8 * m
                   + known * (d + 4))
 
 
 def block_size(k: int, d: int, m: int, dev, max_memory: float | None = None, workers: int = 1) -> tuple[int, int]:
     """Classes per block and prototypes per column tile, so that the working arrays of ``workers`` blocks fit.
 
-    Per class a block holds one row of a column tile of similarities, the
+    Each worker's block gets :data:`BLOCK_BUDGET_BYTES`, all of them together
+    at most a quarter of the device's free memory (or half of what
+    ``max_memory`` leaves beyond the inputs and results).
+
+    Per class a block holds one row of a column tile of float32 similarities
+    (4·T bytes, reused by the rare float64 rescans over half-width tiles) and
+    the top-m selection's maxima of column groups (at most 2·T bytes), the
     candidate vectors (m·d, up to twice after global additions), the corral
     vectors and their Gram matrix and Cholesky factor (s·d + 3·s² with
     s <= min(d, m + global additions) + 1 + the corral growth of one step),
@@ -124,9 +139,14 @@ def block_size(k: int, d: int, m: int, dev, max_memory: float | None = None, wor
     freed and needs less (float32 points w_k − w_j and a scaled copy, 8·m·d
     bytes, and two min(d, m)² matrices).
     """
-    tile = min(k, COLUMN_TILE)
-    per_class = per_class_bytes(k, d, m)
-    budget = min(BLOCK_BUDGET_BYTES["cuda" if dev.type == "cuda" else "cpu"], 0.25 * memory.available_memory_bytes(str(dev)))
+    tile = column_tile(k, dev)
+    per_class = per_class_bytes(k, d, m, tile)
+    # The budget is per block, so per worker: dividing one budget among the
+    # workers would shrink the blocks as cores are added, and every block
+    # streams all K prototypes (measured at K = 10^5 with 16 workers: blocks
+    # of 14 classes, each paying a full pass over the prototypes).
+    budget = min(BLOCK_BUDGET_BYTES["cuda" if dev.type == "cuda" else "cpu"] * workers,
+                 0.25 * memory.available_memory_bytes(str(dev)))
     if max_memory is not None:
         # The prototypes stay on the device; on the CPU the inputs and results share the limit.
         fixed = 8.0 * k * d + (host_memory(k, d) if dev.type == "cpu" else 0.0)

@@ -338,8 +338,11 @@ def _screened_max(r, w, w32, exclude, tile, scratch, scan_threads, norm_max: flo
     unsure = torch.isfinite(values[:, -1]) & (values[:, -1] >= values[:, 0] - 2 * margin)
     if bool(unsure.any()):
         again = unsure.nonzero().squeeze(1)
+        # In float64 over half-width tiles, so that the scores fit the same scratch space.
+        scratch64 = None if scratch is None else scratch[: scratch.numel() // 2 * 2].view(torch.float64)
         with torch_threads(scan_threads):
-            best[again] = top_matches(r[again], w, 1, exclude=exclude[again], tile=tile)[0][:, 0]
+            best[again] = top_matches(r[again], w, 1, exclude=exclude[again], tile=max(1, tile // 2),
+                                      buffer=scratch64)[0][:, 0]
     return best, exact, indices
 
 

@@ -40,7 +40,7 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, quie
     blocks; on a CPU the blocks are shared among --threads workers.  The
     memory and time expected (the time from settling a sample of 128
     classes by their nearest shells and, where the QP is needed, from
-    certifying 32 of them) are printed on stderr first (not with --quiet;
+    certifying one block of classes spread over the code) are printed on stderr first (not with --quiet;
     with --json only to a terminal).
 
     \b
