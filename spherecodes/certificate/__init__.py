@@ -257,9 +257,10 @@ def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pi
     """The QP of the classes ``rest`` (those the nearest shell did not settle), in place; returns (rounds, device).
 
     On a CPU the blocks are shared among :func:`qp_workers` threads, each
-    running torch with one thread: the batched solves of a block are
-    single-threaded (see :func:`_linalg_threads`), so whole blocks are what
-    the cores can share.  Each block's result depends on its rows only, so
+    running its batched solves with one torch thread (see
+    :func:`_linalg_threads`) and its products with all K prototypes with the
+    CPU threads divided among the workers, so whole blocks are what the
+    cores share.  Each block's result depends on its rows only, so
     the certificate does not depend on which worker ran which block.
     """
     import torch
