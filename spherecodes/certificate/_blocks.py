@@ -31,7 +31,7 @@ BLOCK_BUDGET_BYTES = {"cpu": 256 * 2**20, "cuda": 4 * 2**30}
 #: On a CPU, wide tiles make the top-m selections cheaper per score (fewer
 #: merges, larger column groups in ``sphere.top_matches``): measured at
 #: (64, 10^5) on 2 cores, the certificate took 72.7 s with tiles of 32,768
-#: and 256 MiB blocks, 60.6 s with tiles of 131,072 and 512 MiB blocks.
+#: and 61.4 s with tiles of 131,072 (2 workers, 256 MiB blocks each).
 COLUMN_TILE = {"cpu": 131072, "cuda": 32768}
 
 #: Candidates that join a class's candidate set per failed global check.
