@@ -285,8 +285,8 @@ def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pi
     def certify_part(part):
         scratch = free.pop()
         try:
-            # Sets this thread's own OpenMP thread count (torch's setting is per thread for OpenMP).
-            with torch_threads(1 if workers > 1 else None):
+            # Set in the worker itself: for OpenMP, torch's thread count is per thread.
+            with _linalg_threads(dev):
                 return certify_block(w, w32, torch.from_numpy(part).to(dev), m, tol,
                                      torch.from_numpy(duplicate_of[part]).to(dev), tile, scratch,
                                      scan_threads=scan_threads)
@@ -297,16 +297,15 @@ def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pi
     settled = done
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        with _linalg_threads(dev):
-            # Results are taken in block order, so progress and pieces follow the code.
-            for part, result in zip(parts, pool.map(certify_part, parts)):
-                lo[part] = result.lo
-                hi[part] = result.hi
-                pieces.append((part, result.support_indices, result.support_weights))
-                rounds = max(rounds, result.rounds)
-                settled += len(part)
-                if progress is not None:
-                    progress(CertificateProgress(settled, k, time.perf_counter() - started))
+        # Results are taken in block order, so progress and pieces follow the code.
+        for part, result in zip(parts, pool.map(certify_part, parts)):
+            lo[part] = result.lo
+            hi[part] = result.hi
+            pieces.append((part, result.support_indices, result.support_weights))
+            rounds = max(rounds, result.rounds)
+            settled += len(part)
+            if progress is not None:
+                progress(CertificateProgress(settled, k, time.perf_counter() - started))
     finally:
         # On Ctrl-C the blocks not started are dropped; those running end first.
         pool.shutdown(wait=True, cancel_futures=True)
@@ -352,8 +351,8 @@ def certificate_estimate(
     nearest-shell pass first, to tell whether it settles them (then no QP
     and no torch are needed) and to time the work, which is scaled to K;
     where the QP is needed, one block of the real size, spread over the
-    code, is also solved and timed.  Given only ``k`` and ``d``, the QP is assumed and the time is 0
-    (unknown).
+    code, is also solved and timed.  Given only ``k`` and ``d``, the QP is
+    assumed and the time is 0 (unknown).
 
     Examples
     --------

@@ -135,9 +135,10 @@ def block_size(k: int, d: int, m: int, dev, max_memory: float | None = None, wor
     vectors and their Gram matrix and Cholesky factor (s·d + 3·s² with
     s <= min(d, m + global additions) + 1 + the corral growth of one step),
     and the known keys (:data:`KNOWN_PER_DIM`), their scores and their
-    vectors gathered for the global check, all float64.  The interior-point restart runs after Wolfe's arrays are
-    freed and needs less (float32 points w_k − w_j and a scaled copy, 8·m·d
-    bytes, and two min(d, m)² matrices).
+    vectors gathered for the global check, all float64.  The interior-point
+    restart runs after Wolfe's arrays are freed and needs less (float32
+    points w_k − w_j and a scaled copy, 8·m·d bytes, and two min(d, m)²
+    matrices).
     """
     tile = column_tile(k, dev)
     per_class = per_class_bytes(k, d, m, tile)

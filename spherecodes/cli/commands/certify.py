@@ -37,11 +37,12 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, quie
 
     The classes are processed in blocks sized to --max-memory, each checked
     against all K prototypes tile by tile, so memory stays O(K d) plus the
-    blocks; on a CPU the blocks are shared among --threads workers.  The
-    memory and time expected (the time from settling a sample of 128
-    classes by their nearest shells and, where the QP is needed, from
-    certifying one block of classes spread over the code) are printed on stderr first (not with --quiet;
-    with --json only to a terminal).
+    blocks; on a CPU the blocks are shared among up to 4 of the --threads
+    as workers.  The memory and time expected (the time from settling a
+    sample of 128 classes by their nearest shells and, where the QP is
+    needed, from certifying one block of classes spread over the code) are
+    printed on stderr first (not with --quiet; with --json only to a
+    terminal).
 
     \b
     Examples:
