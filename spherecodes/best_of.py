@@ -1,4 +1,4 @@
-"""Best-of generation: the structured codes, the closed forms and the optimiser, compared on (d, K).
+"""Best-of generation: the structured codes, the closed forms, the bundled catalog and the optimiser, compared on (d, K).
 
 ``generate(d, k)`` (method ``auto``) returns a provably optimal closed form at
 once where one applies (:func:`spherecodes.constructions.optimal_closed_form`).
@@ -10,30 +10,40 @@ earlier candidate):
    (:func:`spherecodes.structured.best_structured_code`, embedded from a
    smaller dimension where that wins), with its exact max-cos;
 2. the other closed forms that apply (24-cell, 600-cell, E8);
-3. the ``tammes`` optimiser warm-started from that structured code (it can
+3. the bundled catalog's code of that size, read and verified in milliseconds;
+4. the ``tammes`` optimiser warm-started from that structured code (it can
    use what the construction leaves free: the dimensions it is embedded
    away from, the words left out; an embedded code is first moved off its
    subspace by :func:`lift`);
-4. the ``tammes`` optimiser from random starts, exactly as ``--method tammes``
+5. the ``tammes`` optimiser from random starts, exactly as ``--method tammes``
    runs it with the same seed.
 
-The optimisers run only where they can compete in the budget
-(:func:`plan_auto`): where no structured code or closed form fits, ``auto``
-is ``tammes``; where one does, the optimisers run when their work (starts ×
-steps × K²d multiply-adds, known before any work, so the choice is
-deterministic) is at most :data:`AUTO_WORK` next to a code embedded from a
-smaller dimension, whose free dimensions the optimiser can use, and at most
-:data:`NATIVE_WORK` next to a code that lives in R^d itself: in high
-dimension such a code is far ahead of what the optimiser reaches from
-random starts (measured in ``docs/structured.md``).  Under a time limit the
-optimisers that run share what the structured code leaves of it, and the
-warm start also runs beyond those limits (it can only improve its start).
+The first three are exact and cost milliseconds.  Which optimisers run is
+decided before any work, deterministically, from what they are known to
+reach (:mod:`spherecodes.optimiser_table`: measured over a grid of sizes and
+bracketed between them) and what they cost (:func:`predicted_seconds`):
+
+* an optimiser whose best plausible result cannot beat the best exact
+  candidate, nor the worst plausible result of an optimiser planned before
+  it, is skipped (``cannot win``);
+* the optimisers run in the order of their predicted result; the predicted
+  winner always runs, the others where they could win and fit the *budget*:
+  half the predicted winner's time plus :data:`EXTRA_SECONDS` (so that
+  ``auto`` takes at most about 1.5 times its winner alone plus two
+  seconds), or the whole ``time_limit`` when one is given;
+* during the run, an optimiser whose best plausible result cannot beat what
+  a candidate has already reached is skipped too.
+
+So ``auto`` is never worse than ``--method tammes`` where the table says the
+optimiser can compete, runs it exactly as that method does, and does not
+spend minutes on an optimiser that the measurements say cannot win.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import numpy as np
@@ -41,20 +51,13 @@ import numpy as np
 from .constructions import applicable_closed_forms, construct, optimal_closed_form
 from .errors import SpherecodesError
 from .memory import require_memory
+from .optimiser_table import Prediction, measurements, predict_tammes, predict_warm
+from .stats import max_cos
 from .structured import StructuredCode, available_codes, best_structured_code
 
-#: Work (multiply-adds of the annealing: starts × steps × K²·d) up to which
-#: ``auto`` runs the optimisers next to a structured code embedded from a
-#: smaller dimension (whose free dimensions the optimiser can use): about
-#: ten seconds of one CPU core.
-AUTO_WORK = 1e11
-
-#: The same next to a code that lives in R^d itself (a structured code or a
-#: closed form): about a second.  Such codes are far ahead of what the
-#: optimiser reaches in high dimension (docs/structured.md), so it runs only
-#: where it is cheap, which covers the low dimensions where it finds the best
-#: known codes.
-NATIVE_WORK = 1e9
+#: Seconds that ``auto`` may spend beyond 1.5 times its predicted winner's
+#: time, on candidates that could still win (without a time limit).
+EXTRA_SECONDS = 2.0
 
 #: K·d up to which ties are broken by certifying ρ (milliseconds per code).
 SMALL_CODE = 20_000
@@ -76,7 +79,7 @@ class Candidate:
         For people: ``"extended BCH [64,10,28], 1000 of 1024 words"``,
         ``"tammes from random starts"``, ...
     kind : str
-        ``"structured"``, ``"closed-form"``, ``"tammes-warm"`` or ``"tammes"``.
+        ``"structured"``, ``"closed-form"``, ``"catalog"``, ``"tammes-warm"`` or ``"tammes"``.
     prototypes : ndarray or None
         (K, d) float64 unit rows; None when the candidate was skipped.
     max_cos : float or None
@@ -118,6 +121,31 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class PlannedOptimiser:
+    """An optimiser candidate of ``auto``: what it is predicted to reach and cost, and whether it runs.
+
+    Attributes
+    ----------
+    kind : str
+        ``"tammes-warm"`` (from the structured code) or ``"tammes"`` (from random starts).
+    label : str
+        For people.
+    prediction : spherecodes.optimiser_table.Prediction
+        The bracket of max-cos it is expected to reach.
+    seconds : float
+        Its predicted wall time (:func:`predicted_seconds`).
+    skip : str
+        ``""`` when it is planned to run, else why not.
+    """
+
+    kind: str
+    label: str
+    prediction: Prediction
+    seconds: float
+    skip: str = ""
+
+
+@dataclass(frozen=True)
 class AutoPlan:
     """What ``auto`` will do for (d, K), decided before any work.
 
@@ -127,34 +155,45 @@ class AutoPlan:
         A provably optimal closed form: returned at once.
     structured : StructuredCode or None
         The best structured code for (d, K) (already in R^d).
-    closed_forms : tuple of str
-        The other closed forms that apply.
-    run_random, run_warm : str
-        ``""`` when the optimiser from random starts / warm-started runs,
-        else why not.
-    work : float
-        The annealing's multiply-adds (starts × steps × K²·d).
+    closed_forms : tuple of (str, float)
+        The other closed forms that apply, with their max-cos.
+    stored : CatalogEntry or None
+        The bundled catalog's best code of this size.
+    optimisers : tuple of PlannedOptimiser
+        In the order they run (those planned to run first).
+    budget : float
+        Seconds for the whole best-of: the time limit, or half the predicted
+        winner's time plus :data:`EXTRA_SECONDS`.
+    sure : float or None
+        The smallest max-cos among the exact candidates (structured code,
+        closed forms, bundled code): what an optimiser must beat.
     """
 
     closed_form: str | None
-    structured: StructuredCode | None
-    closed_forms: tuple
-    run_random: str
-    run_warm: str
-    work: float
+    structured: StructuredCode | None = None
+    closed_forms: tuple = ()
+    stored: object = None
+    optimisers: tuple = ()
+    budget: float = 0.0
+    sure: float | None = None
 
     @property
     def single_method(self) -> str | None:
         """The method when ``auto`` reduces to one: a closed form, or ``tammes`` (nothing else fits)."""
         if self.closed_form is not None:
             return self.closed_form
-        if self.structured is None and not self.closed_forms:
+        if self.structured is None and not self.closed_forms and self.stored is None:
             return "tammes"
         return None
 
+    @property
+    def runs_optimiser(self) -> bool:
+        """Whether any optimiser is planned to run."""
+        return any(not o.skip for o in self.optimisers)
+
 
 def describe_plan(plan: AutoPlan, k: int) -> str:
-    """One line on stderr before the work: the structured code and which optimisers will run.
+    """One line on stderr before the work: the exact candidates, each optimiser's prediction and the budget.
 
     Examples
     --------
@@ -164,28 +203,23 @@ def describe_plan(plan: AutoPlan, k: int) -> str:
     parts = []
     if plan.structured is not None:
         parts.append(f"{structured_label(plan.structured, k)} (max-cos {plan.structured.max_cos_bound(k)})")
-    parts.extend(f"closed form {method}" for method in plan.closed_forms)
-    for what, why in (("tammes from the structured code", plan.run_warm), ("tammes from random starts",
-                                                                          plan.run_random)):
-        if plan.structured is None and what.endswith("structured code"):
-            continue
-        parts.append(what if not why else f"no {what} ({why.removeprefix('skipped: ')})")
-    return "auto: " + "; ".join(parts)
+    parts.extend(f"closed form {method} (max-cos {value:.4g})" for method, value in plan.closed_forms)
+    if plan.stored is not None:
+        parts.append(f"bundled {plan.stored.name} (max-cos {plan.stored.max_cos:.4g})")
+    for opt in plan.optimisers:
+        parts.append(f"{opt.label}: {_predicted(opt.prediction)}, "
+                     + (f"~{_seconds(opt.seconds)}" if not opt.skip else f"skipped ({opt.skip})"))
+    return "auto: " + "; ".join(parts) + f"; budget {_seconds(plan.budget)}"
 
 
-def structured_label(code: StructuredCode, k: int) -> str:
-    """How a structured code's K chosen points are described in reports.
+def _predicted(prediction: Prediction) -> str:
+    if not prediction.known:
+        return f"unknown ({prediction.source})"
+    return f"predicted max-cos ~{prediction.value:.4g} ({prediction.source})"
 
-    Examples
-    --------
-    >>> structured_label(best_structured_code(64, 1000), 1000)
-    'extended BCH [64,10,28], 1000 of 1024 words'
-    """
-    unit = "words" if code.family in _WORD_FAMILIES else "points"
-    label = code.name if k == code.size else f"{code.name}, {k} of {code.size} {unit}"
-    if code.d > code.native_d:
-        label += f", embedded from R^{code.native_d}"
-    return label
+
+def _seconds(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
 
 
 def auto_method(d: int, k: int) -> str:
@@ -201,9 +235,138 @@ def auto_method(d: int, k: int) -> str:
     closed = optimal_closed_form(d, k)
     if closed is not None:
         return closed
-    if best_structured_code(d, k) is None and not applicable_closed_forms(d, k):
+    if best_structured_code(d, k) is None and not applicable_closed_forms(d, k) and bundled_entry(d, k) is None:
         return "tammes"
     return "auto"
+
+
+def bundled_entry(d: int, k: int):
+    """The bundled catalog's code of size (d, K) with the smallest max-cos, or None.
+
+    Examples
+    --------
+    >>> bundled_entry(16, 100).name, bundled_entry(17, 100)
+    ('auto-d16-k100', None)
+    """
+    from .catalog.bundled import bundled_catalog
+
+    entries = [e for e in bundled_catalog().entries if (e.d, e.k) == (d, k)]
+    return min(entries, key=lambda e: e.max_cos, default=None)
+
+
+def predicted_seconds(d: int, k: int, *, steps: int | None = None, restarts: int | None = None,
+                      neighbours: int | None = None, max_memory: float | None = None) -> float:
+    """Predicted wall time of one ``tammes`` run at (d, K): deterministic, from the measured table.
+
+    The time measured at (d, K) with the default settings; elsewhere (or
+    with other settings) the time measured at the nearest measured size (in
+    log d and log K), scaled by the ratio of the annealing's multiply-adds
+    (:func:`annealing_work`).  Deterministic, so that the same settings give
+    the same plan (a timing taken now would not).
+
+    Examples
+    --------
+    >>> predicted_seconds(16, 100) == measurements()[(16, 100)].seconds
+    True
+    >>> predicted_seconds(16, 100, steps=4000) > predicted_seconds(16, 100)
+    True
+    """
+    table = measurements()
+    defaults = steps is None and restarts is None and neighbours is None
+    if defaults and (d, k) in table:
+        return table[(d, k)].seconds
+    near = min(table.values(), key=lambda m: math.hypot(math.log(m.d / d), math.log(m.k / k)))
+    work = _planned_work(d, k, steps, restarts, neighbours, max_memory)
+    return near.seconds * work / _planned_work(near.d, near.k, None, None, None, None)
+
+
+def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None = None,
+              time_limit: float | None = None, neighbours: int | None = None, max_memory: float | None = None,
+              catalog: bool = True) -> AutoPlan:
+    """Decide which candidates ``auto`` runs for (d, K): deterministic, from (d, K), the settings and the table.
+
+    Parameters
+    ----------
+    d, k : int
+    steps, restarts, neighbours, max_memory : optional
+        The optimiser's settings; given steps or restarts make the measured
+        predictions (of the default settings) unknown, so those optimisers
+        run where the budget allows.
+    time_limit : float, optional
+        The budget in seconds (default: see the module docstring).
+    catalog : bool
+        Whether the bundled catalog's code of this size is a candidate.
+
+    Examples
+    --------
+    >>> plan = plan_auto(64, 1000)          # the BCH code: the optimisers cannot reach 1/8
+    >>> plan.structured.name, plan.runs_optimiser
+    ('extended BCH [64,10,28]', False)
+    >>> plan_auto(256, 1000, catalog=False).optimisers[0].kind   # predicted to beat every binary code of R^256
+    'tammes'
+    >>> plan_auto(3, 13).single_method
+    'tammes'
+    """
+    closed = optimal_closed_form(d, k)
+    if closed is not None:
+        return AutoPlan(closed)
+    structured = best_structured_code(d, k)
+    closed_forms = tuple((method, max_cos(construct(method, d, k))) for method in applicable_closed_forms(d, k))
+    stored = bundled_entry(d, k) if catalog else None
+    exact = [float(structured.max_cos_bound(k))] if structured is not None else []
+    exact += [value for _, value in closed_forms] + ([stored.max_cos] if stored is not None else [])
+    sure = min(exact, default=None)
+    seconds = predicted_seconds(d, k, steps=steps, restarts=restarts, neighbours=neighbours, max_memory=max_memory)
+    defaults = steps is None and restarts is None
+    unknown = Prediction(None, None, "other settings than the measured defaults")
+    if sure is None:  # only the bundled code fitted, and it is left out: the optimiser alone
+        alone = PlannedOptimiser("tammes", "tammes from random starts", predict_tammes(d, k) if defaults else unknown,
+                                 seconds)
+        return AutoPlan(None, optimisers=(alone,), budget=seconds if time_limit is None else time_limit)
+    optimisers = []
+    if structured is not None:
+        warm = predict_warm(d, k, structured.name) if defaults else unknown
+        optimisers.append(PlannedOptimiser("tammes-warm", "tammes from the structured code", warm, seconds))
+    random = predict_tammes(d, k) if defaults else unknown
+    optimisers.append(PlannedOptimiser("tammes", "tammes from random starts", random, seconds))
+    # Known predictions first, best first; a stable sort keeps the warm start first among equals.
+    optimisers.sort(key=lambda o: (not o.prediction.known, o.prediction.value or 0.0))
+    winner = optimisers[0] if optimisers[0].prediction.known and optimisers[0].prediction.value < sure - TIE else None
+    budget = time_limit if time_limit is not None else (
+        (1.5 * winner.seconds if winner is not None else 0.0) + EXTRA_SECONDS)
+    planned, bar, spent = [], sure, 0.0
+    for opt in optimisers:
+        low = opt.prediction.low
+        if low is not None and low >= bar - TIE:
+            why = f"cannot win: at best ~{low:.4g}, not below {bar:.4g}"
+        elif opt is winner or spent + opt.seconds <= budget:
+            why = ""
+            spent += opt.seconds
+            if opt.prediction.high is not None:
+                bar = min(bar, opt.prediction.high)
+        elif opt.prediction.value is not None and opt.prediction.value >= bar - TIE:
+            why = (f"not predicted to beat {bar:.4g} (~{opt.prediction.value:.4g}); it needs "
+                   f"~{_seconds(opt.seconds)}, over the budget; --time-limit raises it")
+        else:
+            why = f"could win but needs ~{_seconds(opt.seconds)}, over the budget; --time-limit raises it"
+        planned.append(replace(opt, skip=why))
+    planned.sort(key=lambda o: bool(o.skip))
+    return AutoPlan(None, structured, closed_forms, stored, tuple(planned), budget, sure)
+
+
+def structured_label(code: StructuredCode, k: int) -> str:
+    """How a structured code's K chosen points are described in reports.
+
+    Examples
+    --------
+    >>> structured_label(best_structured_code(64, 1000), 1000)
+    'extended BCH [64,10,28], 1000 of 1024 words'
+    """
+    unit = "words" if code.family in _WORD_FAMILIES else "points"
+    label = code.name if k == code.size else f"{code.name}, {k} of {code.size} {unit}"
+    if code.d > code.native_d:
+        label += f", embedded from R^{code.native_d}"
+    return label
 
 
 def annealing_work(d: int, k: int, restarts: int, steps: int, neighbours: int = 0, refresh: int | None = None
@@ -225,44 +388,6 @@ def annealing_work(d: int, k: int, restarts: int, steps: int, neighbours: int = 
     if neighbours:
         per_step = 2.0 * k * neighbours * d + per_step / refresh
     return float(restarts) * steps * per_step
-
-
-def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None = None,
-              time_limit: float | None = None, neighbours: int | None = None, max_memory: float | None = None
-              ) -> AutoPlan:
-    """Decide which candidates ``auto`` runs for (d, K): deterministic, from (d, K) and the settings.
-
-    Examples
-    --------
-    >>> plan = plan_auto(64, 1000)
-    >>> plan.structured.name, plan.run_random.split(":")[0]
-    ('extended BCH [64,10,28]', 'skipped')
-    >>> plan_auto(3, 13).single_method
-    'tammes'
-    """
-    closed = optimal_closed_form(d, k)
-    if closed is not None:
-        return AutoPlan(closed, None, (), "not needed: a provably optimal closed form",
-                        "not needed: a provably optimal closed form", 0.0)
-    structured = best_structured_code(d, k)
-    closed_forms = tuple(applicable_closed_forms(d, k))
-    if structured is None and not closed_forms:
-        return AutoPlan(None, None, (), "", "no structured code fits", 0.0)
-    work = _planned_work(d, k, steps, restarts, neighbours, max_memory)
-    native = bool(closed_forms) or structured.native_d == d
-    limit = NATIVE_WORK if native else AUTO_WORK
-    fits = work <= limit
-    random = "" if fits else (
-        f"skipped: {work:.2g} multiply-adds of annealing, over the {limit:.0e} that auto spends next to a code "
-        f"{'in' if native else 'embedded into'} R^{d}"
-    )
-    if structured is None:
-        warm = "no structured code fits"
-    elif fits or time_limit is not None:
-        warm = ""
-    else:
-        warm = random
-    return AutoPlan(None, structured, closed_forms, random, warm, work)
 
 
 def _planned_work(d, k, steps, restarts, neighbours, max_memory) -> float:
@@ -307,8 +432,8 @@ def closest_structured(d: int, k: int) -> str:
 
     Examples
     --------
-    >>> closest_structured(8, 300)
-    'the largest in R^8 is E8 roots (240 points, max-cos 1/2); ...'
+    >>> closest_structured(3, 30)
+    'the largest in R^3 is D3 roots (12 points, max-cos 1/2); ...'
     """
     here = available_codes(d)
     parts = []
@@ -344,7 +469,7 @@ def run_structured(d: int, k: int, max_memory: float | None = None) -> Candidate
 
 def best_of(d: int, k: int, plan: AutoPlan, *, seed: int, device, steps, restarts, time_limit, progress,
             max_memory, neighbours, refresh) -> tuple[Candidate, list[Candidate]]:
-    """Run the candidates of ``plan`` and return (winner, all candidates in the order run).
+    """Run the candidates of ``plan`` and return (winner, all candidates in the order considered).
 
     The caller (:func:`spherecodes.generation.generate`) has checked the input.
 
@@ -360,33 +485,61 @@ def best_of(d: int, k: int, plan: AutoPlan, *, seed: int, device, steps, restart
     candidates: list[Candidate] = []
     if plan.structured is not None:
         candidates.append(structured_candidate(plan.structured, k, max_memory))
-    for method in plan.closed_forms:
+    for method, _ in plan.closed_forms:
         start = time.perf_counter()
         points = construct(method, d, k)
-        from .stats import max_cos
-
         candidates.append(Candidate(f"closed form {method}", "closed-form", points, max_cos(points),
                                     seconds=time.perf_counter() - start, settings={"closed_form": method}))
+    if plan.stored is not None:
+        candidates.append(stored_candidate(plan.stored))
     options = {"device": device, "steps": steps, "restarts": restarts, "progress": progress,
                "neighbours": neighbours, "refresh": refresh, "max_memory": max_memory, "seed": seed}
-    run_warm = plan.structured is not None and not plan.run_warm
-    shares = _time_shares(time_limit, begin, run_warm, not plan.run_random)
-    if run_warm:
-        start_code = candidates[0]
-        init = start_code.prototypes
-        if plan.structured.native_d < d:
-            init = lift(init, plan.structured.native_d, seed)
-        candidates.append(_optimise(f"tammes from {start_code.label}", "tammes-warm", d, k, options,
-                                    next(shares), init=init))
-    else:
-        candidates.append(Candidate("tammes from the structured code", "tammes-warm", skipped=plan.run_warm))
-    interrupted = candidates[-1].stop_reason == "interrupted"
-    if not plan.run_random and not interrupted:
-        candidates.append(_optimise("tammes from random starts", "tammes", d, k, options, next(shares)))
-    else:
-        candidates.append(Candidate("tammes from random starts", "tammes",
-                                    skipped="interrupted (Ctrl-C)" if interrupted else plan.run_random))
+    to_run = [opt for opt in plan.optimisers if not opt.skip]
+    for i, opt in enumerate(plan.optimisers):
+        ran = [c for c in candidates if c.prototypes is not None]
+        best = min((c.max_cos for c in ran), default=math.inf)
+        leader = next((c.label for c in ran if c.max_cos == best), "")
+        interrupted = any(c.stop_reason == "interrupted" for c in candidates)
+        if opt.skip or interrupted:
+            candidates.append(Candidate(opt.label, opt.kind, skipped="interrupted (Ctrl-C)" if interrupted
+                                        else f"skipped: {opt.skip}"))
+            continue
+        if opt.prediction.low is not None and opt.prediction.low >= best - TIE:
+            candidates.append(Candidate(opt.label, opt.kind, skipped=f"skipped: cannot win: at best "
+                                        f"~{opt.prediction.low:.4g}, not below {best:.4g} ({leader})"))
+            continue
+        share = None
+        if time_limit is not None:
+            left = time_limit - (time.perf_counter() - begin)
+            share = max(left / (len(to_run) - to_run.index(opt)), 1e-3)
+        if opt.kind == "tammes-warm":
+            start_code = candidates[0]
+            init = start_code.prototypes
+            if plan.structured.native_d < d:
+                init = lift(init, plan.structured.native_d, seed)
+            candidates.append(_optimise(f"tammes from {start_code.label}", opt.kind, d, k, options, share,
+                                        init=init))
+        else:
+            candidates.append(_optimise(opt.label, opt.kind, d, k, options, share))
     return _winner(candidates), candidates
+
+
+def stored_candidate(entry) -> Candidate:
+    """A bundled catalog entry as a candidate: its bank read and verified (size, SHA-256, certificate).
+
+    Examples
+    --------
+    >>> c = stored_candidate(bundled_entry(16, 100))
+    >>> c.label, c.kind, c.prototypes.shape
+    ('bundled auto-d16-k100', 'catalog', (100, 16))
+    """
+    from .catalog.bundled import read_bundled
+
+    start = time.perf_counter()
+    code, _ = read_bundled(entry)
+    settings = {**code.settings, "catalog_entry": entry.name, "catalog_method": entry.method}
+    return Candidate(f"bundled {entry.name}", "catalog", code.prototypes, float(code.stats.max_cos),
+                     seconds=time.perf_counter() - start, settings=settings)
 
 
 def lift(points: np.ndarray, native_d: int, seed: int) -> np.ndarray:
@@ -411,17 +564,6 @@ def lift(points: np.ndarray, native_d: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng([seed, 0, 3])
     noise = estimated_angle(d, k) / 4 / np.sqrt(d)
     return normalise_rows(points + noise * rng.standard_normal((k, d)))
-
-
-def _time_shares(time_limit, begin, *runs):
-    """Time limits of the optimiser runs: what is left of ``time_limit``, split evenly among those still to run."""
-    planned = sum(bool(r) for r in runs)
-    for i in range(planned):
-        if time_limit is None:
-            yield None
-        else:
-            left = time_limit - (time.perf_counter() - begin)
-            yield max(left / (planned - i), 1e-3)
 
 
 def _optimise(label, kind, d, k, options, time_limit, init=None) -> Candidate:

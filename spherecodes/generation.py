@@ -176,6 +176,7 @@ def generate(
     refresh: int | None = None,
     effort: str = "default",
     init=None,
+    catalog: bool = True,
 ) -> Code:
     """Compute a K-prototype code in R^d and its float64 statistics.
 
@@ -225,6 +226,9 @@ def generate(
         ``tammes`` only: how much work to spend (see :func:`spherecodes.solvers.tammes`).
     init : array_like, optional
         ``tammes``, ``softmax`` and ``maxsep``: the optimiser's start code, (K, d).
+    catalog : bool
+        ``auto`` only: whether the bundled catalog's code of this size is a
+        candidate (False when building a catalog).
 
     Returns
     -------
@@ -261,7 +265,7 @@ def generate(
                device=device, steps=steps, restarts=restarts, time_limit=time_limit, progress=progress,
                embeddings=embeddings, semantic_weight=semantic_weight, max_cos_tolerance=max_cos_tolerance,
                triplets=triplets, max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort,
-               init=init)
+               init=init, catalog=catalog)
 
 
 def _listed(names, conjunction: str = "and") -> str:
@@ -283,10 +287,10 @@ def _structured(d, k, method, *, name, labels, max_memory, **_) -> Code:
 
 
 def _auto(d, k, method, *, name, labels, seed, used_seed, device, steps, restarts, time_limit, progress,
-          max_memory, neighbours, refresh, **_) -> Code:
+          max_memory, neighbours, refresh, catalog, **_) -> Code:
     begin = time.perf_counter()
     plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=time_limit, neighbours=neighbours,
-                     max_memory=max_memory)
+                     max_memory=max_memory, catalog=catalog)
     winner, candidates = best_of(d, k, plan, seed=seed, device=device, steps=steps, restarts=restarts,
                                  time_limit=time_limit, progress=progress, max_memory=max_memory,
                                  neighbours=neighbours, refresh=refresh)
@@ -296,6 +300,7 @@ def _auto(d, k, method, *, name, labels, seed, used_seed, device, steps, restart
             "winner": winner.label,
             "winner_kind": winner.kind,
             "exact_max_cos": None if winner.exact is None else str(winner.exact),
+            "budget_seconds": round(plan.budget, 3),
             "candidates": [c.to_dict() for c in candidates],
         },
     }

@@ -32,7 +32,7 @@ import spherecodes
 from spherecodes import SpherecodesError
 from spherecodes.loading import load_code
 
-GOOD_BANK = resources.files("spherecodes.banks").joinpath("tammes-d3-k10.h5").read_bytes()
+GOOD_BANK = resources.files("spherecodes.banks").joinpath("auto-d3-k10.h5").read_bytes()
 FUZZ = settings(max_examples=150, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 

@@ -46,8 +46,8 @@ from click.testing import CliRunner
 from spherecodes.cli import main
 
 MARKER = "EXECUTED"
-GOOD_BANK = "tammes-d3-k10.h5"  # a certified bank shipped with spherecodes (K = 10, d = 3)
-GOOD_CODE = "tammes-d3-k10-s0"
+GOOD_BANK = "auto-d3-k10.h5"  # a certified bank shipped with spherecodes (K = 10, d = 3)
+GOOD_CODE = "auto-d3-k10-s0"
 CATALOG_BANK, CATALOG_ENTRY = "maxsep-d3-k10.h5", "maxsep-d3-k10"  # not in the bundled catalog
 CLASSES = [f"class{i}" for i in range(10)]
 HUGE_SEED = "99999999999999999999999"

@@ -12,7 +12,7 @@ from spherecodes.structured.code import blocked_max_cos, exact_fraction
 TARGETS = [
     (64, 1000, Fraction(1, 8), "extended BCH [64,10,28]"),
     (64, 4000, Fraction(1, 8), "Kerdock n = 64"),
-    (128, 10_000, Fraction(1, 8), "extended BCH [128,15,56]"),
+    (128, 10_000, Fraction(15, 127), "shortened extended BCH [127,14,56]"),  # BCH [127,15,55], extended, shortened
     (256, 10_000, Fraction(1, 16), "Kerdock n = 256"),
     (16, 288, Fraction(1, 4), "Nordstrom–Robinson (Kerdock n = 16) + ±e_i"),
     (24, 4096, Fraction(1, 3), "extended Golay [24,12,8]"),
@@ -23,7 +23,7 @@ TARGETS = [
     (5, 16, Fraction(1, 5), None),
     (23, 4600, Fraction(1, 3), None),
     (22, 891, Fraction(1, 4), None),
-    (64, 100_000, Fraction(5, 16), "extended BCH [64,18,22]"),
+    (64, 100_000, Fraction(19, 63), "shortened extended BCH [63,17,22]"),  # BCH [63,18,21], extended, shortened
 ]
 
 
@@ -45,7 +45,10 @@ def test_target_points_measured():
     code = best_structured_code(64, 100_000)
     x = code.points(100_000)
     rows = np.random.default_rng(0).choice(100_000, 200, replace=False)
-    assert exact_fraction(blocked_max_cos(x, rows)) <= Fraction(5, 16)
+    assert exact_fraction(blocked_max_cos(x, rows)) == Fraction(19, 63)
+    code = best_structured_code(128, 10_000)
+    x = code.points(10_000)
+    assert exact_fraction(blocked_max_cos(x)) == Fraction(15, 127) == code.max_cos_for(10_000)
 
 
 def test_decisions_are_fast():

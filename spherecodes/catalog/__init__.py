@@ -22,13 +22,13 @@ from ._schema import (
     registry_document,
 )
 from .build import BuildReport, BuildTask, build_bank, build_catalog, parse_grid, parse_methods, plan_build
+from .bundled import bundled_catalog
 from .download import (
     CACHE_ENV,
     REGISTRY_LIMIT_BYTES,
     TIMEOUT_S,
     URL_ENV,
     Fetched,
-    bundled_catalog,
     cache_dir,
     catalog_entries,
     catalog_cache_dir,

@@ -30,9 +30,10 @@ CATALOG_FORMAT = "spherecodes-catalog"
 #: Registry schema this version writes; readers refuse larger numbers.
 CATALOG_SCHEMA_VERSION = 1
 
-#: Methods tried, in this order, when a fetch by (d, K) names none: the
-#: Tammes code (smallest max-cos) before the Softmax Code (largest ρ).
-METHOD_PREFERENCE = ("tammes", "softmax", "maxsep")
+#: Methods tried, in this order, when a fetch by (d, K) names none: the best
+#: of ``auto`` and the Tammes code (smallest max-cos) before the Softmax Code
+#: (largest ρ).
+METHOD_PREFERENCE = ("auto", "tammes", "softmax", "maxsep")
 
 #: A bank file of a catalog: a plain ``*.h5`` name (the code-name rule, longer).
 FILE_PATTERN = name_pattern(201, ".h5")

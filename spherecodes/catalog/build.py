@@ -64,7 +64,8 @@ class BuildReport:
     ----------
     built, skipped : list of dict
         Per bank: ``name``, ``file``, ``d``, ``k``, ``method``, ``status``
-        (``"built"`` or ``"skipped"``: finished by an earlier run),
+        (``"built"``; ``"skipped"``: finished by an earlier run; ``"on
+        demand"``: ``auto`` found an exact code, not stored),
         ``seconds``, ``max_cos``, ``rho_lower``.
     closed_forms : list of tuple
         ``(d, K, closed form)`` for the sizes left out because a closed form is optimal.
@@ -134,7 +135,7 @@ def _parse_values(text: str, key: str) -> list[int]:
 
 
 def parse_methods(text: str) -> list[str]:
-    """Read ``"tammes,softmax"`` and check each name is an optimiser of :mod:`spherecodes.generation`.
+    """Read ``"auto,softmax"`` and check each name is ``auto`` or an optimiser of :mod:`spherecodes.generation`.
 
     Examples
     --------
@@ -143,11 +144,11 @@ def parse_methods(text: str) -> list[str]:
     >>> parse_methods("etf")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    spherecodes.errors.SpherecodesError: a catalog is built with optimisers; 'etf' is not one (choose from tammes, ...)
+    spherecodes.errors.SpherecodesError: a catalog is built with optimisers; 'etf' is not one (choose from auto, ...)
     """
     # A catalog code depends on (d, K) alone: methods that need class names or
     # word embeddings (privileged) belong to one data set, not to a catalog.
-    optimisers = [m for m in OPTIMISERS if m not in NEEDS_CLASS_DATA]
+    optimisers = ["auto"] + [m for m in OPTIMISERS if m not in NEEDS_CLASS_DATA]
     methods = []
     for name in (m.strip() for m in text.split(",")):
         if not name:
@@ -204,6 +205,9 @@ def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: i
 
     Writes ``<out>/<method>-d<d>-k<k>.h5`` atomically and returns a summary;
     a bank already finished there is left as it is (``status`` ``"skipped"``).
+    Where ``auto`` returns an exact code (a structured code or a closed
+    form), which ``fetch`` builds on demand, nothing is written (``status``
+    ``"on demand"``).
 
     Examples
     --------
@@ -228,7 +232,14 @@ def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: i
 
         torch.set_num_threads(max(1, int(threads)))
     started = time.perf_counter()
-    code = generate(d, k, method, seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device)
+    # auto leaves the bundled catalog out: the catalog is what it builds.
+    extra = {"catalog": False} if method == "auto" else {}
+    code = generate(d, k, method, seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device,
+                    **extra)
+    if code.settings.get("auto", {}).get("winner_kind") in ("structured", "closed-form"):
+        # An exact code: fetch builds it on demand (spherecodes.catalog.on_demand), so nothing is stored.
+        return {**summary, "status": "on demand", "seconds": time.perf_counter() - started,
+                "max_cos": code.stats.max_cos, "rho_lower": None}
     code.certificate = one_vs_rest_distances(code.prototypes, device=device)
     with replace_atomically(path, suffix=".h5") as tmp:
         tmp.unlink()  # write_code makes a new bank, not one inside the empty placeholder

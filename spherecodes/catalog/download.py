@@ -30,23 +30,21 @@ import tempfile
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from ..atomic import replace_atomically
-from ..bank import read_code
 from ..checks import check_sizes
 from ..code import Code
 from ..constructions import CLOSED_FORMS, applicable_closed_forms, optimal_closed_form
 from ..errors import SpherecodesError
 from ..generation import generate
 from ._http import stream_download
+from .bundled import bundled_catalog, check_bank_file, read_bundled, read_entry
 from .on_demand import beats, parse_structured_name, structured_for
 from ._schema import (
     REGISTRY_FILE,
     Catalog,
     CatalogEntry,
-    file_sha256,
     is_http,
     method_rank,
     parse_registry,
@@ -201,22 +199,6 @@ def _read_registry(path: Path, source: str) -> Catalog:
 
 
 # --------------------------------------------------------------------------- reading catalogs
-
-
-def bundled_catalog() -> Catalog:
-    """The catalog installed with spherecodes (``banks/`` in the source tree).
-
-    Examples
-    --------
-    >>> cat = bundled_catalog()
-    >>> cat.location, all(e.source == "bundled" for e in cat.entries)
-    ('bundled', True)
-    """
-    root = resources.files("spherecodes.banks")
-    registry = root.joinpath(REGISTRY_FILE)
-    if not registry.is_file():
-        return Catalog("bundled", ())
-    return parse_registry(registry.read_bytes(), "bundled")
 
 
 def open_catalog(location: str, *, offline: bool = False) -> Catalog:
@@ -463,46 +445,16 @@ def fetch(name: str | None = None, *, d: int | None = None, k: int | None = None
 
 def _load(cat: Catalog, entry: CatalogEntry, *, offline: bool) -> Fetched:
     if cat.kind == "bundled":
-        with resources.as_file(resources.files("spherecodes.banks").joinpath(entry.file)) as path:
-            _check_file(Path(path), entry, "the bundled catalog")
-            code = _read_entry(Path(path), entry)
-            return Fetched(code=code, entry=entry, path=Path(path), source="bundled")
+        code, path = read_bundled(entry)
+        return Fetched(code=code, entry=entry, path=path, source="bundled")
     if cat.kind == "directory":
         directory = local_path(cat.location)
         if directory.suffix == ".json":
             directory = directory.parent
         path = directory / entry.file
-        _check_file(path, entry, cat.location)
-        return Fetched(code=_read_entry(path, entry), entry=entry, path=path, source=cat.location)
+        check_bank_file(path, entry, cat.location)
+        return Fetched(code=read_entry(path, entry), entry=entry, path=path, source=cat.location)
     return _download(cat.location, entry, offline=offline)
-
-
-def _check_file(path: Path, entry: CatalogEntry, where: str) -> None:
-    """Refuse a bank file whose size or SHA-256 differs from its catalog entry (both must match)."""
-    try:
-        info = path.stat()
-    except OSError:
-        raise SpherecodesError(f"{where} lists {entry.file} but the file is missing ({path})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise SpherecodesError(f"{path} is not a regular file; {where} lists a bank file there")
-    if info.st_size != entry.size:
-        raise SpherecodesError(
-            f"{path} does not match {where}: its size is {info.st_size} bytes but the catalog lists {entry.size}; "
-            "the bank or the registry was changed"
-        )
-    got = file_sha256(path)
-    if got != entry.sha256:
-        raise SpherecodesError(
-            f"{path} does not match {where}: SHA-256 expected {entry.sha256}, got {got}; the bank was changed or damaged"
-        )
-
-
-def _read_entry(path: Path, entry: CatalogEntry) -> Code:
-    """The entry's code, read (its certificate verified) and checked against what the entry says."""
-    code = read_code(path, entry.code)
-    if code.sha256 != entry.prototypes_sha256 or (code.d, code.k) != (entry.d, entry.k):
-        raise SpherecodesError(f"code {entry.code!r} in {path} is not the code its catalog entry describes")
-    return code
 
 
 def _download(location: str, entry: CatalogEntry, *, offline: bool) -> Fetched:
@@ -511,8 +463,8 @@ def _download(location: str, entry: CatalogEntry, *, offline: bool) -> Fetched:
     target = folder / entry.file
     if target.is_file():
         try:
-            _check_file(target, entry, location)
-            return Fetched(code=_read_entry(target, entry), entry=entry, path=target, source=location)
+            check_bank_file(target, entry, location)
+            return Fetched(code=read_entry(target, entry), entry=entry, path=target, source=location)
         except SpherecodesError:
             target.unlink()  # stale or altered: never keep a file that does not check out
     if offline:
@@ -537,7 +489,7 @@ def _download(location: str, entry: CatalogEntry, *, offline: bool) -> Fetched:
                 f"bytes, got {size}; SHA-256 expected {entry.sha256}, got {digest}; nothing was cached"
             )
         try:
-            code = _read_entry(tmp, entry)
+            code = read_entry(tmp, entry)
         except SpherecodesError as err:  # name the download, not its temporary file
             raise SpherecodesError(f"{str(err).replace(str(tmp), url)}; nothing was cached", flags=err.flags) from None
     return Fetched(code=code, entry=entry, path=target, source=location, downloaded=True)

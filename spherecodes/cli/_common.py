@@ -143,6 +143,9 @@ class BuildProgress:
                     f"(max-cos {summary['max_cos']:.6f}, rho {summary['rho_lower']:.6f})")
         elif status == "skipped":
             what = f"{summary['name']} finished before, skipped"
+        elif status == "on demand":
+            what = (f"{summary['name']}: auto found an exact code (max-cos {summary['max_cos']:.6f}), "
+                    "built on demand by fetch, not stored")
         else:
             what = f"{summary['name']} FAILED: {summary.get('error', '')}"
         if self.tty:

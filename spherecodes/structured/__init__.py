@@ -1,8 +1,9 @@
 """Structured (algebraic) spherical codes, built exactly in float64 with exact parameters.
 
 Families: binary codes on the sphere (extended BCH, Reed–Muller, the extended
-Golay code, Kerdock codes), lattice shells (D_n, E6, E7, E8, BW16, Leech) and
-codes derived from them by fixing inner products. :func:`best_structured_code`
+Golay code, Kerdock codes, and the BCH and Golay codes shortened and punctured
+to every length), lattice shells (D_n, E6, E7, E8, BW16, Leech) and codes
+derived from them by fixing inner products. :func:`best_structured_code`
 picks, for (d, K), the code whose K chosen points have the smallest max-cos;
 see docs/structured.md.
 
@@ -42,6 +43,11 @@ from spherecodes.structured.lattices import (
     e8_roots,
     leech_lattice,
     root_system_d,
+)
+from spherecodes.structured.punctured import (
+    primitive_bch_code,
+    shortened_punctured_code,
+    shortened_punctured_codes,
 )
 
 
@@ -95,6 +101,9 @@ __all__ = [
     "kerdock_code",
     "leech_lattice",
     "native_codes",
+    "primitive_bch_code",
     "reed_muller_code",
     "root_system_d",
+    "shortened_punctured_code",
+    "shortened_punctured_codes",
 ]

@@ -115,13 +115,15 @@ class LinearBinaryConstruction:
         dim = self.chain[-1][0]
         if dim > ENUMERATION_LIMIT:
             return None
-        weights = _weights(self.family, self.params, self.n, dim)
+        weights = _weights(self, dim)
         return {Fraction(self.n - 2 * w, self.n): a for w, a in enumerate(weights) if a}
 
 
 @lru_cache(maxsize=64)
-def _weights(family: str, params: tuple, n: int, dim: int) -> tuple[int, ...]:
-    return tuple(enumerate_weights(_nested_rows(family, params, dim), n))
+def _weights(construction: LinearBinaryConstruction, dim: int) -> tuple[int, ...]:
+    # Keyed by the whole (frozen) construction, so that codes derived from the
+    # same parent by shortening or puncturing keep their own distributions.
+    return tuple(enumerate_weights(construction.rows(dim), construction.n))
 
 
 def _nested_rows(family: str, params: tuple, t: int) -> list[int]:
@@ -196,17 +198,24 @@ def bch_generator_polynomial(m: int, delta: int) -> int:
 
 
 @lru_cache(maxsize=256)
-def bch_nested_rows(m: int, t: int) -> list[int]:
+def bch_nested_rows(m: int, t: int, shorten: int = 0) -> list[int]:
     """The first t rows of a basis of the extended BCH codes of length 2^m that is nested along the chain.
 
     For each Bose distance from the largest down, the shifts x^i·g(x) of that
     code's generator polynomial are added when they raise the rank, until t
     rows are found; each row is extended by its parity bit (coordinate 2^m − 1).
 
+    With ``shorten`` = s only the shifts of degree below 2^m − 1 − s are used:
+    a word a(x)·g(x) of a code of dimension k vanishes on the top s cyclic
+    coordinates exactly when deg a < k − s, so these shifts span that subcode
+    (dimension k − s), and the rows stay nested along the chain of shortened codes.
+
     Examples
     --------
     >>> [bin(r) for r in bch_nested_rows(3, 2)]   # all-ones, then a word of RM(1,3)
     ['0b11111111', '0b10001011']
+    >>> [bin(r) for r in bch_nested_rows(3, 2, shorten=1)]   # both vanish on coordinate 6
+    ['0b10001011', '0b10010110']
     """
     order = (1 << m) - 1
     rows: list[int] = []
@@ -215,13 +224,18 @@ def bch_nested_rows(m: int, t: int) -> list[int]:
         if len(rows) >= t:
             break
         zeros, _ = bch_zero_count(m, bose)
+        count = order - zeros - shorten
+        if count <= 0:
+            continue  # this code has no nonzero word vanishing on the shortened coordinates
         g = bch_generator_polynomial(m, bose)
-        cands = [clmul(g, 1 << i) for i in range(order - zeros)]
+        cands = [clmul(g, 1 << i) for i in range(count)]
         _distinct_rows(cands, rows, pivots)
-        if len(rows) != order - zeros:
+        if len(rows) != count:
             raise ArithmeticError("BCH chain is not nested")
     if len(rows) < t:
-        raise SpherecodesError(f"the extended BCH codes of length {1 << m} have dimension ≤ {len(rows)}")
+        what = f"the extended BCH codes of length {1 << m}"
+        what += f" shortened on {shorten} coordinates" if shorten else ""
+        raise SpherecodesError(f"{what} have dimension ≤ {len(rows)}")
     return [r | ((bin(r).count("1") & 1) << order) for r in rows[:t]]
 
 

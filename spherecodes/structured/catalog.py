@@ -8,6 +8,7 @@ them). A code native to R^d' fits every d ≥ d' by zero padding.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 
 from spherecodes.errors import SpherecodesError
 from spherecodes.structured.binary import bch_chain, bch_code, golay_code, reed_muller_code
@@ -22,6 +23,7 @@ from spherecodes.structured.lattices import (
     leech_lattice,
     root_system_d,
 )
+from spherecodes.structured.punctured import shortened_punctured_codes
 
 # Largest native length of the binary families (extended BCH and Reed–Muller: 2^12).
 MAX_BINARY_M = 12
@@ -31,19 +33,24 @@ def native_codes(max_d: int) -> list[StructuredCode]:
     """Every structured code whose native dimension is at most ``max_d`` (D_n only for n = max_d).
 
     Smaller D_n are left out: D_max_d has more points at the same max-cos.
+    The shortened and punctured binary codes are, for each K, the best of
+    length ≤ max_d (cached per max_d; see
+    :func:`~spherecodes.structured.punctured.shortened_punctured_codes`), so
+    that the best code for K never gets worse as max_d grows.
     Reed–Muller codes are listed for r = 1, 2 only.
 
     Examples
     --------
     >>> sorted({c.family for c in native_codes(8)})
     ['bch', 'derived', 'lattice', 'reed-muller']
+    >>> [c.name for c in native_codes(63) if c.native_d == 63][:3]
+    ['BCH [63,1,63]', 'shortened extended BCH [63,6,32]', 'BCH [63,7,31]']
     """
     codes: list[StructuredCode] = []
     for m in range(3, MAX_BINARY_M + 1):
         if (1 << m) > max_d:
             break
-        for bose, *_ in bch_chain(m):
-            codes.append(bch_code(m, bose))
+        codes.extend(_bch_codes(m))
     for m in range(2, MAX_BINARY_M + 1):
         if (1 << m) > max_d:
             break
@@ -54,6 +61,7 @@ def native_codes(max_d: int) -> list[StructuredCode]:
                 codes.append(reed_muller_code(r, m))
     if max_d >= 24:
         codes.append(golay_code())
+    codes.extend(shortened_punctured_codes(max_d))
     for n in KERDOCK_LENGTHS:
         if n <= max_d:
             codes.append(kerdock_code(n))
@@ -68,6 +76,12 @@ def native_codes(max_d: int) -> list[StructuredCode]:
         if code.native_d <= max_d:
             codes.append(code)
     return codes
+
+
+@lru_cache(maxsize=None)
+def _bch_codes(m: int) -> tuple[StructuredCode, ...]:
+    # Described once per length (frozen objects): native_codes runs on every generate.
+    return tuple(bch_code(m, bose) for bose, *_ in bch_chain(m))
 
 
 def available_codes(d: int, k: int | None = None) -> list[StructuredCode]:
@@ -85,9 +99,9 @@ def available_codes(d: int, k: int | None = None) -> list[StructuredCode]:
 
     Examples
     --------
-    >>> codes = available_codes(8, 200)
+    >>> codes = available_codes(8, 200)   # the E8 roots, then the cube {±1}^8/√8
     >>> [(c.name, c.size, str(c.max_cos)) for c in codes]
-    [('E8 roots', 240, '1/2')]
+    [('E8 roots', 240, '1/2'), ('shortened BCH [8,8,1]', 256, '3/4')]
     """
     if d < 1:
         raise SpherecodesError(f"d must be at least 1, got {d}")
@@ -118,17 +132,22 @@ def best_structured_code(d: int, k: int) -> StructuredCode | None:
     ('extended BCH [64,10,28]', Fraction(1, 8))
     >>> best_structured_code(16, 288).name
     'Nordstrom–Robinson (Kerdock n = 16) + ±e_i'
+    >>> code = best_structured_code(64, 200)   # a shorter code, zero-padded, beats those of length 64
+    >>> code.name, code.d, code.max_cos_bound(200)
+    ('shortened extended BCH [62,8,28]', 64, Fraction(3, 31))
     """
+    if d < 1:
+        raise SpherecodesError(f"d must be at least 1, got {d}")
     if k < 2:
         raise SpherecodesError(f"K must be at least 2, got {k}")
-    candidates = available_codes(d, k)
-    if not candidates:
-        return None
 
     def key(c: StructuredCode) -> tuple:
         return (c.max_cos_bound(k), c.size - k, c.native_d != d, -(c.min_distance or 0), c.name)
 
-    return min(candidates, key=key)
+    # Ranked at their native length (the key does not change with padding) and
+    # only the winner embedded: this runs on every generate.
+    best = min((c for c in native_codes(d) if c.size >= k), key=key, default=None)
+    return best if best is None or best.native_d == d else best.embedded(d)
 
 
 def describe(code: StructuredCode) -> str:

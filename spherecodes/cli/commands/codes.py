@@ -45,8 +45,9 @@ def codes(d, k, as_json):
     With --k, best first for K points; without, by max-cos, the largest code first.
 
     Binary codes on the sphere (extended BCH, Reed-Muller, extended Golay,
-    Kerdock), lattice shells (D_n, E6, E7, E8, BW16, Leech) and codes derived
-    from them; a code from a smaller dimension is embedded by zero padding.
+    Kerdock, and the BCH and Golay codes shortened and punctured to length d),
+    lattice shells (D_n, E6, E7, E8, BW16, Leech) and codes derived from them;
+    a code from a smaller dimension is embedded by zero padding.
     'generate --method structured' builds the first one listed for (d, K).
 
     \b

@@ -47,8 +47,9 @@ from ..main import (
     default="auto",
     show_default=True,
     help="auto: a provably optimal closed form where one applies, else the best (smallest max-cos) of the "
-    "structured code for (d, K) (see 'spherecodes codes'), the other closed forms, and tammes from random starts "
-    "and from the structured code where they can compete in the budget. structured: the best structured code "
+    "structured code for (d, K) (see 'spherecodes codes'), the other closed forms, the bundled catalog's code, "
+    "and tammes from random starts and from the structured code where the measured table says they can win "
+    "and they fit the budget (printed before any work; --time-limit sets it). structured: the best structured code "
     "alone, with its exact max-cos. tammes: minimise "
     "max-cos. softmax: maximise rho, each prototype's distance to the hull of the others (Jiang et al. 2024, "
     "Eq. 3), starting from tammes; slower, one certificate per step. "
@@ -73,7 +74,10 @@ from ..main import (
               help="Optimisers only: number of random starts. Default: chosen from (d, K).")
 @click.option("--time-limit", type=SECONDS, default=None,
               metavar="SECONDS", help="Optimisers and auto: stop then and store the best code so far "
-              "(Ctrl-C does the same); auto shares it among the optimisers it runs.")
+              "(Ctrl-C does the same). For auto it is the budget: the optimisers that could win run while "
+              "their predicted time fits, sharing it. Default for auto: 1.5 x the predicted winner's time + 2 s.")
+@click.option("--catalog/--no-catalog", "use_catalog", default=True, show_default=True,
+              help="auto only: count the bundled catalog's code of this size among the candidates.")
 @click.option("--max-memory", type=MemorySize(), default=None, help=MAX_MEMORY_HELP)
 @click.option("--effort", type=click.Choice(("low", "default", "high")), default="default", show_default=True,
               help="tammes only: how much work to spend. low: a quarter of the random starts; high: four times "
@@ -120,7 +124,8 @@ from ..main import (
               "sample, or each class's nearest embedding neighbours. Default (auto): all up to 200 "
               "classes, sampled beyond.")
 @threads_option
-def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_limit, max_memory, effort, init_path,
+def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_limit, use_catalog, max_memory, effort,
+                 init_path,
                  init_code, neighbours, refresh, out, name, overwrite, as_json, certify, quiet, classes, embeddings,
                  embeddings_format, missing_words, semantic_weight, max_cos_tolerance, triplets):
     """Compute a code for (d, K), store it in a bank, and print its report.
@@ -180,10 +185,10 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     optimiser_runs = resolved == "tammes"
     if resolved == "auto":
         plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=time_limit, neighbours=neighbours,
-                         max_memory=max_memory)
+                         max_memory=max_memory, catalog=use_catalog)
         if tell(quiet, as_json):
             click.echo(describe_plan(plan, k), err=True)
-        optimiser_runs = not plan.run_random or not plan.run_warm
+        optimiser_runs = plan.runs_optimiser
     if optimiser_runs:
         from ...solvers import tammes_estimate  # torch is loaded only for an optimiser
 
@@ -197,7 +202,8 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
                         device=device, steps=steps, restarts=restarts, time_limit=time_limit, progress=progress,
                         embeddings=class_vectors, semantic_weight=semantic_weight,
                         max_cos_tolerance=max_cos_tolerance, triplets=triplets or "auto",
-                        max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort, init=init)
+                        max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort, init=init,
+                        catalog=use_catalog)
     interrupted = code.settings.get("stop_reason") == "interrupted"
     try:
         if certify and not interrupted:

@@ -1,0 +1,180 @@
+"""What the ``tammes`` optimiser reaches, measured over a grid of (d, K), and predictions from it.
+
+``auto`` (:mod:`spherecodes.best_of`) must decide, before any work, whether
+an optimiser can beat the codes it already holds exactly (the structured
+code, the closed forms, the bundled catalog).  It decides from measurements,
+not from fixed work thresholds: ``data/optimiser_table.csv`` holds, for each
+measured (d, K), the max-cos that ``tammes`` reached from random starts (seed
+0, default settings: what ``--method tammes`` returns) and warm-started from
+the structured code of that size, as ``benchmarks/bench_auto_table.py``
+measured them (docs/structured.md says on which machine).
+
+Between the measured sizes the prediction uses monotonicity: more points in
+fewer dimensions can never be separated better, so the optimum at (d, K) is
+at least the optimum at any (d', K') with d' ≥ d and K' ≤ K, and at most
+that at any (d', K') with d' ≤ d and K' ≥ K.  The measured optimiser values
+obey the same order at every pair of sizes in the table (``tests`` check
+it), so they bracket the value at an unmeasured size: a *low* end (what the
+optimiser may at best reach there) and a *high* end.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+#: Relative spread of an optimiser's result around the measured value (other
+#: seeds, other machines' rounding): a measured value v stands for
+#: [v·(1 − NOISE), v·(1 + NOISE)].
+NOISE = 0.02
+
+_TABLE = "optimiser_table.csv"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One row of the table: what the optimiser reached at (d, K).
+
+    Attributes
+    ----------
+    d, k : int
+    tammes : float
+        Max-cos of ``tammes`` from random starts (seed 0, default settings).
+    warm : float or None
+        Max-cos of ``tammes`` warm-started from ``structured`` (None: no structured code fitted).
+    structured : str
+        Name of the structured code of that size when measured ("" for none).
+    seconds : float
+        Wall time of the ``tammes`` run.
+    """
+
+    d: int
+    k: int
+    tammes: float
+    warm: float | None
+    structured: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What an optimiser is expected to reach at (d, K): a bracket and where it comes from.
+
+    Attributes
+    ----------
+    low : float or None
+        The best (smallest) max-cos it may plausibly reach; None: nothing is known.
+    high : float or None
+        The worst it should plausibly end at; None: nothing is known.
+    source : str
+        For people: ``"measured at (16, 100)"``, ``"between (16, 200) and (12, 100)"``, ...
+    value : float or None
+        The point prediction: the measured value, else the geometric middle
+        of the bracket, else its one known end.
+
+    Examples
+    --------
+    >>> p = predict_tammes(16, 100)
+    >>> p.source, p.low < p.value < p.high
+    ('measured at (16, 100)', True)
+    """
+
+    low: float | None
+    high: float | None
+    source: str
+    value: float | None = None
+
+    def __post_init__(self):
+        if self.value is None and (self.low is not None or self.high is not None):
+            if self.low is None or self.high is None:
+                middle = self.high if self.low is None else self.low
+            else:
+                middle = math.sqrt(self.low * self.high) if self.low > 0 else (self.low + self.high) / 2
+            object.__setattr__(self, "value", middle)
+
+    @property
+    def known(self) -> bool:
+        """Whether anything at all is known."""
+        return self.low is not None or self.high is not None
+
+
+@lru_cache(maxsize=1)
+def measurements() -> dict[tuple[int, int], Measurement]:
+    """The measured table, keyed by (d, K).
+
+    Examples
+    --------
+    >>> table = measurements()
+    >>> round(table[(16, 100)].tammes, 4), table[(16, 100)].structured
+    (0.2058, 'extended BCH [16,7,6]')
+    """
+    text = resources.files("spherecodes").joinpath("data", _TABLE).read_text()
+    table = {}
+    for row in csv.DictReader(text.splitlines()):
+        d, k = int(row["d"]), int(row["k"])
+        table[(d, k)] = Measurement(d, k, float(row["tammes_max_cos"]),
+                                    float(row["warm_max_cos"]) if row["warm_max_cos"] else None,
+                                    row["structured"], float(row["tammes_seconds"]))
+    return table
+
+
+def predict_tammes(d: int, k: int, table: dict | None = None) -> Prediction:
+    """What ``tammes`` from random starts reaches at (d, K), from the measured table.
+
+    At a measured size: the measured value widened by :data:`NOISE`.
+    Elsewhere: the monotone bracket of the module docstring, each end widened
+    by :data:`NOISE`; an end with no measurement beyond it is None.
+
+    Examples
+    --------
+    >>> predict_tammes(16, 100).source
+    'measured at (16, 100)'
+    >>> p = predict_tammes(16, 150)        # between (16, 100) and (16, 200)
+    >>> p.source
+    'between (16, 100) and (16, 200)'
+    >>> round(p.low, 3), round(p.high, 3)    # 0.2058 and 0.2907 measured, widened by NOISE
+    (0.202, 0.297)
+    >>> predict_tammes(4096, 10**6).known
+    False
+
+    ``table`` replaces the measured table (:func:`measurements`), e.g. to
+    check the prediction at a size left out of it.
+    """
+    table = measurements() if table is None else table
+    here = table.get((d, k))
+    if here is not None:
+        return Prediction(here.tammes * (1 - NOISE), here.tammes * (1 + NOISE), f"measured at ({d}, {k})",
+                          here.tammes)
+    # Easier sizes (more room, fewer points) bound the optimum from below, harder ones from above.
+    easier = [m for m in table.values() if m.d >= d and m.k <= k]
+    harder = [m for m in table.values() if m.d <= d and m.k >= k]
+    low = max(easier, key=lambda m: m.tammes, default=None)
+    high = min(harder, key=lambda m: m.tammes, default=None)
+    if low is None and high is None:
+        return Prediction(None, None, f"no measurement near ({d}, {k})")
+    ends = [f"({m.d}, {m.k})" for m in (low, high) if m is not None]
+    source = f"between {ends[0]} and {ends[1]}" if len(ends) == 2 else (
+        f"above {ends[0]}" if low is not None else f"below {ends[0]}")
+    return Prediction(None if low is None else low.tammes * (1 - NOISE),
+                      None if high is None else high.tammes * (1 + NOISE), source)
+
+
+def predict_warm(d: int, k: int, structured: str) -> Prediction:
+    """What ``tammes`` warm-started from the structured code ``structured`` reaches at (d, K).
+
+    Known only where it was measured from that same code; elsewhere unknown.
+
+    Examples
+    --------
+    >>> predict_warm(16, 100, "extended BCH [16,7,6]").source
+    'measured at (16, 100)'
+    >>> predict_warm(16, 100, "some other code").known
+    False
+    """
+    here = measurements().get((d, k))
+    if here is None or here.warm is None or here.structured != structured:
+        return Prediction(None, None, f"not measured from this code at ({d}, {k})")
+    return Prediction(here.warm * (1 - NOISE), here.warm * (1 + NOISE), f"measured at ({d}, {k})", here.warm)
