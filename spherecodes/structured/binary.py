@@ -334,9 +334,27 @@ def bch_code(m: int, delta: int) -> StructuredCode:
     _, bose = bch_zero_count(m, delta)
     chain = [(k, dist, exact) for b, k, dist, exact in bch_chain(m) if b >= bose]
     k, dist, exact = chain[-1]
+    return linear_code("extended BCH", "bch", n, k, dist, exact, MACWILLIAMS_SLOANE + ", ch. 7–9 (BCH codes)",
+                       LinearBinaryConstruction(n=n, family="bch", params=(m, bose), chain=tuple(chain)))
+
+
+def linear_code(kind: str, family: str, n: int, k: int, dist: int, exact: bool, citation: str,
+                construction) -> StructuredCode:
+    """A binary linear [n, k, dist] code on the sphere: 2^k points in R^n with max-cos 1 − 2·dist/n.
+
+    ``exact`` says whether ``dist`` is the true minimum distance (else a lower
+    bound, shown as ``≥`` in the name).  A linear code is distance-invariant,
+    so its symmetry group (translations by code words) is transitive.
+
+    Examples
+    --------
+    >>> code = linear_code("extended BCH", "bch", 64, 10, 28, True, "", None)
+    >>> code.name, code.size, code.max_cos
+    ('extended BCH [64,10,28]', 1024, Fraction(1, 8))
+    """
     return StructuredCode(
-        name=f"extended BCH [{n},{k},{dist}]" if exact else f"extended BCH [{n},{k},≥{dist}]",
-        family="bch",
+        name=f"{kind} [{n},{k},{dist}]" if exact else f"{kind} [{n},{k},≥{dist}]",
+        family=family,
         d=n,
         size=1 << k,
         max_cos=Fraction(n - 2 * dist, n),
@@ -345,8 +363,8 @@ def bch_code(m: int, delta: int) -> StructuredCode:
         max_cos_exact=exact,
         transitive=True,
         orbits=1,
-        citation=MACWILLIAMS_SLOANE + ", ch. 7–9 (BCH codes)",
-        construction=LinearBinaryConstruction(n=n, family="bch", params=(m, bose), chain=tuple(chain)),
+        citation=citation,
+        construction=construction,
     )
 
 

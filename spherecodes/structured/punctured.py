@@ -58,6 +58,7 @@ from spherecodes.structured.binary import (
     bch_nested_rows,
     golay_code,
     golay_rows,
+    linear_code,
 )
 from spherecodes.structured.code import MAX_POINTS_BYTES, StructuredCode
 
@@ -200,27 +201,9 @@ def shortened_punctured_code(parent: StructuredCode, shorten: int = 0, puncture:
     kind = base if puncture == 1 else (f"extended {base}" if puncture == 0 else f"punctured extended {base}")
     if shorten:
         kind = "shortened " + kind
-    return StructuredCode(
-        name=f"{kind} [{n},{k},{dist}]" if exact else f"{kind} [{n},{k},≥{dist}]",
-        family=parent.family,
-        d=n,
-        size=1 << k,
-        max_cos=Fraction(n - 2 * dist, n),
-        native_d=n,
-        min_distance=dist,
-        max_cos_exact=exact,
-        transitive=True,
-        orbits=1,
-        citation=_CITATION[parent.family],
-        construction=ShortenedPuncturedConstruction(
-            n=n,
-            family=construction.family,
-            params=construction.params,
-            chain=chain,
-            shorten=shorten,
-            puncture=puncture,
-        ),
-    )
+    return linear_code(kind, parent.family, n, k, dist, exact, _CITATION[parent.family],
+                       ShortenedPuncturedConstruction(n=n, family=construction.family, params=construction.params,
+                                                      chain=chain, shorten=shorten, puncture=puncture))
 
 
 def primitive_bch_code(m: int, delta: int) -> StructuredCode:
