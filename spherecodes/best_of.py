@@ -27,7 +27,9 @@ bracketed between them) and what they cost (:func:`predicted_seconds`):
   candidate, nor the worst plausible result of an optimiser planned before
   it, is skipped (``cannot win``);
 * the optimisers run in the order of their predicted result; the predicted
-  winner always runs, the others where they could win and fit the *budget*:
+  winner (predicted to beat the exact candidates by more than half the
+  noise of :data:`spherecodes.optimiser_table.NOISE`) always runs, the others
+  where they could win and fit the *budget*:
   half the predicted winner's time plus :data:`EXTRA_SECONDS` (so that
   ``auto`` takes at most about 1.5 times its winner alone plus two
   seconds), or the whole ``time_limit`` when one is given;
@@ -51,7 +53,7 @@ import numpy as np
 from .constructions import applicable_closed_forms, construct, optimal_closed_form
 from .errors import SpherecodesError
 from .memory import require_memory
-from .optimiser_table import Prediction, measurements, predict_tammes, predict_warm
+from .optimiser_table import NOISE, Prediction, measurements, predict_tammes, predict_warm
 from .stats import max_cos
 from .structured import StructuredCode, available_codes, best_structured_code
 
@@ -331,7 +333,11 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
     optimisers.append(PlannedOptimiser("tammes", "tammes from random starts", random, seconds))
     # Known predictions first, best first; a stable sort keeps the warm start first among equals.
     optimisers.sort(key=lambda o: (not o.prediction.known, o.prediction.value or 0.0))
-    winner = optimisers[0] if optimisers[0].prediction.known and optimisers[0].prediction.value < sure - TIE else None
+    # A predicted winner must beat the exact candidates by more than half the noise band: a bundled code is
+    # often this optimiser's own result, which it would only repeat to within rounding.
+    first = optimisers[0].prediction
+    margin = abs(sure) * NOISE / 2 + TIE
+    winner = optimisers[0] if first.known and first.value < sure - margin else None
     budget = time_limit if time_limit is not None else (
         (1.5 * winner.seconds if winner is not None else 0.0) + EXTRA_SECONDS)
     planned, bar, spent = [], sure, 0.0
