@@ -52,7 +52,7 @@ import numpy as np
 
 from .constructions import applicable_closed_forms, construct, optimal_closed_form
 from .errors import SpherecodesError
-from .memory import require_memory
+from .memory import format_duration, require_memory
 from .optimiser_table import NOISE, Prediction, measurements, predict_tammes, predict_warm
 from .stats import max_cos
 from .structured import StructuredCode, available_codes, best_structured_code
@@ -210,18 +210,14 @@ def describe_plan(plan: AutoPlan, k: int) -> str:
         parts.append(f"bundled {plan.stored.name} (max-cos {plan.stored.max_cos:.4g})")
     for opt in plan.optimisers:
         parts.append(f"{opt.label}: {_predicted(opt.prediction)}, "
-                     + (f"~{_seconds(opt.seconds)}" if not opt.skip else f"skipped ({opt.skip})"))
-    return "auto: " + "; ".join(parts) + f"; budget {_seconds(plan.budget)}"
+                     + (f"~{format_duration(opt.seconds)}" if not opt.skip else f"skipped ({opt.skip})"))
+    return "auto: " + "; ".join(parts) + f"; budget {format_duration(plan.budget)}"
 
 
 def _predicted(prediction: Prediction) -> str:
     if not prediction.known:
         return f"unknown ({prediction.source})"
     return f"predicted max-cos ~{prediction.value:.4g} ({prediction.source})"
-
-
-def _seconds(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
 
 
 def auto_method(d: int, k: int) -> str:
@@ -352,9 +348,9 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
                 bar = min(bar, opt.prediction.high)
         elif opt.prediction.value is not None and opt.prediction.value >= bar - TIE:
             why = (f"not predicted to beat {bar:.4g} (~{opt.prediction.value:.4g}); it needs "
-                   f"~{_seconds(opt.seconds)}, over the budget; --time-limit raises it")
+                   f"~{format_duration(opt.seconds)}, over the budget; --time-limit raises it")
         else:
-            why = f"could win but needs ~{_seconds(opt.seconds)}, over the budget; --time-limit raises it"
+            why = f"could win but needs ~{format_duration(opt.seconds)}, over the budget; --time-limit raises it"
         planned.append(replace(opt, skip=why))
     planned.sort(key=lambda o: bool(o.skip))
     return AutoPlan(None, structured, closed_forms, stored, tuple(planned), budget, sure)
