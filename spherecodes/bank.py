@@ -12,7 +12,9 @@ Layout (schema version 1; ``docs/bank-format.md`` is the full reference)::
 
 Every change goes to a temporary file in the bank's directory that is renamed
 over the bank only once complete, so an interrupted write leaves the old bank
-as it was.  Reading checks the format, the schema version, shapes, finiteness,
+as it was.  Changes hold an advisory lock on the bank from reading it to the
+rename, so that concurrent writers (two ``generate --out`` into one bank, an
+``rm`` beside them) take turns and none undoes another's change.  Reading checks the format, the schema version, shapes, finiteness,
 unit rows and the SHA-256 of the prototype bytes, and refuses anything else.
 """
 
@@ -28,7 +30,7 @@ import h5py
 import numpy as np
 
 from . import __version__
-from .atomic import replace_atomically
+from .atomic import exclusive_lock, replace_atomically, resolve_output
 from .bounds import known_optimal, max_cos_lower_bound, theorem_3_9
 from .certificate import OneVsRestCertificate, support_residuals, verify_witness
 from .checks import SEED_LIMIT
@@ -485,15 +487,24 @@ def write_code(path, code: Code, *, overwrite: bool = False) -> None:
     ...
     spherecodes.errors.SpherecodesError: code 'e8-d8-k240' already exists in ...; pass overwrite=True to replace it
     """
-    path = Path(path)
+    path = resolve_output(path)
+    _names_beside(path, code.name, overwrite)  # refused before the bounds are computed
+    # Everything stored is computed before the temporary file exists: Ctrl-C meanwhile leaves nothing behind.
+    bounds = _bounds_of(code)
+    with exclusive_lock(path):
+        existing = _names_beside(path, code.name, overwrite)  # again: another writer may have added it
+        _rewrite(path, keep=[n for n in existing if n != code.name], add=(code, bounds))
+
+
+def _names_beside(path: Path, name: str, overwrite: bool) -> list[str]:
+    """The codes of the bank at ``path``, after refusing ``name`` among them unless ``overwrite``."""
     existing = _existing_names(path)
-    if code.name in existing and not overwrite:
+    if name in existing and not overwrite:
         raise SpherecodesError(
-            f"code {code.name!r} already exists in {path}; pass overwrite=True to replace it",
+            f"code {name!r} already exists in {path}; pass overwrite=True to replace it",
             flags={"overwrite=True": "--overwrite"},
         )
-    # Everything stored is computed before the temporary file exists: Ctrl-C meanwhile leaves nothing behind.
-    _rewrite(path, keep=[n for n in existing if n != code.name], add=(code, _bounds_of(code)))
+    return existing
 
 
 def delete_code(path, name: str) -> None:
@@ -510,12 +521,14 @@ def delete_code(path, name: str) -> None:
     >>> list_codes(path)
     []
     """
-    path = Path(path)
-    existing = _existing_names(path, must_exist=True)
-    if name not in existing:
-        available = ", ".join(sorted(existing)) or "none"
-        raise SpherecodesError(f"no code {name!r} in {path} (available: {available})")
-    _rewrite(path, keep=[n for n in existing if n != name], add=None)
+    path = resolve_output(path)
+    check_writable_destination(path)
+    with exclusive_lock(path):
+        existing = _existing_names(path, must_exist=True)
+        if name not in existing:
+            available = ", ".join(sorted(existing)) or "none"
+            raise SpherecodesError(f"no code {name!r} in {path} (available: {available})")
+        _rewrite(path, keep=[n for n in existing if n != name], add=None)
 
 
 def check_writable_destination(path) -> Path:

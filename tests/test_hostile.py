@@ -1147,3 +1147,63 @@ def test_ctrl_c_at_any_moment_of_generate_keeps_a_valid_bank(tmp_path, delay):
         import spherecodes
 
         assert spherecodes.read_code(bank, "tammes-d5-k60-s0").k == 60
+
+
+# --------------------------------------------------------------------------- concurrent writers and links
+
+
+_SLOW_WRITER = """
+import sys, time
+import spherecodes.bank as bank
+from spherecodes.cli import main
+rewrite = bank._rewrite
+
+def slow_rewrite(*args, **kwargs):
+    print("read", flush=True)  # the bank has been read; another writer may now act
+    time.sleep(float(sys.argv[1]))
+    rewrite(*args, **kwargs)
+
+bank._rewrite = slow_rewrite
+main(sys.argv[2:], prog_name="spherecodes")
+"""
+
+
+def _codes_in(bank: Path) -> set[str]:
+    import spherecodes
+
+    return {row["name"] for row in spherecodes.list_codes(bank)}
+
+
+@pytest.mark.parametrize("second", ["generate", "rm"])
+def test_concurrent_writers_of_one_bank_take_turns_and_lose_nothing(tmp_path, second):
+    """A writer that has read the bank and is about to rewrite it, and a second writer meanwhile: both changes stay."""
+    bank = _bank(tmp_path)
+    assert subprocess.run([sys.executable, "-m", "spherecodes", "generate", "--d", "3", "--k", "4", "--out", str(bank),
+                           "-q"], capture_output=True).returncode == 0
+    first = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, "2", "generate", "--d", "4", "--k", "5", "--out",
+                              str(bank), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline().strip() == "read"
+        args = (["generate", "--d", "5", "--k", "6", "--out", str(bank), "-q"] if second == "generate"
+                else ["rm", str(bank), "--code", "etf-d3-k4"])
+        other = subprocess.run([sys.executable, "-m", "spherecodes", *args], capture_output=True, text=True, timeout=60)
+        assert other.returncode == 0, other.stderr
+    finally:
+        out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    expected = {GOOD_CODE, "etf-d4-k5"} | ({"etf-d3-k4", "etf-d5-k6"} if second == "generate" else set())
+    assert _codes_in(bank) == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5"]  # no lock or temporary file left
+
+
+def test_a_symlinked_out_is_written_through_to_its_target(tmp_path):
+    (tmp_path / "store").mkdir()
+    target = _bank(tmp_path / "store")
+    (tmp_path / "link.h5").symlink_to(target)
+    result = CliRunner().invoke(main, ["generate", "--d", "3", "--k", "4", "--out", str(tmp_path / "link.h5"), "-q"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "link.h5").is_symlink()
+    assert _codes_in(target) == {GOOD_CODE, "etf-d3-k4"}
+    result = CliRunner().invoke(main, ["rm", str(tmp_path / "link.h5"), "--code", GOOD_CODE])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "link.h5").is_symlink() and _codes_in(target) == {"etf-d3-k4"}
