@@ -1207,3 +1207,42 @@ def test_a_symlinked_out_is_written_through_to_its_target(tmp_path):
     result = CliRunner().invoke(main, ["rm", str(tmp_path / "link.h5"), "--code", GOOD_CODE])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "link.h5").is_symlink() and _codes_in(target) == {"etf-d3-k4"}
+
+
+# --------------------------------------------------------------------------- what Ctrl-C says
+
+
+@pytest.mark.usefixtures("python_sigint_handler")
+@pytest.mark.parametrize("moment", ["after-the-rename", "before-the-rename"])
+def test_ctrl_c_says_whether_the_code_was_stored(tmp_path, monkeypatch, moment):
+    """The message is checked against the bank, not assumed: Ctrl-C right after the rename stored the code."""
+    import signal
+
+    bank = _bank(tmp_path)
+    before = bank.read_bytes()
+    rename, fsync = os.replace, os.fsync
+
+    def interrupted_rename(src, dst):
+        rename(src, dst)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    def interrupted_fsync(fd):  # the last step before the rename
+        fsync(fd)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.5)
+
+    if moment == "after-the-rename":
+        monkeypatch.setattr(os, "replace", interrupted_rename)
+    else:
+        monkeypatch.setattr(os, "fsync", interrupted_fsync)
+    result = CliRunner().invoke(main, ["generate", "--d", "3", "--k", "4", "--out", str(bank), "-q"])
+    assert result.exit_code == 130, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    if moment == "after-the-rename":
+        assert _codes_in(bank) == {GOOD_CODE, "etf-d3-k4"}
+        assert "written in full" in lines[0] and "nothing" not in lines[0], lines
+    else:
+        assert bank.read_bytes() == before
+        assert "unchanged" in lines[0] and "written in full" not in lines[0], lines
+    assert _hidden_temporaries(tmp_path) == []

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from .. import __version__
+from ..atomic import written_files
 from ..checks import SEED_LIMIT
 from ..devices import set_cpu_threads
 from ..errors import SpherecodesError
@@ -31,6 +32,7 @@ class OneLineErrors(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        earlier_writes = len(written_files())  # several commands may run in one process (tests, notebooks)
         try:
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.ClickException as err:
@@ -40,9 +42,30 @@ class OneLineErrors(click.Group):
             click.echo(f"Error: {err.for_cli()}", err=True)
             sys.exit(1)
         except (KeyboardInterrupt, click.Abort):
-            click.echo("Interrupted; nothing was written.", err=True)
+            click.echo(interrupted_message(written_files()[earlier_writes:]), err=True)
             sys.exit(130)
         sys.exit(result if isinstance(result, int) else 0)
+
+
+def interrupted_message(writes) -> str:
+    """What Ctrl-C left behind, from the files the command set out to write and whether each now holds its write.
+
+    Examples
+    --------
+    >>> interrupted_message([])
+    'Interrupted; nothing was written.'
+    >>> interrupted_message([(Path("bank.h5"), True)])
+    'Interrupted after bank.h5 was written in full (the change is stored).'
+    """
+    if not writes:
+        return "Interrupted; nothing was written."
+    done = ", ".join(str(path) for path, stored in writes if stored)
+    not_done = ", ".join(str(path) for path, stored in writes if not stored)
+    if not not_done:
+        return f"Interrupted after {done} was written in full (the change is stored)."
+    if not done:
+        return f"Interrupted before {not_done} was written; it is unchanged."
+    return f"Interrupted; written in full: {done}; not written (unchanged): {not_done}."
 
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
