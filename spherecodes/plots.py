@@ -27,6 +27,7 @@ from .checks import check_sizes
 from .code import Code
 from .constructions import closed_form_rho
 from .errors import SpherecodesError
+from .report import printable
 from .sphere import gram_tiles
 
 #: File name endings :func:`save_figure` accepts.
@@ -205,7 +206,9 @@ def plot_code(code: Code, path, *, device: str = "auto"):
     grid = fig.add_gridspec(1, panels)
     histogram = fig.add_subplot(grid[0, 0])
     strip, distances = grid[0, 1].subgridspec(2, 1, height_ratios=[1, 4]).subplots()
-    fig.suptitle(f"{code.name}: K = {code.k:,} prototypes in d = {code.d} ({code.method})", fontsize=12)
+    # The name and method come from the bank: shown as they are, never read as mathematics ($...$).
+    fig.suptitle(printable(f"{code.name}: K = {code.k:,} prototypes in d = {code.d} ({code.method})"), fontsize=12,
+                 parse_math=False)
     _draw_histogram(histogram, code)
     _draw_rho_strip(strip, code, cert)
     _draw_distances(distances, code, cert)

@@ -29,7 +29,32 @@ __all__ = [
     "format_offers",
     "format_entries",
     "format_semantic_report",
+    "printable",
 ]
+
+
+def printable(text) -> str:
+    """``text`` with what a terminal would act on or hide written as an escape, so a name shows what it holds.
+
+    Names, methods and labels come from files anyone may write: a newline
+    would forge a row of a table, an escape sequence would clear the screen,
+    and a no-break space or a zero-width character would make two names look
+    alike.  Every character that is not printable (Unicode's control, format
+    and separator characters other than the ASCII space) is written as
+    Python writes it in a string literal, and so is the backslash, so that
+    the escaped form is never ambiguous.
+
+    Examples
+    --------
+    >>> print(printable("cat\\n\\x1b[2Jdog\\u00a0"))
+    cat\\n\\x1b[2Jdog\\xa0
+    >>> printable("aquarium fish")
+    'aquarium fish'
+    """
+    text = str(text)
+    if text.isprintable() and "\\" not in text:
+        return text
+    return "".join(c if c.isprintable() and c != "\\" else repr(c)[1:-1] for c in text)
 
 
 def code_report(code: Code, *, bank: str | None = None) -> dict:
@@ -248,7 +273,7 @@ def _labels_line(labels) -> str:
     """
     if labels is None:
         return "none: row i is class i (spherecodes assign, or generate --classes, names the rows)"
-    shown = ", ".join(labels[:LABELS_SHOWN])
+    shown = ", ".join(printable(label) for label in labels[:LABELS_SHOWN])
     more = ", ... (all in --json)" if len(labels) > LABELS_SHOWN else ""
     return f"{len(labels)}, in row order: {shown}{more}"
 
@@ -329,7 +354,7 @@ def _align(lines) -> str:
     """First line as a title, then ``(label, value)`` pairs in two aligned columns."""
     rows = [row for row in lines[1:] if row is not None]
     width = max(len(label) for label, _ in rows)
-    return "\n".join([lines[0]] + [f"  {label:<{width}}  {value}" for label, value in rows])
+    return "\n".join([printable(lines[0])] + [f"  {label:<{width}}  {printable(value)}" for label, value in rows])
 
 
 def format_semantic_report(semantic: dict) -> list[tuple[str, str]]:
@@ -432,15 +457,15 @@ def format_entries(entries) -> str:
     for e in entries:
         rows.append(
             (
-                e.name,
+                printable(e.name),
                 str(e.d),
                 str(e.k),
-                e.method,
+                printable(e.method),
                 f"{e.max_cos:.6f}",
                 f"[{e.rho_lower:.6f}, {e.rho_upper:.6f}]" + ("" if e.rho_certified else " (wide)"),
                 f"{e.lp_gap:.2e}" if math.isfinite(e.lp_gap) else "n/a",
                 format_bytes(e.size),
-                e.source,
+                printable(e.source),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

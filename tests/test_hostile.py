@@ -1246,3 +1246,59 @@ def test_ctrl_c_says_whether_the_code_was_stored(tmp_path, monkeypatch, moment):
         assert bank.read_bytes() == before
         assert "unchanged" in lines[0] and "written in full" not in lines[0], lines
     assert _hidden_temporaries(tmp_path) == []
+
+
+# --------------------------------------------------------------------------- names from files, printed
+
+
+def _renamed(folder: Path, name: str, method: str | None = None) -> Path:
+    """The good bank with its code stored under ``name`` (and ``method``), as anyone with h5py can write."""
+    def edit(group):
+        if method is not None:
+            group.attrs["method"] = method
+        group.file["codes"].move(GOOD_CODE, name)
+
+    return _bank(folder, edit=edit)
+
+
+def test_a_code_name_with_a_newline_and_an_escape_sequence_cannot_forge_a_row_of_ls(tmp_path):
+    forged = "a\nforged-d3-k10  tammes  d=3 K=10 max-cos 0.1 \x1b[2J"
+    result = CliRunner().invoke(main, ["ls", str(_renamed(tmp_path, forged, method="tammes\r\x1b[31m"))])
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.splitlines()) == 1, result.stdout
+    assert "\x1b" not in result.stdout and "\r" not in result.stdout
+    assert "\\n" in result.stdout and "\\x1b[2J" in result.stdout  # shown, escaped
+
+
+def test_names_that_differ_by_a_look_alike_space_print_differently(tmp_path):
+    bank = _renamed(tmp_path, "cat dog")
+    with h5py.File(bank, "r+") as fh:
+        fh["codes"].copy(fh["codes/cat dog"], "cat\u00a0dog")
+    result = CliRunner().invoke(main, ["ls", str(bank)])
+    assert result.exit_code == 0, result.output
+    names = [line.split("  ")[0] for line in result.stdout.splitlines()]
+    assert len(names) == 2 and names[0] != names[1], names
+    report = CliRunner().invoke(main, ["report", str(bank), "--code", "cat\u00a0dog"])
+    assert report.exit_code == 0, report.output
+    assert report.stdout.splitlines()[0].startswith("code cat\\xa0dog:"), report.stdout
+
+
+def test_a_report_shows_a_forged_name_on_one_line(tmp_path):
+    result = CliRunner().invoke(main, ["report", str(_renamed(tmp_path, "x\nmax-cos      0.0 (forged)"))])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("code x\\nmax-cos"), result.stdout
+    assert not any(line.startswith("max-cos") for line in result.stdout.splitlines())
+
+
+def test_a_plot_title_is_never_read_as_mathematics(tmp_path):
+    bank = _renamed(tmp_path, "frac", method="$\\frac{$")
+    result = CliRunner().invoke(main, ["report", str(bank), "--plot", str(tmp_path / "plot.png")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_error_line_stays_one_line_whatever_a_name_holds(tmp_path):
+    result = CliRunner().invoke(main, ["rm", str(_renamed(tmp_path, "a")), "--code", "b\nError: forged\x1b[2J"])
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "\x1b" not in lines[0], lines

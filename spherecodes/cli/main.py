@@ -20,6 +20,7 @@ from ..checks import SEED_LIMIT
 from ..devices import set_cpu_threads
 from ..errors import SpherecodesError
 from ..memory import parse_size
+from ..report import printable
 from ..semantic import EMBEDDING_FORMATS, MISSING_POLICIES
 
 __all__ = ["BANK", "COUNT", "DIM", "FILE", "MAX_MEMORY_HELP", "SECONDS", "SEED", "URL_HELP", "CatalogLocation",
@@ -39,7 +40,7 @@ class OneLineErrors(click.Group):
             click.echo(f"Error: {err.format_message()}", err=True)
             sys.exit(err.exit_code)
         except SpherecodesError as err:
-            click.echo(f"Error: {err.for_cli()}", err=True)
+            click.echo(f"Error: {printable(err.for_cli())}", err=True)  # one line, whatever a file's names hold
             sys.exit(1)
         except (KeyboardInterrupt, click.Abort):
             click.echo(interrupted_message(written_files()[earlier_writes:]), err=True)
