@@ -1302,3 +1302,14 @@ def test_an_error_line_stays_one_line_whatever_a_name_holds(tmp_path):
     assert result.exit_code == 1
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ") and "\x1b" not in lines[0], lines
+
+
+def test_a_registry_name_with_a_newline_cannot_forge_a_catalog_row(tmp_path):
+    registry = _publish(tmp_path / "catalog", {CATALOG_BANK: _catalog_bank_bytes(tmp_path)})
+    registry["entries"][0]["name"] = "x\nforged-d3-k10  3  10  tammes  0.1  [1.0, 1.0]  0  1 KB  bundled"
+    (tmp_path / "catalog" / "registry.json").write_text(json.dumps(registry))
+    result = CliRunner().invoke(main, ["catalog", "list", "--url", str(tmp_path / "catalog")],
+                                env={"SPHERECODES_CACHE": str(tmp_path / "cache")})
+    assert result.exit_code == 0, result.output
+    assert not [line for line in result.stdout.splitlines() if line.startswith("forged")], result.stdout
+    assert "x\\nforged-d3-k10" in result.stdout
