@@ -79,7 +79,7 @@ def load_code(
     check_input_file(path, f"{kind} file")
     if path.stat().st_size == 0:
         raise SpherecodesError(f"{path} is empty; expected a (K, d) matrix")
-    matrix = _read_matrix(path, suffix)
+    matrix = _read_matrix(path, suffix, max_memory)
     try:
         prototypes = validate_prototypes(matrix, normalize=normalize)
     except SpherecodesError as err:
@@ -93,11 +93,11 @@ def load_code(
                      max_memory=max_memory)
 
 
-def _read_matrix(path: Path, suffix: str) -> np.ndarray:
+def _read_matrix(path: Path, suffix: str, max_memory: float | None) -> np.ndarray:
     if suffix == ".npy":
-        return read_npy(path, "(K, d) prototype matrix")
+        return read_npy(path, "(K, d) prototype matrix", max_memory=max_memory)
     if suffix in (".pt", ".pth"):
-        return _read_torch(path)
+        return _read_torch(path, max_memory)
     try:
         with open(path, encoding="utf-8") as fh:
             first = fh.readline()
@@ -113,16 +113,18 @@ def _read_matrix(path: Path, suffix: str) -> np.ndarray:
         raise SpherecodesError(f"cannot read {path} as {MATRIX_SUFFIXES[suffix]}: {message[:200]}") from None
 
 
-def _read_torch(path: Path) -> np.ndarray:
+def _read_torch(path: Path, max_memory: float | None = None) -> np.ndarray:
     import torch
 
     try:
         if zipfile.is_zipfile(path):  # the format since torch 1.6: refuse a small archive that unpacks huge
             with zipfile.ZipFile(path) as archive:
                 unpacked = sum(info.file_size for info in archive.infolist())
-            require_memory(2.0 * unpacked, f"reading {path} ({unpacked} bytes unpacked)")
+            require_memory(2.0 * unpacked, f"reading {path} ({unpacked} bytes unpacked)", limit=max_memory)
         # weights_only: never run pickled code from a file we were only asked to check.
-        obj = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torch's notes on what it rebuilds (sparse layouts in beta)
+            obj = torch.load(path, map_location="cpu", weights_only=True)
     except SpherecodesError:
         raise
     except Exception as err:  # torch reports unreadable files and refused objects with many exception types
@@ -141,10 +143,18 @@ def _read_torch(path: Path) -> np.ndarray:
         obj = next(iter(matrices.values()))
     if not isinstance(obj, torch.Tensor):
         raise SpherecodesError(f"{path} holds a {type(obj).__name__}, not a tensor")
+    if obj.layout != torch.strided:
+        raise SpherecodesError(f"{path} holds a sparse tensor ({obj.layout}); save a dense one (tensor.to_dense())")
+    if obj.is_meta:
+        raise SpherecodesError(f"{path} holds a meta tensor, which has a shape but no values; save the values")
     if obj.is_complex():
         raise SpherecodesError(f"{path} holds complex numbers ({obj.dtype}); give real numbers")
     if not (obj.is_floating_point() or str(obj.dtype) in _TORCH_INTEGERS):
         raise SpherecodesError(f"{path} holds {obj.dtype} values; give real numbers (floating-point or integer)")
+    # An expanded tensor (tensor.expand) stores one row for many: a small file can stand for terabytes.
+    # The tensor, then the float64 copy of it that is checked, must fit before either is made.
+    require_memory(obj.numel() * (obj.element_size() + 8.0), f"{path} (a tensor of shape {tuple(obj.shape)})",
+                   limit=max_memory, hint="check the file")
     # NumPy has no bfloat16: it goes through float32, which holds it exactly.
-    tensor = obj.detach()
+    tensor = obj.detach().contiguous()
     return tensor.float().numpy() if tensor.dtype == torch.bfloat16 else tensor.numpy()

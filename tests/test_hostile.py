@@ -1313,3 +1313,80 @@ def test_a_registry_name_with_a_newline_cannot_forge_a_catalog_row(tmp_path):
     assert result.exit_code == 0, result.output
     assert not [line for line in result.stdout.splitlines() if line.startswith("forged")], result.stdout
     assert "x\\nforged-d3-k10" in result.stdout
+
+
+# --------------------------------------------------------------------------- sizes checked before allocating
+
+
+def _sparse_npy(path: Path, shape) -> Path:
+    """A .npy file whose header declares ``shape`` of float64, as long as that says but holding no block on disk."""
+    header = _npy_header(shape)
+    with open(path, "wb") as fh:
+        fh.write(header)
+        fh.truncate(len(header) + 8 * int(np.prod(shape)))
+    return path
+
+
+def _one_error_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert "Traceback" not in stderr and len(lines) == 1 and lines[0].startswith("Error: "), stderr
+    return lines[0]
+
+
+def _in_a_process(args, folder: Path):
+    """Run the command as a real process under the memory limit (for inputs that, unchecked, would allocate GBs)."""
+    proc = subprocess.run([sys.executable, "-m", "spherecodes", *map(str, args)], cwd=folder, capture_output=True,
+                          text=True, timeout=SUBPROCESS_TIMEOUT, preexec_fn=_limit_memory)
+    return proc.returncode, proc.stderr
+
+
+@pytest.mark.parametrize("command", ["certify", "class-means", "init"])
+def test_a_sparse_npy_declaring_40_GB_is_refused_before_allocating(tmp_path, command):
+    """The header and the file length agree (40 GB), but the file holds no data: the memory check refuses it."""
+    x = _sparse_npy(tmp_path / "x.npy", (5, 1_000_000_000))
+    args = {"certify": ["certify", x],
+            "class-means": ["assign", _bank(tmp_path), "--class-means", x],
+            "init": ["generate", "--d", "5", "--k", "1000000000", "--method", "tammes", "--init", x,
+                     "--out", tmp_path / "new.h5"]}[command]
+    if command == "certify":
+        code, stderr = _in_a_process(args, tmp_path)
+    else:  # refused by the same check: in this process, which is faster
+        result = CliRunner().invoke(main, [str(a) for a in args])
+        code, stderr = result.exit_code, result.stderr
+    assert code == 1, stderr
+    assert re.search("x.npy.*needs about|needs about.*x.npy", _one_error_line(stderr)), stderr
+
+
+def test_a_sparse_npy_within_memory_but_past_max_memory_is_refused(tmp_path):
+    x = _sparse_npy(tmp_path / "x.npy", (1000, 10_000))  # 80 MB
+    result = CliRunner().invoke(main, ["certify", str(x), "--max-memory", "50MB"])
+    assert result.exit_code == 1
+    assert re.search(r"x\.npy.*--max-memory", _one_error_line(result.stderr)), result.stderr
+
+
+@pytest.mark.parametrize("kind", ["expanded-huge", "expanded-past-max-memory", "sparse-coo", "sparse-csr", "meta"])
+def test_torch_tensors_that_are_not_plain_data_are_refused_in_one_line(tmp_path, kind):
+    if kind == "expanded-huge":
+        tensor = torch.zeros(1, dtype=torch.float64).expand(100_000, 100_000)  # 80 GB from one number
+    elif kind == "expanded-past-max-memory":
+        tensor = torch.randn(1, 10_000, dtype=torch.float64).expand(2_000, 10_000)  # 80 KB on disk, 160 MB
+    elif kind == "sparse-coo":
+        tensor = torch.eye(4).to_sparse()
+    elif kind == "sparse-csr":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "in beta state"
+            tensor = torch.eye(4).to_sparse_csr()
+    else:
+        tensor = torch.empty(4, 4, device="meta")
+    torch.save(tensor, tmp_path / "x.pt")
+    args = ["certify", str(tmp_path / "x.pt")] + (["--max-memory", "100MB"] if "expanded" in kind else [])
+    if kind == "expanded-huge":
+        code, stderr = _in_a_process(args, tmp_path)
+    else:
+        result = CliRunner().invoke(main, args)
+        code, stderr = result.exit_code, result.stderr
+    assert code == 1, stderr
+    line = _one_error_line(stderr)
+    expected = {"expanded-huge": "needs about", "expanded-past-max-memory": "--max-memory", "sparse-coo": "sparse",
+                "sparse-csr": "sparse", "meta": "meta"}[kind]
+    assert expected in line and "x.pt" in line, line
