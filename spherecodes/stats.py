@@ -50,6 +50,19 @@ def rounding_tolerance(dtype, d: int) -> float:
     return max(UNIT_TOL, float(np.sqrt(d) * np.finfo(dtype).eps))
 
 
+def _row_norms(w: np.ndarray) -> np.ndarray:
+    """Euclidean norms of the rows, exact also for rows like 1e200 or 1e-200 whose squares overflow or vanish."""
+    with np.errstate(over="ignore", under="ignore"):
+        norms = np.linalg.norm(w, axis=1)
+    extreme = ~((norms > 1e-150) & (norms < 1e150))
+    if extreme.any():  # scaled by the largest entry first (the rare rows only: a copy of all of w can be GBs)
+        rows = w[extreme]
+        peak = np.abs(rows).max(axis=1)
+        safe = np.where(peak > 0, peak, 1.0)
+        norms[extreme] = peak * np.linalg.norm(rows / safe[:, None], axis=1)
+    return norms
+
+
 def validate_prototypes(prototypes, *, normalize: bool = False) -> np.ndarray:
     """Check that ``prototypes`` is a code and return it as a float64 (K, d) array.
 
@@ -99,7 +112,7 @@ def validate_prototypes(prototypes, *, normalize: bool = False) -> np.ndarray:
     if not np.all(np.isfinite(w)):
         bad = int(np.argwhere(~np.isfinite(w))[0, 0])
         raise SpherecodesError(f"prototypes must be finite; row {bad} has NaN or infinity")
-    norms = np.linalg.norm(w, axis=1)
+    norms = _row_norms(w)
     if np.any(norms == 0):
         raise SpherecodesError(f"row {int(np.argmin(norms))} is zero; a prototype needs a direction")
     if normalize:

@@ -812,6 +812,23 @@ def _(f, web):
     return ["fetch", CATALOG_ENTRY, "--url", url]
 
 
+# ---- word vectors: what a file says is checked against what it holds
+
+
+@case("word2vec-header-dimension-disagrees-with-its-lines", says=(r"vectors\.txt", "dimension 5", "holds 3"))
+def _(f, web):
+    lines = [f"class{i} " + " ".join(f"{x:.3f}" for x in np.random.default_rng(i).standard_normal(3)) for i in range(10)]
+    (f / "vectors.txt").write_text("10 5\n" + "\n".join(lines) + "\n")
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", f / "vectors.txt", "--missing-words",
+            "random", "--dry-run"]
+
+
+@case("glove-zero-vectors-are-not-missing-words", says=("class0", "zero"))
+def _(f, web):
+    (f / "vectors.txt").write_text("".join(f"class{i} 0 0 0\n" for i in range(10)))
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", f / "vectors.txt", "--dry-run"]
+
+
 # ---- writing banks: nothing half-written, the old bank kept
 
 
@@ -1390,3 +1407,19 @@ def test_torch_tensors_that_are_not_plain_data_are_refused_in_one_line(tmp_path,
     expected = {"expanded-huge": "needs about", "expanded-past-max-memory": "--max-memory", "sparse-coo": "sparse",
                 "sparse-csr": "sparse", "meta": "meta"}[kind]
     assert expected in line and "x.pt" in line, line
+
+
+# --------------------------------------------------------------------------- no false claims
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e-200])
+def test_certify_normalize_rescales_rows_whose_squares_overflow_or_vanish(tmp_path, scale):
+    """Three orthogonal rows, one scaled by 1e200 or 1e-200: normalised, max-cos 0 and rho sqrt(3/2)."""
+    w = np.eye(3)
+    w[1] *= scale
+    np.save(tmp_path / "x.npy", w)
+    result = CliRunner().invoke(main, ["certify", str(tmp_path / "x.npy"), "--normalize", "--json", "--quiet"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["max_cos"] == 0
+    assert report["rho"]["lower"] == pytest.approx(1.5**0.5, abs=1e-9)
