@@ -1423,3 +1423,17 @@ def test_certify_normalize_rescales_rows_whose_squares_overflow_or_vanish(tmp_pa
     report = json.loads(result.stdout)
     assert report["max_cos"] == 0
     assert report["rho"]["lower"] == pytest.approx(1.5**0.5, abs=1e-9)
+
+
+# --------------------------------------------------------------------------- clocks and deadlines
+
+
+def test_a_time_limit_holds_however_many_restarts_are_asked_for(tmp_path):
+    """10**30 restarts under a time limit: the work is planned batch by batch, so the limit still ends it."""
+    args = ["generate", "--d", "4", "--k", "40", "--method", "tammes", "--restarts", str(10**30), "--time-limit", "0.5",
+            "--no-certify", "--out", str(tmp_path / "bank.h5"), "--json", "--quiet"]
+    result = subprocess.run([sys.executable, "-m", "spherecodes", *args], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    settings = json.loads(result.stdout)["settings"]
+    assert settings["stop_reason"] == "time_limit", settings
+    assert 0 < settings["restarts_run"] < 10**30
