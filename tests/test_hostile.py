@@ -188,6 +188,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(data[start : start + (1 << 16)])
             self.server.sent += min(1 << 16, len(data) - start)
 
+    def trickle(self, body: bytes, every_s: float):
+        """``body`` one byte at a time, each well within the client's per-read timeout."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        for i in range(len(body)):
+            self.wfile.write(body[i : i + 1])
+            self.wfile.flush()
+            self.server.sent += 1
+            time.sleep(every_s)
+        self.close_connection = True
+
     def hang(self):
         time.sleep(self.server.hang_s)
         self.close_connection = True
@@ -772,6 +785,14 @@ def _(f, web):
     prefix = f"/r{len(web.routes)}/"
     web.routes[prefix + "registry.json"] = lambda h: h.hang()
     return ["catalog", "list", "--url", web.url.rstrip("/") + prefix]
+
+
+@case("registry-one-byte-at-a-time-past-the-deadline", says=("registry.json", "deadline of 1.5 s",
+                                                           "SPHERECODES_DOWNLOAD_DEADLINE"),
+      env={"SPHERECODES_DOWNLOAD_DEADLINE": "1.5"}, check=_sent_at_most(100, bank=False))
+def _(f, web):
+    web.routes["/trickle/registry.json"] = lambda h: h.trickle(b'{"entries": []}' + b" " * 200, every_s=0.05)
+    return ["catalog", "list", "--url", web.url + "trickle/"]
 
 
 @case("registry-unreachable", says=("cannot reach",))
