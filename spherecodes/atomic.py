@@ -30,7 +30,7 @@ from pathlib import Path
 
 from .errors import SpherecodesError
 
-__all__ = ["exclusive_lock", "replace_atomically", "resolve_output", "written_files"]
+__all__ = ["check_name_fits", "exclusive_lock", "replace_atomically", "resolve_output", "written_files"]
 
 
 @contextlib.contextmanager
@@ -68,6 +68,7 @@ def replace_atomically(path, suffix: str = ".tmp"):
     """
     path = resolve_output(path)
     directory = path.parent
+    check_name_fits(path, suffix)
     _remove_stale_temporaries(directory, path.name, suffix)
     try:
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.{_writer()}.", suffix=suffix, dir=directory)
@@ -229,9 +230,54 @@ def written_files() -> list[tuple[Path, bool]]:
     return outcomes
 
 
+def check_name_fits(path, suffix: str = ".tmp") -> None:
+    """Refuse a file name too long for its file system, counting the temporary file written beside it.
+
+    The temporary file's name is the target's plus the writer and a random
+    part (about 30 to 70 bytes more), so a name close to the file system's
+    limit (255 bytes on most) is refused here, before any work, rather than
+    when the file is written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> check_name_fits(Path(tempfile.mkdtemp()) / ("x" * 300))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: the file name xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... is too long: 300 bytes, ...
+    """
+    path = Path(path)
+    try:
+        most = os.pathconf(path.parent if path.parent.is_dir() else ".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return  # the file system does not say: its own error, if any, is reported when the file is written
+    length = len(os.fsencode(path.name))
+    extra = len(os.fsencode(f"..{_writer()}.")) + _RANDOM_CHARACTERS + len(os.fsencode(suffix))
+    if length + extra > most:
+        shown = path.name if len(path.name) <= 40 else path.name[:40] + "..."
+        raise SpherecodesError(
+            f"the file name {shown} is too long: {length} bytes, and this file system allows {most} bytes for a name, "
+            f"less {extra} for the temporary file written beside it; choose a name of at most {most - extra} bytes"
+        )
+
+
+#: Characters of the random part of a temporary file's name (what :func:`tempfile.mkstemp` adds).
+_RANDOM_CHARACTERS = 8
+
+
 def _reason(err: OSError) -> str:
-    """What went wrong, in words (a full disk, the file-size limit, a name too long, ...)."""
-    return err.strerror or str(err) or type(err).__name__
+    """What went wrong, in words (a full disk, the file-size limit, a name too long, ...).
+
+    HDF5's errors carry the system's error number only inside a long text: the number is looked up instead.
+    """
+    number = err.errno
+    if number is None:
+        found = re.search(r"errno = (\d+)", str(err))
+        number = int(found.group(1)) if found else None
+    if number:
+        return os.strerror(number)
+    text = err.strerror or str(err) or type(err).__name__
+    return text.splitlines()[0][:160]
 
 
 def _writer() -> str:

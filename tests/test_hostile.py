@@ -1458,3 +1458,64 @@ def test_a_time_limit_holds_however_many_restarts_are_asked_for(tmp_path):
     settings = json.loads(result.stdout)["settings"]
     assert settings["stop_reason"] == "time_limit", settings
     assert 0 < settings["restarts_run"] < 10**30
+
+
+# --------------------------------------------------------------------------- writes that cannot complete
+
+
+def _file_size_limit(nbytes):
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, nbytes))
+
+    return limit
+
+
+_WRITE_PAST_THE_CHECK = """
+import sys
+import spherecodes.bank as bank
+from spherecodes.cli import main
+bank._check_room = lambda path, adding: None  # as if the disk filled up while the bank was written
+main(sys.argv[1:], prog_name="spherecodes")
+"""
+
+
+@pytest.mark.parametrize("when", ["refused-before-writing", "failing-while-writing"])
+def test_the_file_size_limit_gives_one_line_and_keeps_the_old_bank(tmp_path, when):
+    """ulimit -f below what the new bank needs: refused up front, or (a disk filling meanwhile) while HDF5 writes."""
+    bank = _bank(tmp_path)
+    before = bank.read_bytes()
+    args = ["generate", "--d", "64", "--k", "300", "--method", "tammes", "--steps", "5", "--restarts", "1",
+            "--no-certify", "--out", str(bank), "-q"]
+    command = [sys.executable, "-m", "spherecodes"] if when == "refused-before-writing" else \
+        [sys.executable, "-c", _WRITE_PAST_THE_CHECK]
+    proc = subprocess.run(command + args, cwd=tmp_path, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT,
+                          preexec_fn=_file_size_limit(len(before) + 4096))
+    assert proc.returncode == 1, proc.stderr  # not a crash (-11) while HDF5 shuts down
+    line = _one_error_line(proc.stderr)
+    assert ("ulimit -f" if when == "refused-before-writing" else "File too large") in line, line
+    assert "unchanged" in line
+    assert bank.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5"]
+
+
+def test_a_full_disk_is_refused_before_writing(tmp_path, monkeypatch):
+    bank = _bank(tmp_path)
+    before = bank.read_bytes()
+    statvfs = os.statvfs
+
+    def nearly_full(path):
+        real = statvfs(path)
+        return os.statvfs_result((real.f_bsize, real.f_frsize, real.f_blocks, 1, 1) + tuple(real)[5:])
+
+    monkeypatch.setattr(os, "statvfs", nearly_full)
+    result = CliRunner().invoke(main, ["generate", "--d", "3", "--k", "4", "--out", str(bank), "-q"])
+    assert result.exit_code == 1
+    assert re.search(r"free in .*unchanged", _one_error_line(result.stderr))
+    assert bank.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5"]
+
+
+def test_a_file_name_too_long_for_the_file_system_is_refused_before_the_work(tmp_path):
+    result = CliRunner().invoke(main, ["generate", "--d", "3", "--k", "4", "--out", str(tmp_path / ("x" * 300))])
+    assert result.exit_code == 1
+    assert "too long" in _one_error_line(result.stderr)
+    assert list(tmp_path.iterdir()) == []

@@ -9,6 +9,7 @@ status (1 for bad input, 2 for bad usage, 130 for Ctrl-C).
 from __future__ import annotations
 
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import click
 
 from .. import __version__
 from ..atomic import written_files
+from ..bank import hdf5_left_unclosed
 from ..checks import SEED_LIMIT
 from ..devices import set_cpu_threads
 from ..errors import SpherecodesError
@@ -41,6 +43,10 @@ class OneLineErrors(click.Group):
             sys.exit(err.exit_code)
         except SpherecodesError as err:
             click.echo(f"Error: {printable(err.for_cli())}", err=True)  # one line, whatever a file's names hold
+            if hdf5_left_unclosed():  # HDF5's clean-up at exit would crash on the file it could not close
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(1)
             sys.exit(1)
         except (KeyboardInterrupt, click.Abort):
             click.echo(interrupted_message(written_files()[earlier_writes:]), err=True)
