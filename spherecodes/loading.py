@@ -83,6 +83,11 @@ def load_code(
     try:
         prototypes = validate_prototypes(matrix, normalize=normalize)
     except SpherecodesError as err:
+        if not normalize and _columns_are_unit(matrix):
+            raise SpherecodesError(
+                f"{path} looks transposed: its {matrix.shape[1]} columns are unit vectors and its rows are not; a "
+                f"code is stored as (K, d), one prototype per row: save the transpose, of shape {matrix.shape[::-1]}"
+            ) from None
         raise SpherecodesError(f"{path}: {err}", flags=err.flags) from None
     settings = {"source": str(path), "normalized": bool(normalize)}
     if not normalize and not np.array_equal(prototypes, matrix):
@@ -91,6 +96,15 @@ def load_code(
     stem = "".join(c if c.isalnum() or c in NAME_PUNCTUATION else "_" for c in path.stem) or "external"
     return make_code(prototypes, method="external", name=stem, settings=settings, stats_device=stats_device,
                      max_memory=max_memory)
+
+
+def _columns_are_unit(matrix: np.ndarray) -> bool:
+    """Whether a 2-D matrix of numbers has unit columns (and at least two of them): a (d, K) code."""
+    if matrix.ndim != 2 or matrix.shape[1] < 2 or matrix.dtype.kind not in "iuf":
+        return False
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.linalg.norm(matrix.astype(np.float64), axis=0)
+    return bool(np.all(np.abs(norms - 1) <= 1e-6))
 
 
 def _read_matrix(path: Path, suffix: str, max_memory: float | None) -> np.ndarray:

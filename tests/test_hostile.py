@@ -833,6 +833,13 @@ def _(f, web):
     return ["fetch", CATALOG_ENTRY, "--url", url]
 
 
+@case("state-dict-stored-as-d-by-k", says=(r"x\.pt", "looks transposed", r"\(12, 5\)"))
+def _(f, web):
+    columns = np.random.default_rng(0).standard_normal((5, 12))
+    torch.save({"w": torch.from_numpy(columns / np.linalg.norm(columns, axis=0))}, f / "x.pt")
+    return ["certify", f / "x.pt"]
+
+
 # ---- word vectors: what a file says is checked against what it holds
 
 
