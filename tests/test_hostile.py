@@ -1526,3 +1526,35 @@ def test_a_file_name_too_long_for_the_file_system_is_refused_before_the_work(tmp
     assert result.exit_code == 1
     assert "too long" in _one_error_line(result.stderr)
     assert list(tmp_path.iterdir()) == []
+
+
+def _default_sigint():
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # as from a terminal: Python then installs its own handler
+
+
+_STARTED = """
+import runpy, sys
+sys.stderr.write("python is up\\n")  # Ctrl-C before this point is Python's own start, not spherecodes'
+sys.stderr.flush()
+sys.argv = ["spherecodes", *sys.argv[1:]]
+runpy.run_module("spherecodes", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.15, 0.3])
+def test_ctrl_c_while_the_tool_is_loading_gives_no_traceback(tmp_path, delay):
+    """Ctrl-C during the imports (about half a second): one line and exit 130, never a traceback."""
+    import signal
+
+    proc = subprocess.Popen([sys.executable, "-c", _STARTED, "bounds", "--d", "3", "--k", "10"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+    assert proc.stderr.readline() == "python is up\n"
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert "Traceback" not in stderr, stderr
+    assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, stderr)
+    if proc.returncode == 130:
+        assert stderr.strip().splitlines() == ["Interrupted; nothing was written."], stderr
