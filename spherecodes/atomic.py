@@ -117,7 +117,11 @@ def resolve_output(path) -> Path:
     True
     """
     path = Path(path)
-    if path.is_symlink():
+    try:
+        link = path.is_symlink()
+    except OSError:  # a name the file system refuses (too long): reported where the file is checked or written
+        return path
+    if link:
         try:
             return Path(os.path.realpath(path, strict=True))
         except FileNotFoundError:

@@ -14,8 +14,9 @@ Every change goes to a temporary file in the bank's directory that is renamed
 over the bank only once complete, so an interrupted write leaves the old bank
 as it was.  Changes hold an advisory lock on the bank from reading it to the
 rename, so that concurrent writers (two ``generate --out`` into one bank, an
-``rm`` beside them) take turns and none undoes another's change.  Reading checks the format, the schema version, shapes, finiteness,
-unit rows and the SHA-256 of the prototype bytes, and refuses anything else.
+``rm`` beside them) take turns and none undoes another's change.  Reading
+checks the format, the schema version, shapes, finiteness, unit rows and the
+SHA-256 of the prototype bytes, and refuses anything else.
 """
 
 from __future__ import annotations
@@ -627,7 +628,8 @@ def _rewrite(path: Path, keep: list[str], add: tuple[Code, dict] | None) -> None
                 # A full disk or the file-size limit: a fresh exception, so that no traceback keeps the
                 # half-written file's objects alive; they are freed below, while their errors are silenced.
                 failed = OSError(err.errno, str(err))
-            gc.collect()
+            if failed is not None:
+                gc.collect()
         if failed is not None and h5py.h5f.get_obj_count() > open_before:
             _UNCLOSED.append(tmp)  # HDF5 could not flush, so could not close, what it had written
         if failed is not None:

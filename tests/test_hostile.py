@@ -1505,8 +1505,12 @@ def test_a_full_disk_is_refused_before_writing(tmp_path, monkeypatch):
     assert bank.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5"]
 
 
-def test_a_file_name_too_long_for_the_file_system_is_refused_before_the_work(tmp_path):
-    result = CliRunner().invoke(main, ["generate", "--d", "3", "--k", "4", "--out", str(tmp_path / ("x" * 300))])
+@pytest.mark.parametrize("command", ["generate", "rm"])
+def test_a_file_name_too_long_for_the_file_system_is_refused_before_the_work(tmp_path, command):
+    long_name = str(tmp_path / ("x" * 300))
+    args = ["generate", "--d", "3", "--k", "4", "--out", long_name] if command == "generate" else \
+        ["rm", long_name, "--code", "a"]
+    result = CliRunner().invoke(main, args)
     assert result.exit_code == 1
     assert "too long" in _one_error_line(result.stderr)
     assert list(tmp_path.iterdir()) == []
