@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .bounds import known_optimal, max_cos_lower_bound, theorem_3_9
+from .bounds import THEOREM_3_9, known_optimal, max_cos_lower_bound, simplex_rho_cap, theorem_3_9
 from .code import Code
 from .memory import format_bytes, format_duration
 
@@ -38,7 +38,9 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
     Stable keys: ``d``, ``k``, ``method``, ``max_cos``, ``min_angle_deg``,
     ``separation`` (``min``, ``mean``, ``max``), ``nearest_cos`` (one per
     prototype), ``rattlers`` (indices), ``theorem_3_9`` (``lower``, ``upper``,
-    ``applicable``, and ``gap`` = upper − certified ρ when certified),
+    ``applicable``, ``best_upper`` = the tighter of ``upper`` and K/(K−1),
+    ``best_upper_by`` naming it, and ``gap`` = best_upper − certified ρ when
+    certified),
     ``max_cos_lower_bound`` (``value``, ``method``, ``gap``), ``known_optimal``
     (``value``, ``reason``); for a certified code ``rho`` (``lower``,
     ``upper``, ``width``, ``tol``, ``certified``), ``softmax_rattlers`` and
@@ -57,9 +59,9 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
     optimal = known_optimal(code.d, code.k, s.max_cos)
     thm = theorem_3_9(code.d, code.k).to_dict()
     cert = code.certificate
-    if cert is not None and thm["applicable"]:
+    if cert is not None:
         # Room left between this code's certified rho and the best any code can have.
-        thm["gap"] = thm["upper"] - cert.rho_lower
+        thm["gap"] = thm["best_upper"] - cert.rho_lower
     report = {
         "name": code.name,
         "bank": bank,
@@ -195,18 +197,34 @@ def format_code_report(report: dict) -> str:
         ("labels", _labels_line(report.get("labels"))),
         ("rattlers", _rattlers_line(len(report["rattlers"]), report["k"], report["rattler_tol"])),
         *_certificate_lines(report),
-        (
-            "Theorem 3.9",
-            f"{_fmt(thm['lower'], 6)} <= best rho <= {_fmt(thm['upper'], 6)}"
-            + (f"   (upper - this code's rho = {thm['gap']:.3g})" if "gap" in thm else "")
-            if thm["applicable"]
-            else f"not applicable (needs {thm['condition']})",
-        ),
+        ("best rho", _best_rho_line(thm, report["k"], 6)
+         + (f"; upper - this code's rho = {thm['gap']:.3g}" if "gap" in thm else "")),
     ]
     text = _align(lines)
     if report.get("semantic"):
         text += "".join(f"\n  {label:<17}  {value}" for label, value in format_semantic_report(report["semantic"]))
     return text
+
+
+def _best_rho_line(thm: dict, k: int, digits: int) -> str:
+    """The band on the best possible rho: Theorem 3.9 capped by K/(K-1), saying which bound is the tighter.
+
+    Examples
+    --------
+    >>> from spherecodes.bounds import theorem_3_9
+    >>> print(_best_rho_line(theorem_3_9(64, 100).to_dict(), 100, 6))
+    [0.416317, 1.0101]   (lower: Theorem 3.9; upper: K/(K-1), the simplex ETF's rho, tighter than Theorem 3.9's 1.94951)
+    >>> print(_best_rho_line(theorem_3_9(3, 100).to_dict(), 100, 6))
+    [0.00666667, 0.4]   (Theorem 3.9; its upper end is tighter than K/(K-1) = 1.0101)
+    """
+    cap = "K/(K-1), the simplex ETF's rho"
+    if not thm["applicable"]:
+        return (f"<= {_fmt(thm['best_upper'], digits)}   ({cap}; Theorem 3.9 not applicable: "
+                f"needs {thm['condition']})")
+    band = f"[{_fmt(thm['lower'], digits)}, {_fmt(thm['best_upper'], digits)}]"
+    if thm["best_upper_by"] == THEOREM_3_9:
+        return f"{band}   (Theorem 3.9; its upper end is tighter than K/(K-1) = {_fmt(simplex_rho_cap(k), digits)})"
+    return f"{band}   (lower: Theorem 3.9; upper: {cap}, tighter than Theorem 3.9's {_fmt(thm['upper'], digits)})"
 
 
 def _origin_lines(report: dict) -> list:
@@ -308,19 +326,14 @@ def format_bounds_report(report: dict) -> str:
     >>> print(format_bounds_report(bounds_report(64, 10)))  # doctest: +NORMALIZE_WHITESPACE
     bounds for K = 10 prototypes in d = 64
       max-cos >=   -0.1111111111   (simplex bound -1/(K-1))
-      Theorem 3.9  not applicable (needs K >= sqrt(2*pi*sqrt(e)*d) = 25.7486 and d >= 2)
+      best rho    <= 1.111111111   (K/(K-1), the simplex ETF's rho; Theorem 3.9 not applicable: needs K >= sqrt(2*pi*sqrt(e)*d) = 25.7486 and d >= 2)
     """
     thm = report["theorem_3_9"]
     bound = report["max_cos_lower_bound"]
     lines = [
         f"bounds for K = {report['k']} prototypes in d = {report['d']}",
         ("max-cos >=", f"{_fmt(bound['value'])}   ({bound['method']})"),
-        (
-            "Theorem 3.9",
-            f"{_fmt(thm['lower'], 10)} <= best rho <= {_fmt(thm['upper'], 10)}"
-            if thm["applicable"]
-            else f"not applicable (needs {thm['condition']})",
-        ),
+        ("best rho", _best_rho_line(thm, report["k"], 10)),
     ]
     return _align(lines)
 
