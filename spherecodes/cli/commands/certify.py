@@ -10,6 +10,7 @@ from ...bank import write_code
 from ...certificate import DEFAULT_TOL
 from ...errors import SpherecodesError
 from ...loading import load_code
+from ...stats import FILE_UNIT_TOL
 from .._common import certify as certify_prototypes
 from .._common import read_with_certificate_check, show_report, tell
 from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, main, threads_option
@@ -65,7 +66,8 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, quie
     show_report(code, str(file) if is_bank else None, as_json)
     if code.settings.get("normalized_from") and not as_json:
         click.echo(f"  note         rows normalised in float64 from {code.settings['normalized_from']} (their norms "
-                   "were within its rounding of 1)")
+                   f"missed 1 by at most {code.settings['norm_deviation']:.2g}, within {FILE_UNIT_TOL:g} or the "
+                   "format's rounding)")
     if bad_certificate is not None and write:
         click.echo(f"replaced a stored certificate that did not check ({bad_certificate})", err=True)
     elif bad_certificate is not None:
