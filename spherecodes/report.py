@@ -16,6 +16,7 @@ import numpy as np
 
 from .bounds import THEOREM_3_9, known_optimal, max_cos_lower_bound, simplex_rho_cap, theorem_3_9
 from .code import Code
+from .lines import line_report
 from .memory import format_bytes, format_duration
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "format_duration",
     "format_offers",
     "format_entries",
+    "format_line_report",
     "format_semantic_report",
 ]
 
@@ -92,6 +94,7 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
         "one_vs_rest": None,
         "exact_max_cos": _exact_max_cos(code.settings),
         "auto": code.settings.get("auto"),
+        "lines": line_report(code) if code.method == "lines" else None,
     }
     if cert is not None:
         report["rho"] = {
@@ -200,10 +203,40 @@ def format_code_report(report: dict) -> str:
         ("best rho", _best_rho_line(thm, report["k"], 6)
          + (f"; upper - this code's rho = {thm['gap']:.3g}" if "gap" in thm else "")),
     ]
+    if report.get("lines"):
+        lines.extend(format_line_report(report["lines"]))
     text = _align(lines)
     if report.get("semantic"):
         text += "".join(f"\n  {label:<17}  {value}" for label, value in format_semantic_report(report["semantic"]))
     return text
+
+
+def format_line_report(lines: dict) -> list[tuple[str, str]]:
+    """The ``(label, value)`` lines of a text report for :func:`spherecodes.lines.line_report`'s dict.
+
+    Examples
+    --------
+    >>> from spherecodes.code import make_code
+    >>> from spherecodes.lines import line_report
+    >>> for label, value in format_line_report(line_report(make_code(np.eye(3)[:2], method="external"))):
+    ...     print(f"{label}: {value}")
+    max |cos|: 0   (smallest angle between two lines 90 deg)
+    line bound: 0   (K <= d: an orthonormal basis; optimal: the bound is met)
+    Welch bound: 0
+    orthoplex bound: only for K > d(d+1)/2 = 6
+    """
+    bound = lines["lower_bound"]
+    verdict = ("optimal: the bound is met" if lines["optimal"]
+               else f"gap {bound['gap']:.3g}: not proven optimal")
+    ortho = lines["orthoplex_bound"]
+    d = lines["d"]
+    return [
+        ("max |cos|", f"{_fmt(lines['max_abs_cos'])}   (smallest angle between two lines "
+                      f"{lines['min_line_angle_deg']:.6g} deg)"),
+        ("line bound", f"{_fmt(bound['value'])}   ({bound['method']}; {verdict})"),
+        ("Welch bound", _fmt(lines["welch_bound"])),
+        ("orthoplex bound", _fmt(ortho) if ortho is not None else f"only for K > d(d+1)/2 = {d * (d + 1) // 2}"),
+    ]
 
 
 def _best_rho_line(thm: dict, k: int, digits: int) -> str:
