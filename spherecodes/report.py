@@ -197,6 +197,7 @@ def format_code_report(report: dict) -> str:
             f"min {_fmt(nearest.min(), 6)}  median {_fmt(float(np.median(nearest)), 6)}  "
             f"max {_fmt(nearest.max(), 6)}",
         ),
+        ("verified", _verified_line(report["verified"], report["k"])) if report.get("verified") else None,
         ("labels", _labels_line(report.get("labels"))),
         ("rattlers", _rattlers_line(len(report["rattlers"]), report["k"], report["rattler_tol"])),
         *_certificate_lines(report),
@@ -209,6 +210,27 @@ def format_code_report(report: dict) -> str:
     if report.get("semantic"):
         text += "".join(f"\n  {label:<17}  {value}" for label, value in format_semantic_report(report["semantic"]))
     return text
+
+
+def _verified_line(verified: dict, k: int) -> str:
+    """What reading the bank checked, and how long each check took.
+
+    Examples
+    --------
+    >>> print(_verified_line({"checksum_seconds": 0.41, "certificate": True, "certificate_seconds": 73.2}, 196560))
+    on read: SHA-256 and unit norms of the 196560 prototypes (0.41 s); the certificate's witness re-evaluated against all 196560 prototypes (1.2 min)
+    """
+
+    def seconds(x: float) -> str:
+        return f"{x:.2g} s" if x < 60 else format_duration(x)
+
+    text = f"on read: SHA-256 and unit norms of the {k} prototypes ({seconds(verified['checksum_seconds'])})"
+    certificate = verified["certificate"]
+    if certificate is None:
+        return text + "; no certificate stored"
+    outcome = "re-evaluated" if certificate else "FAILED when re-evaluated"
+    return (text + f"; the certificate's witness {outcome} against all {k} prototypes "
+                   f"({seconds(verified['certificate_seconds'])})")
 
 
 def format_line_report(lines: dict) -> list[tuple[str, str]]:

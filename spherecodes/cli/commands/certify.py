@@ -69,7 +69,7 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_l
         return
     bad_certificate = None
     if is_bank:
-        code, bad_certificate = read_with_certificate_check(file, name)
+        code, bad_certificate, _ = read_with_certificate_check(file, name)
     else:
         code = load_code(file, name, normalize=normalize, stats_device=device, max_memory=max_memory)
     code.certificate = certify_prototypes(code.prototypes, device=device, max_memory=max_memory,
