@@ -202,14 +202,23 @@ def antipodal_half(points: np.ndarray, decimals: int = 9) -> np.ndarray | None:
 
 
 def structured_lines(d: int, k: int) -> tuple[np.ndarray, str] | None:
-    """K lines from the best antipodal structured code in R^d with at least 2K points, as (rows, name).
+    """K lines from the structured code in R^d with the smallest line coherence, as (rows, name).
 
-    An antipodal code's max-cos bounds the coherence of its half: for two
-    rows that are not antipodes, ``-<w_i, w_j>`` is the cosine of w_i with
-    the antipode of w_j, another pair of the code.  The codes are tried by
-    max-cos (smallest first, then fewer points); the first whose points are
-    all paired with their antipodes gives its first K lines.  None when no
-    antipodal code of that size fits in :data:`MAX_STRUCTURED_ENTRIES`.
+    Two kinds of structured code give lines:
+
+    * an **antipodal** code of at least 2K points: one row of each antipodal
+      pair (:func:`antipodal_half`).  Its max-cos bounds the coherence of the
+      half: for two rows that are not antipodes, ``-<w_i, w_j>`` is the cosine
+      of w_i with the antipode of w_j, another pair of the code;
+    * a code of at least K points without antipodes whose inner products are
+      known (a distance-invariant code, e.g. a real equiangular tight frame):
+      its first K points, with coherence the largest |c| of its spectrum.
+
+    The codes are visited by max-cos (a lower bound on either value), then
+    size, until none can win; a code without a spectrum is built to see
+    whether its points are antipodal.  The 600-cell (irrational
+    coordinates, not a structured code) adds 60 lines in R^4.  None when no
+    code qualifies within :data:`MAX_STRUCTURED_ENTRIES`.
 
     Examples
     --------
@@ -220,20 +229,22 @@ def structured_lines(d: int, k: int) -> tuple[np.ndarray, str] | None:
     from .structured import available_codes
 
     d, k = check_sizes(d, k)
-    codes = sorted(available_codes(d, 2 * k), key=lambda c: (c.max_cos, c.size, c.name))
-    for code in codes:
-        if code.size * code.d > MAX_STRUCTURED_ENTRIES or code.max_cos >= 1:
+    found, best = None, math.inf
+    # Either kind's coherence is at least the code's max-cos: visit by max-cos, stop when it cannot win.
+    for code in sorted(available_codes(d, k), key=lambda c: (c.max_cos, c.size, c.name)):
+        if code.max_cos >= best or code.max_cos >= 1:
+            break
+        if code.size * code.d > MAX_STRUCTURED_ENTRIES:
             continue
         spectrum = code.spectrum()
-        if spectrum is not None and spectrum.get(-1) != 1:
-            continue  # distance-invariant without antipodes: not a set of lines
-        half = antipodal_half(code.points())
-        if half is not None:
-            found = half[:k], f"half of {code.name}"
-            break
-    else:
-        found = None
-    # The 600-cell (not a structured code: its coordinates are irrational) gives 60 lines in R^4.
+        if spectrum is not None and -1 not in spectrum:
+            coherence = max(abs(c) for c in spectrum if c != 1)
+            if coherence < best:
+                found, best = (code.points(k), code.name), coherence
+        elif code.size >= 2 * k and (spectrum is None or spectrum[-1] == 1):
+            half = antipodal_half(code.points())
+            if half is not None:
+                found, best = (half[:k], f"half of {code.name}"), code.max_cos
     if 4 <= d and k <= 60 and (found is None or max_abs_cos(found[0]) > CELL_600_COS):
         half = antipodal_half(cell_600())
         found = np.pad(half[:k], ((0, 0), (0, d - 4))), "half of the 600-cell"
