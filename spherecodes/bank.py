@@ -760,6 +760,8 @@ def _bounds_of(code: Code) -> dict:
         "theorem_3_9_applicable": thm.applicable,
         "theorem_3_9_lower": np.nan if thm.lower is None else thm.lower,
         "theorem_3_9_upper": np.nan if thm.upper is None else thm.upper,
+        "rho_upper_bound": thm.best_upper,
+        "rho_upper_bound_by": thm.best_upper_by,
         "max_cos_lower_bound": bound.value,
         "max_cos_lower_bound_method": bound.method,
         "known_optimal": optimal.value,

@@ -7,7 +7,9 @@ Two families live here:
   a certified optimality gap (classical bounds, and the verified
   Delsarte–Goethals–Seidel linear-programming bound at the end of the file);
 * the **Theorem 3.9** bounds of Jiang et al. (Generalized Neural Collapse for a
-  Large Number of Classes, Eq. 13) on the best possible one-vs-rest distance ρ.
+  Large Number of Classes, Eq. 13) on the best possible one-vs-rest distance ρ,
+  with its upper end capped by the simplex's K/(K−1), which no code beats in
+  any dimension (:func:`simplex_rho_cap`).
 """
 
 from __future__ import annotations
@@ -28,17 +30,24 @@ class Theorem39Bounds:
     Attributes
     ----------
     lower, upper : float or None
-        The bounds; ``None`` when the theorem does not apply.
+        The theorem's bounds; ``None`` when the theorem does not apply.
     applicable : bool
         Whether ``K >= sqrt(2 pi sqrt(e) d)`` and ``d >= 2``.
     condition : str
         The theorem's condition, spelled out with the numbers of this case.
+    best_upper : float
+        The tighter of ``upper`` and K/(K−1) (:func:`simplex_rho_cap`), which
+        holds for every (d, K); K/(K−1) alone where the theorem does not apply.
+    best_upper_by : str
+        Which of the two gives ``best_upper``.
     """
 
     lower: float | None
     upper: float | None
     applicable: bool
     condition: str
+    best_upper: float
+    best_upper_by: str
 
     def to_dict(self) -> dict:
         return {
@@ -46,7 +55,31 @@ class Theorem39Bounds:
             "upper": self.upper,
             "applicable": self.applicable,
             "condition": self.condition,
+            "best_upper": self.best_upper,
+            "best_upper_by": self.best_upper_by,
         }
+
+
+#: How :attr:`Theorem39Bounds.best_upper_by` names each bound.
+SIMPLEX_CAP = "simplex K/(K-1)"
+THEOREM_3_9 = "Theorem 3.9"
+
+
+def simplex_rho_cap(k: int) -> float:
+    """K/(K−1): no K unit vectors in any dimension have a larger ρ.
+
+    ρ = min_k dist_k is at most the distance from w_k to the mean c_k of the
+    other K − 1 prototypes (a point of their hull), and
+    ``sum_k |w_k - c_k|^2 = (K^3 - K |sum_j w_j|^2) / (K-1)^2 <= K^3/(K-1)^2``,
+    so the smallest of the K distances is at most K/(K−1).  The simplex ETF
+    (sum zero, all distances equal) attains it.
+
+    Examples
+    --------
+    >>> simplex_rho_cap(100)
+    1.0101010101010102
+    """
+    return k / (k - 1)
 
 
 def theorem_3_9(d: int, k: int) -> Theorem39Bounds:
@@ -67,22 +100,26 @@ def theorem_3_9(d: int, k: int) -> Theorem39Bounds:
     Returns
     -------
     Theorem39Bounds
-        With ``applicable=False`` and no numbers outside the theorem's condition
-        or for d < 2 (the exponent 1/(d-1) is undefined at d = 1).
+        With ``applicable=False`` and no theorem numbers outside its condition
+        or for d < 2 (the exponent 1/(d-1) is undefined at d = 1); the cap
+        K/(K−1) is given in every case, with which bound is the tighter.
 
     Examples
     --------
     >>> b = theorem_3_9(512, 100000)
     >>> b.applicable, round(b.lower, 4), round(b.upper, 4)
     (True, 0.4739, 1.971)
+    >>> round(b.best_upper, 6), b.best_upper_by
+    (1.00001, 'simplex K/(K-1)')
     >>> theorem_3_9(512, 10).applicable
     False
     """
     d, k = check_sizes(d, k)
     threshold = math.sqrt(2 * math.pi * math.sqrt(math.e) * d)
     condition = f"K >= sqrt(2*pi*sqrt(e)*d) = {threshold:.4f} and d >= 2"
+    cap = simplex_rho_cap(k)
     if d < 2 or k < threshold:
-        return Theorem39Bounds(None, None, False, condition)
+        return Theorem39Bounds(None, None, False, condition, cap, SIMPLEX_CAP)
     log_lower_base = (
         0.5 * math.log(math.pi) - math.log(k) + math.lgamma((d + 1) / 2) - math.lgamma(d / 2 + 1)
     )
@@ -91,7 +128,8 @@ def theorem_3_9(d: int, k: int) -> Theorem39Bounds:
     )
     lower = 0.5 * math.exp(2.0 / (d - 1) * log_lower_base)
     upper = 2.0 * math.exp(log_upper_base / (d - 1))
-    return Theorem39Bounds(float(lower), float(upper), True, condition)
+    best_upper, best_by = (float(upper), THEOREM_3_9) if upper < cap else (cap, SIMPLEX_CAP)
+    return Theorem39Bounds(float(lower), float(upper), True, condition, best_upper, best_by)
 
 
 @dataclass(frozen=True)

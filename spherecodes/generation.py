@@ -24,11 +24,14 @@ from .errors import SpherecodesError
 #: structured codes; ``privileged`` also needs word embeddings of the class names.
 OPTIMISERS = ("tammes", "softmax", "maxsep", "privileged")
 
+#: Line packings: minimise the largest |cos| (:mod:`spherecodes.lines`).
+LINES = "lines"
+
 #: The best structured code for (d, K) (:func:`spherecodes.structured.best_structured_code`).
 STRUCTURED = "structured"
 
 #: Every method ``generate`` accepts besides ``auto``.
-METHODS = CLOSED_FORMS + (STRUCTURED,) + OPTIMISERS
+METHODS = CLOSED_FORMS + (STRUCTURED,) + OPTIMISERS + (LINES,)
 
 #: Options of :func:`generate` that only some methods take: option -> those methods.
 METHOD_OPTIONS = {
@@ -38,8 +41,8 @@ METHOD_OPTIONS = {
     "triplets": ("privileged",),
     "neighbours": ("tammes", "auto"),
     "refresh": ("tammes", "auto"),
-    "effort": ("tammes",),
-    "init": ("tammes", "softmax", "maxsep"),
+    "effort": ("tammes", LINES),
+    "init": ("tammes", "softmax", "maxsep", LINES),
 }
 
 #: Methods that run a single start (``restarts`` does not apply).
@@ -177,6 +180,7 @@ def generate(
     effort: str = "default",
     init=None,
     catalog: bool = True,
+    lines: bool = False,
 ) -> Code:
     """Compute a K-prototype code in R^d and its float64 statistics.
 
@@ -229,6 +233,13 @@ def generate(
     catalog : bool
         ``auto`` only: whether the bundled catalog's code of this size is a
         candidate (False when building a catalog).
+    lines : bool
+        Make K lines instead of K points: minimise the largest |cos| (no two
+        prototypes may be nearly antipodal either), the same as
+        ``method="lines"``: an optimal closed form where one exists, else the
+        lines of the best antipodal structured code, kept when they meet the
+        Welch or orthoplex bound and otherwise refined by
+        :func:`spherecodes.solvers.line_packing` (see :mod:`spherecodes.lines`).
 
     Returns
     -------
@@ -244,9 +255,17 @@ def generate(
     >>> code = generate(64, 1000)      # extended BCH [64,10,28]: exact max-cos 1/8
     >>> code.name, code.settings["auto"]["winner"], code.settings["auto"]["exact_max_cos"]
     ('auto-d64-k1000-s0', 'extended BCH [64,10,28], 1000 of 1024 words', '1/8')
+    >>> code = generate(7, 28, lines=True)   # 28 equiangular lines in R^7, at the Welch bound 1/3
+    >>> code.settings["construction"], round(code.settings["max_abs_cos"], 12)
+    ('half of E8-derived (7, 56): 28 antipodal lines', 0.333333333333)
     """
     d, k = check_sizes(d, k)
     seed = check_seed(seed)
+    if lines:
+        if method not in ("auto", LINES):
+            raise SpherecodesError(f"lines=True makes a line packing (method 'lines'); leave method unset, "
+                                   f"got {method!r}")
+        method = LINES
     method = _resolve(d, k, method)
     if rotation not in ROTATIONS:
         raise SpherecodesError(f"rotation must be one of {', '.join(ROTATIONS)}, got {rotation!r}")
@@ -354,6 +373,30 @@ def _maxsep(d, k, method, *, max_memory, **options) -> Code:
     return _optimise(maxsep, d, k, max_memory=max_memory, **_common(options))
 
 
+def _lines(d, k, method, *, init, effort, max_memory, **options) -> Code:
+    """The closed form, else the structured lines when they meet the bound, else the optimiser from them."""
+    from .lines import OPTIMAL_TOL, line_closed_form, line_lower_bound, max_abs_cos, structured_lines
+    from .solvers import line_packing
+
+    begin = time.perf_counter()
+    found = structured_lines(d, k) if line_closed_form(d, k) is None and init is None else None
+    if found is not None:
+        rows, label = found
+        bound = line_lower_bound(d, k)
+        value = max_abs_cos(rows)
+        if value - bound.value <= OPTIMAL_TOL:
+            settings = {"method": LINES, "construction": label, "lower_bound": bound.to_dict(), "max_abs_cos": value,
+                        "gap": value - bound.value, "stop_reason": "converged"}
+            return make_code(rows, method=LINES, name=options["name"], labels=options["labels"], settings=settings,
+                             device="cpu", wall_time=time.perf_counter() - begin, max_memory=max_memory)
+        init = rows
+    code = _optimise(line_packing, d, k, max_memory=max_memory, solver_options={"effort": effort},
+                     **_common({**options, "init": init}))
+    if found is not None:
+        code.settings["started_from"] = found[1]
+    return code
+
+
 def _common(options: dict) -> dict:
     keys = ("name", "labels", "seed", "used_seed", "device", "steps", "restarts", "time_limit", "progress", "init")
     return {key: options[key] for key in keys}
@@ -389,4 +432,5 @@ _RUNNERS = {
     "softmax": _softmax,
     "maxsep": _maxsep,
     "privileged": _privileged,
+    LINES: _lines,
 }

@@ -17,7 +17,7 @@ from .inputs import check_input_file, read_npy
 from .memory import require_memory
 from .code import NAME_PUNCTUATION, Code, make_code
 from .errors import SpherecodesError
-from .stats import validate_prototypes
+from .stats import FILE_UNIT_TOL, validate_prototypes
 
 #: Integer tensor types read as numbers (bool is not).
 _TORCH_INTEGERS = ("torch.int8", "torch.int16", "torch.int32", "torch.int64", "torch.uint8")
@@ -33,6 +33,14 @@ MATRIX_SUFFIXES = {
     ".csv": "comma-separated text",
 }
 
+#: Pickle files are never loaded (unpickling runs code); what to do instead.
+PICKLE_SUFFIXES = (".pkl", ".pickle")
+PICKLE_ADVICE = (
+    "pickles are never loaded here, since unpickling runs code; if you trust the file, convert it in one line of "
+    "Python: python -c \"import pickle, numpy; numpy.save('{stem}.npy', "
+    "numpy.asarray(pickle.load(open('{path}', 'rb')), dtype=float))\""
+)
+
 
 def load_code(
     path, name: str | None = None, *, normalize: bool = False, stats_device=None, max_memory: float | None = None
@@ -47,6 +55,10 @@ def load_code(
         Code name inside a bank (banks only).
     normalize : bool
         Rescale rows to unit length instead of refusing rows that are not.
+        Without it, rows whose norms miss 1 by at most :data:`FILE_UNIT_TOL`
+        (1e-6, in any dtype), or by their format's rounding, are normalised in
+        float64 and the code's settings record it (``normalized_from``, the
+        file's dtype, and ``norm_deviation``, the largest miss).
     stats_device, max_memory : optional
         Where the statistics of a matrix file are computed, and the memory
         they may use (see :func:`spherecodes.stats.separation_statistics`);
@@ -68,6 +80,8 @@ def load_code(
     """
     path = Path(path)
     suffix = path.suffix.lower()
+    if suffix in PICKLE_SUFFIXES:
+        raise SpherecodesError(f"cannot read {path}: " + PICKLE_ADVICE.format(stem=path.stem, path=path))
     if suffix not in MATRIX_SUFFIXES:
         allowed = ", ".join(MATRIX_SUFFIXES)
         raise SpherecodesError(f"cannot read {path}: unknown file type {suffix or '(none)'!r}; use one of {allowed}")
@@ -81,7 +95,7 @@ def load_code(
         raise SpherecodesError(f"{path} is empty; expected a (K, d) matrix")
     matrix = _read_matrix(path, suffix, max_memory)
     try:
-        prototypes = validate_prototypes(matrix, normalize=normalize)
+        prototypes = validate_prototypes(matrix, normalize=normalize, tolerance=FILE_UNIT_TOL)
     except SpherecodesError as err:
         if not normalize and _columns_are_unit(matrix):
             raise SpherecodesError(
@@ -91,8 +105,9 @@ def load_code(
         raise SpherecodesError(f"{path}: {err}", flags=err.flags) from None
     settings = {"source": str(path), "normalized": bool(normalize)}
     if not normalize and not np.array_equal(prototypes, matrix):
-        # Rows stored in a short float, unit up to its rounding: normalised in float64 (see validate_prototypes).
-        settings.update(normalized=True, normalized_from=matrix.dtype.name)
+        # Rows unit up to their format's rounding or FILE_UNIT_TOL: normalised in float64 (see validate_prototypes).
+        deviation = float(np.abs(np.linalg.norm(matrix.astype(np.float64), axis=1) - 1.0).max())
+        settings.update(normalized=True, normalized_from=matrix.dtype.name, norm_deviation=deviation)
     stem = "".join(c if c.isalnum() or c in NAME_PUNCTUATION else "_" for c in path.stem) or "external"
     return make_code(prototypes, method="external", name=stem, settings=settings, stats_device=stats_device,
                      max_memory=max_memory)

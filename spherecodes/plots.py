@@ -7,8 +7,8 @@ a temporary file renamed into place.
 
 * :func:`plot_code` — the histogram of pairwise cosines with max-cos and the
   lower bound on max-cos marked; the sorted one-vs-rest distances with ρ and
-  the Theorem 3.9 band; for d ≤ 3 the prototypes themselves.
-* :func:`plot_bounds` — the Theorem 3.9 band on the best possible ρ against d
+  the Theorem 3.9 band capped by K/(K−1); for d ≤ 3 the prototypes themselves.
+* :func:`plot_bounds` — the Theorem 3.9 band on the best possible ρ, capped by K/(K−1), against d
   for a fixed K, with the certified ρ of catalog banks on top (the picture of
   Jiang et al. (2024), Fig. 3).
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .atomic import replace_atomically
-from .bounds import max_cos_lower_bound, theorem_3_9
+from .bounds import THEOREM_3_9, max_cos_lower_bound, simplex_rho_cap, theorem_3_9
 from .checks import check_sizes
 from .code import Code
 from .constructions import closed_form_rho
@@ -162,7 +162,8 @@ def plot_code(code: Code, path, *, device: str = "auto"):
       number of pairs on it and what the code is.
     * **ρ against what is possible**: a strip with this code's ρ inside the
       band that Theorem 3.9 of Jiang et al. (2024) gives for the best possible
-      ρ, and the optimum when a closed form attains it.
+      ρ, its upper end capped by K/(K−1) (the legend says which is tighter),
+      and the optimum when a closed form attains it.
     * **One-vs-rest distances**: each class's certified distance to the convex
       hull of the others, sorted, as its excess over ρ in percent of ρ, so that
       differences of a millionth are visible; a code whose distances are all
@@ -294,15 +295,19 @@ def _what_the_cosines_say(code: Code, values: np.ndarray) -> str:
 
 
 def _draw_rho_strip(ax, code: Code, cert) -> None:
-    """This code's ρ inside the range that Theorem 3.9 allows for the best possible ρ."""
+    """This code's ρ inside the range that Theorem 3.9, capped by K/(K−1), allows for the best possible ρ."""
     thm = theorem_3_9(code.d, code.k)
     optimum = closed_form_rho(code.d, code.k)
     ax.set_xlim(0, 2)
     ax.set_ylim(0, 1)
     ax.set_yticks([])
     if thm.applicable:
-        ax.axvspan(thm.lower, thm.upper, color="#ffbb78", alpha=0.5,
-                   label=f"Theorem 3.9: best possible ρ in [{thm.lower:.4f}, {thm.upper:.4f}]")
+        ax.axvspan(thm.lower, thm.best_upper, color="#ffbb78", alpha=0.5,
+                   label=f"best possible ρ in [{thm.lower:.4f}, {thm.best_upper:.4f}]\n"
+                         f"(Theorem 3.9; upper end {_upper_source(thm)})")
+    else:
+        ax.axvline(thm.best_upper, color="#ff7f0e", lw=1.5, ls="--",
+                   label=f"best possible ρ ≤ K/(K−1) = {thm.best_upper:.4f} (Theorem 3.9 does not apply)")
     if optimum is not None:
         ax.axvline(optimum, color="black", lw=2, label=f"optimal ρ = {optimum:.6f} (closed form)")
     ax.plot([cert.rho_lower], [0.5], marker="D", ms=9, color="#d62728", ls="none",
@@ -375,8 +380,19 @@ def _draw_points(ax, code: Code) -> None:
         code.d, "The prototypes on the unit sphere"))
 
 
+def _upper_source(thm) -> str:
+    """Which bound gives the upper end of the band, in words for a legend."""
+    if thm.best_upper_by == THEOREM_3_9:
+        return "the theorem's, below K/(K−1)"
+    return f"K/(K−1); theorem: {thm.upper:.4f}"
+
+
 def plot_bounds(k: int, d_values, path, *, entries=()):
-    """Draw the Theorem 3.9 band on the best possible ρ against d, with measured codes on top.
+    """Draw the band on the best possible ρ against d, with measured codes on top.
+
+    The band is Theorem 3.9's, its upper end capped by K/(K−1) (the simplex's
+    ρ, which no code exceeds in any dimension); the legend says which bound is
+    drawn where.
 
     Parameters
     ----------
@@ -415,12 +431,17 @@ def plot_bounds(k: int, d_values, path, *, entries=()):
         thm = theorem_3_9(int(d), k)
         if thm.applicable:
             lower[i], upper[i] = thm.lower, thm.upper
+    cap = simplex_rho_cap(k)
     fig = _figure(8.0, 6.0)
     ax = fig.add_subplot(1, 1, 1)
-    ax.fill_between(ds, lower, upper, color="#ffbb78", alpha=0.45,
-                    label="Theorem 3.9: the best possible ρ lies in this band")
-    ax.plot(ds, upper, color="#ff7f0e", lw=1.5, label="upper bound")
-    ax.plot(ds, lower, color="#ff7f0e", lw=1.5, ls="--", label="lower bound")
+    ax.fill_between(ds, lower, np.fmin(upper, cap), color="#ffbb78", alpha=0.45,
+                    label="the best possible ρ lies in this band (Theorem 3.9, capped by K/(K−1))")
+    # The theorem's own upper end is drawn only where it is the tighter bound.
+    ax.plot(ds, np.where(upper < cap, upper, np.nan), color="#ff7f0e", lw=1.5,
+            label="upper bound: Theorem 3.9 (where below K/(K−1))")
+    ax.axhline(cap, color="#9467bd", lw=1.5,
+               label=f"upper bound: K/(K−1) = {cap:.4f}, the simplex's ρ (no code has more, in any d)")
+    ax.plot(ds, lower, color="#ff7f0e", lw=1.5, ls="--", label="lower bound: Theorem 3.9")
     applies_up_to = k * k / (2 * math.pi * math.sqrt(math.e))
     if ds[0] <= applies_up_to < ds[-1]:
         ax.axvline(applies_up_to, color="0.5", ls=":",

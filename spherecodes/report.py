@@ -14,8 +14,9 @@ import math
 
 import numpy as np
 
-from .bounds import known_optimal, max_cos_lower_bound, theorem_3_9
+from .bounds import THEOREM_3_9, known_optimal, max_cos_lower_bound, simplex_rho_cap, theorem_3_9
 from .code import Code
+from .lines import line_report
 from .memory import format_bytes, format_duration
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "format_duration",
     "format_offers",
     "format_entries",
+    "format_line_report",
     "format_semantic_report",
     "printable",
 ]
@@ -63,7 +65,9 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
     Stable keys: ``d``, ``k``, ``method``, ``max_cos``, ``min_angle_deg``,
     ``separation`` (``min``, ``mean``, ``max``), ``nearest_cos`` (one per
     prototype), ``rattlers`` (indices), ``theorem_3_9`` (``lower``, ``upper``,
-    ``applicable``, and ``gap`` = upper − certified ρ when certified),
+    ``applicable``, ``best_upper`` = the tighter of ``upper`` and K/(K−1),
+    ``best_upper_by`` naming it, and ``gap`` = best_upper − certified ρ when
+    certified),
     ``max_cos_lower_bound`` (``value``, ``method``, ``gap``), ``known_optimal``
     (``value``, ``reason``); for a certified code ``rho`` (``lower``,
     ``upper``, ``width``, ``tol``, ``certified``), ``softmax_rattlers`` and
@@ -82,9 +86,9 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
     optimal = known_optimal(code.d, code.k, s.max_cos)
     thm = theorem_3_9(code.d, code.k).to_dict()
     cert = code.certificate
-    if cert is not None and thm["applicable"]:
+    if cert is not None:
         # Room left between this code's certified rho and the best any code can have.
-        thm["gap"] = thm["upper"] - cert.rho_lower
+        thm["gap"] = thm["best_upper"] - cert.rho_lower
     report = {
         "name": code.name,
         "bank": bank,
@@ -115,6 +119,7 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
         "one_vs_rest": None,
         "exact_max_cos": _exact_max_cos(code.settings),
         "auto": code.settings.get("auto"),
+        "lines": line_report(code) if code.method == "lines" else None,
     }
     if cert is not None:
         report["rho"] = {
@@ -217,21 +222,89 @@ def format_code_report(report: dict) -> str:
             f"min {_fmt(nearest.min(), 6)}  median {_fmt(float(np.median(nearest)), 6)}  "
             f"max {_fmt(nearest.max(), 6)}",
         ),
+        ("verified", _verified_line(report["verified"], report["k"])) if report.get("verified") else None,
         ("labels", _labels_line(report.get("labels"))),
         ("rattlers", _rattlers_line(len(report["rattlers"]), report["k"], report["rattler_tol"])),
         *_certificate_lines(report),
-        (
-            "Theorem 3.9",
-            f"{_fmt(thm['lower'], 6)} <= best rho <= {_fmt(thm['upper'], 6)}"
-            + (f"   (upper - this code's rho = {thm['gap']:.3g})" if "gap" in thm else "")
-            if thm["applicable"]
-            else f"not applicable (needs {thm['condition']})",
-        ),
+        ("best rho", _best_rho_line(thm, report["k"], 6)
+         + (f"; upper - this code's rho = {thm['gap']:.3g}" if "gap" in thm else "")),
     ]
+    if report.get("lines"):
+        lines.extend(format_line_report(report["lines"]))
     text = _align(lines)
     if report.get("semantic"):
         text += "".join(f"\n  {label:<17}  {value}" for label, value in format_semantic_report(report["semantic"]))
     return text
+
+
+def _verified_line(verified: dict, k: int) -> str:
+    """What reading the bank checked, and how long each check took.
+
+    Examples
+    --------
+    >>> print(_verified_line({"checksum_seconds": 0.41, "certificate": True, "certificate_seconds": 73.2}, 196560))
+    on read: SHA-256 and unit norms of the 196560 prototypes (0.41 s); the certificate's witness re-evaluated against all 196560 prototypes (1.2 min)
+    """
+
+    def seconds(x: float) -> str:
+        return f"{x:.2g} s" if x < 60 else format_duration(x)
+
+    text = f"on read: SHA-256 and unit norms of the {k} prototypes ({seconds(verified['checksum_seconds'])})"
+    certificate = verified["certificate"]
+    if certificate is None:
+        return text + "; no certificate stored"
+    outcome = "re-evaluated" if certificate else "FAILED when re-evaluated"
+    return (text + f"; the certificate's witness {outcome} against all {k} prototypes "
+                   f"({seconds(verified['certificate_seconds'])})")
+
+
+def format_line_report(lines: dict) -> list[tuple[str, str]]:
+    """The ``(label, value)`` lines of a text report for :func:`spherecodes.lines.line_report`'s dict.
+
+    Examples
+    --------
+    >>> from spherecodes.code import make_code
+    >>> from spherecodes.lines import line_report
+    >>> for label, value in format_line_report(line_report(make_code(np.eye(3)[:2], method="external"))):
+    ...     print(f"{label}: {value}")
+    max |cos|: 0   (smallest angle between two lines 90 deg)
+    line bound: 0   (K <= d: an orthonormal basis; optimal: the bound is met)
+    Welch bound: 0
+    orthoplex bound: only for K > d(d+1)/2 = 6
+    """
+    bound = lines["lower_bound"]
+    verdict = ("optimal: the bound is met" if lines["optimal"]
+               else f"gap {bound['gap']:.3g}: not proven optimal")
+    ortho = lines["orthoplex_bound"]
+    d = lines["d"]
+    return [
+        ("max |cos|", f"{_fmt(lines['max_abs_cos'])}   (smallest angle between two lines "
+                      f"{lines['min_line_angle_deg']:.6g} deg)"),
+        ("line bound", f"{_fmt(bound['value'])}   ({bound['method']}; {verdict})"),
+        ("Welch bound", _fmt(lines["welch_bound"])),
+        ("orthoplex bound", _fmt(ortho) if ortho is not None else f"only for K > d(d+1)/2 = {d * (d + 1) // 2}"),
+    ]
+
+
+def _best_rho_line(thm: dict, k: int, digits: int) -> str:
+    """The band on the best possible rho: Theorem 3.9 capped by K/(K-1), saying which bound is the tighter.
+
+    Examples
+    --------
+    >>> from spherecodes.bounds import theorem_3_9
+    >>> print(_best_rho_line(theorem_3_9(64, 100).to_dict(), 100, 6))
+    [0.416317, 1.0101]   (lower: Theorem 3.9; upper: K/(K-1), the simplex ETF's rho, tighter than Theorem 3.9's 1.94951)
+    >>> print(_best_rho_line(theorem_3_9(3, 100).to_dict(), 100, 6))
+    [0.00666667, 0.4]   (Theorem 3.9; its upper end is tighter than K/(K-1) = 1.0101)
+    """
+    cap = "K/(K-1), the simplex ETF's rho"
+    if not thm["applicable"]:
+        return (f"<= {_fmt(thm['best_upper'], digits)}   ({cap}; Theorem 3.9 not applicable: "
+                f"needs {thm['condition']})")
+    band = f"[{_fmt(thm['lower'], digits)}, {_fmt(thm['best_upper'], digits)}]"
+    if thm["best_upper_by"] == THEOREM_3_9:
+        return f"{band}   (Theorem 3.9; its upper end is tighter than K/(K-1) = {_fmt(simplex_rho_cap(k), digits)})"
+    return f"{band}   (lower: Theorem 3.9; upper: {cap}, tighter than Theorem 3.9's {_fmt(thm['upper'], digits)})"
 
 
 def _origin_lines(report: dict) -> list:
@@ -333,19 +406,14 @@ def format_bounds_report(report: dict) -> str:
     >>> print(format_bounds_report(bounds_report(64, 10)))  # doctest: +NORMALIZE_WHITESPACE
     bounds for K = 10 prototypes in d = 64
       max-cos >=   -0.1111111111   (simplex bound -1/(K-1))
-      Theorem 3.9  not applicable (needs K >= sqrt(2*pi*sqrt(e)*d) = 25.7486 and d >= 2)
+      best rho    <= 1.111111111   (K/(K-1), the simplex ETF's rho; Theorem 3.9 not applicable: needs K >= sqrt(2*pi*sqrt(e)*d) = 25.7486 and d >= 2)
     """
     thm = report["theorem_3_9"]
     bound = report["max_cos_lower_bound"]
     lines = [
         f"bounds for K = {report['k']} prototypes in d = {report['d']}",
         ("max-cos >=", f"{_fmt(bound['value'])}   ({bound['method']})"),
-        (
-            "Theorem 3.9",
-            f"{_fmt(thm['lower'], 10)} <= best rho <= {_fmt(thm['upper'], 10)}"
-            if thm["applicable"]
-            else f"not applicable (needs {thm['condition']})",
-        ),
+        ("best rho", _best_rho_line(thm, report["k"], 10)),
     ]
     return _align(lines)
 

@@ -22,6 +22,12 @@ from .sphere import DEFAULT_TILE, gram_tiles, nearest_others, random_start
 #: Largest allowed deviation of a row norm from 1 for a matrix to count as a code.
 UNIT_TOL = 1e-9
 
+#: Largest deviation of a row norm from 1 accepted, in any dtype, in a file
+#: made by another tool: rows computed in float32 arithmetic and saved as
+#: float64 miss 1 by about 1e-7.  Such rows are normalised in float64 and the
+#: code records it; larger deviations need ``normalize``.
+FILE_UNIT_TOL = 1e-6
+
 #: A prototype is a Tammes rattler when its nearest-neighbour cosine is below
 #: max-cos by more than this: moving it a little cannot change max-cos.
 RATTLER_TOL = 1e-6
@@ -63,12 +69,13 @@ def _row_norms(w: np.ndarray) -> np.ndarray:
     return norms
 
 
-def validate_prototypes(prototypes, *, normalize: bool = False) -> np.ndarray:
+def validate_prototypes(prototypes, *, normalize: bool = False, tolerance: float = UNIT_TOL) -> np.ndarray:
     """Check that ``prototypes`` is a code and return it as a float64 (K, d) array.
 
     Rows given as float32 or float16 (what torch users save) whose norms miss 1
-    by no more than that format's rounding (:func:`rounding_tolerance`) are
-    normalised in float64; larger deviations need ``normalize``.
+    by no more than that format's rounding (:func:`rounding_tolerance`), or by
+    no more than ``tolerance`` in any dtype, are normalised in float64; larger
+    deviations need ``normalize``.
 
     Parameters
     ----------
@@ -76,6 +83,9 @@ def validate_prototypes(prototypes, *, normalize: bool = False) -> np.ndarray:
         Rows are the prototypes: real numbers.
     normalize : bool
         Rescale the rows to unit length instead of refusing rows that are not.
+    tolerance : float
+        Deviation of a row norm from 1 normalised without ``normalize``, in
+        any dtype (:data:`FILE_UNIT_TOL` for files made by other tools).
 
     Raises
     ------
@@ -121,10 +131,10 @@ def validate_prototypes(prototypes, *, normalize: bool = False) -> np.ndarray:
     worst = int(np.argmax(deviation))
     if deviation[worst] <= UNIT_TOL:
         return w
-    allowed = rounding_tolerance(raw.dtype, d)
+    allowed = max(rounding_tolerance(raw.dtype, d), tolerance)
     if deviation[worst] <= allowed:
         return w / norms[:, None]
-    stored = f"; rows stored as {raw.dtype} may miss 1 by their rounding, {allowed:.3g}" if allowed > UNIT_TOL else ""
+    stored = f"; rows stored as {raw.dtype} may miss 1 by {allowed:.3g}" if allowed > UNIT_TOL else ""
     raise SpherecodesError(
         f"rows must be unit vectors: row {worst} has norm {norms[worst]:.12g} "
         f"(largest deviation from 1: {deviation[worst]:.3g}{stored}); rescale them or pass normalize=True",

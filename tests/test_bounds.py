@@ -98,3 +98,31 @@ def test_24_cell_and_random_codes_are_not_claimed_optimal():
 def test_sizes_are_checked(d, k):
     with pytest.raises(SpherecodesError):
         check_sizes(d, k)
+
+
+@pytest.mark.parametrize("d,k", [(2, 7), (3, 12), (5, 40), (16, 30), (64, 100)])
+def test_no_code_has_rho_above_k_over_k_minus_1(d, k):
+    """The cap K/(K-1) against certified rho of random and optimised codes in many dimensions."""
+    from spherecodes.bounds import simplex_rho_cap
+    from spherecodes.certificate import one_vs_rest_distances
+
+    cap = simplex_rho_cap(k)
+    for seed in range(3):
+        cert = one_vs_rest_distances(random_code(k, d, seed), device="cpu")
+        assert cert.rho_upper <= cap
+    # The simplex attains it (computed by the certificate, not by the formula).
+    assert one_vs_rest_distances(simplex_etf(k, k - 1), device="cpu").rho_lower == pytest.approx(k / (k - 1),
+                                                                                                rel=1e-12)
+
+
+@pytest.mark.parametrize("d,k", [(3, 100), (4, 1000), (8, 10**5), (64, 100), (512, 100000), (100, 10)])
+def test_best_upper_is_the_tighter_of_the_theorem_and_k_over_k_minus_1(d, k):
+    b = theorem_3_9(d, k)
+    cap = k / (k - 1)
+    if not b.applicable:
+        assert (b.best_upper, b.best_upper_by) == (cap, "simplex K/(K-1)")
+        return
+    _, upper = theorem_3_9_mpmath(d, k)
+    assert b.best_upper == pytest.approx(min(upper, cap), rel=1e-11)
+    assert b.best_upper_by == ("Theorem 3.9" if upper < cap else "simplex K/(K-1)")
+    assert b.to_dict()["best_upper"] == b.best_upper

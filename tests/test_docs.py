@@ -1,8 +1,9 @@
 """Every documentation page runs as written.
 
 Each page (README.md and every ``docs/*.md``) is run top to bottom in an empty
-temporary directory that holds only a copy of the repository's ``examples/``
-folder, the way a reader who has cloned the repository would copy it:
+temporary directory, as a user who installed the package and has no copy of
+the repository would run it (what the pages need ships inside the package:
+``python -m spherecodes.examples``):
 
 * ```` ```python ```` blocks are executed in order, in one namespace per page;
 * ```` ```console ```` blocks: every ``$ command`` line runs as a real shell
@@ -22,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -134,9 +134,7 @@ def page_process_state(work: Path, env: dict[str, str]):
 
 
 def run_page(page: Path, work: Path, root: Path = REPOSITORY) -> None:
-    """Run every runnable block of ``page`` in ``work``, with ``root/examples`` copied in."""
-    if (root / "examples").is_dir():
-        shutil.copytree(root / "examples", work / "examples")
+    """Run every runnable block of ``page`` in ``work``, an empty directory."""
     env = page_environment(work)
     namespace: dict = {"__name__": "__docs__"}
     for block in read_blocks(page):
@@ -199,3 +197,15 @@ def test_python_blocks_share_one_namespace_and_run_in_the_page_directory(tmp_pat
     with pytest.raises(pytest.fail.Exception, match=r"page.md:10: ValueError: boom"):
         run_page(page, work, root=tmp_path)
     assert (work / "made.txt").exists()
+
+
+def test_pages_run_in_an_empty_directory_without_the_repository(tmp_path):
+    """Nothing of the repository (its examples/ folder included) is copied in: a page sees what a user sees."""
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "data.txt").write_text("x")
+    page = tmp_path / "page.md"
+    page.write_text('```console\n$ test -z "$(ls -A)"\n$ python -m spherecodes.examples\n'
+                    '$ test -s examples/cifar100/classes.txt\n```\n', encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    run_page(page, work, root=tmp_path)

@@ -186,7 +186,9 @@ def test_bounds_plot_content(tmp_path, monkeypatch):
     assert ax.get_title() == "How far apart K = 100 classes can be in d dimensions"
     assert ax.get_xlabel().startswith("feature dimension d") and ax.get_ylabel() == "one-vs-rest distance ρ"
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend[0].startswith("Theorem 3.9") and any("closed form" in t for t in legend)
+    assert "Theorem 3.9" in legend[0] and any("closed form" in t for t in legend)
+    # The theorem's upper end (near 2 here) is capped by K/(K-1), the simplex's rho.
+    assert any("K/(K−1) = 1.0101" in t for t in legend)
     assert closed_form_rho(64, 100) == 1.0 and closed_form_rho(2, 6) == pytest.approx(0.5)
     with pytest.raises(SpherecodesError, match="at least two"):
         plot_bounds(100, [8], tmp_path / "c.png")

@@ -1,4 +1,4 @@
-"""Write ``embeddings.txt``: stand-in word vectors for the CIFAR-100 classes, for the docs' examples.
+"""Write ``spherecodes/data/cifar100/embeddings.txt``: stand-in word vectors for the CIFAR-100 classes, for the docs' examples.
 
 Real word vectors (GloVe, word2vec) are hundreds of megabytes; the pages of
 ``docs/`` run without downloads, so they use these instead.  Each of the 100
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
+# The files live in the package (spherecodes/data/cifar100), so that an installed package has them.
+HERE = Path(__file__).resolve().parents[2] / "spherecodes" / "data" / "cifar100"
 SUPERCLASSES = 20
 DIM = 50
 

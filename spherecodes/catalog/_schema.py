@@ -136,7 +136,10 @@ class CatalogEntry:
                 "method": self.lp_bound_method,
                 "gap": self.lp_gap,
             },
-            "theorem_3_9": {"lower": thm.lower, "upper": thm.upper} if thm.applicable else None,
+            "theorem_3_9": (
+                {"lower": thm.lower, "upper": thm.upper, "best_upper": thm.best_upper,
+                 "best_upper_by": thm.best_upper_by} if thm.applicable else None
+            ),
             "prototypes_sha256": self.prototypes_sha256,
         }
 

@@ -39,27 +39,39 @@ def certify(prototypes, *, device, max_memory, quiet: bool, tol: float = DEFAULT
 
 
 def read_with_certificate_check(bank, name: str | None):
-    """A code of ``bank`` and, when its stored certificate does not check, the error saying why.
+    """A code of ``bank``, the error saying why its stored certificate does not check (or None), and what was verified.
 
     Such a certificate is dropped, so that whatever is shown treats rho as
     uncertified; the caller shows what it can and then reports the error.
+    The third value (``report["verified"]``) says what reading checked and
+    how long it took: the prototypes against their stored SHA-256 and as unit
+    rows, then the certificate's witness against all K prototypes.
     """
+    began = time.perf_counter()
     code = read_code(bank, name, verify_certificate=False)
+    verified = {"checksum_seconds": time.perf_counter() - began, "certificate": None, "certificate_seconds": 0.0}
     if code.certificate is None:
-        return code, None
+        return code, None, verified
+    began = time.perf_counter()
     try:
         verify_witness(code.prototypes, code.certificate, where=f"code {code.name!r} in {bank}")
     except SpherecodesError as err:
         code.certificate = None
-        return code, err
-    return code, None
+        verified.update(certificate=False, certificate_seconds=time.perf_counter() - began)
+        return code, err, verified
+    verified.update(certificate=True, certificate_seconds=time.perf_counter() - began)
+    return code, None, verified
 
 
-def show_report(code, bank: str | None, as_json: bool, semantic: dict | None = None) -> None:
-    """Print a code's report (:func:`spherecodes.report.code_report`), with its ``semantic`` part if given."""
+def show_report(code, bank: str | None, as_json: bool, semantic: dict | None = None,
+                verified: dict | None = None) -> None:
+    """Print a code's report (:func:`spherecodes.report.code_report`), with its ``semantic`` part and what
+    reading it ``verified`` (:func:`read_with_certificate_check`) if given."""
     report = code_report(code, bank=bank)
     if semantic is not None:
         report["semantic"] = semantic
+    if verified is not None:
+        report["verified"] = verified
     if as_json:
         print_json(report)
     else:

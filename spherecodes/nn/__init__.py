@@ -13,6 +13,7 @@ See ``docs/nn.md`` for a walk-through and ``examples/digits.py`` for a run on
 real data.
 """
 
+from .assignment import DynamicAssignment
 from .heads import (
     ClassMeanClassifier,
     PrototypeClassifier,
@@ -45,6 +46,7 @@ __all__ = [
     "ClassMeanClassifier",
     "CosineCrossEntropyLoss",
     "DotRegressionLoss",
+    "DynamicAssignment",
     "HPNLoss",
     "PrototypeClassifier",
     "PrototypeRegressor",

@@ -8,6 +8,8 @@ The solvers share one result type, modelled on :class:`scipy.optimize.OptimizeRe
   starts and a final sequential-linear-programming polish of the near-active pairs.
 * :func:`softmax_code` maximises the certified ρ, the smallest one-vs-rest
   distance (Jiang et al. 2024, Eq. 3).
+* :func:`line_packing` minimises the largest |cos| (K lines through the
+  origin) with the same annealing and polish.
 * :func:`maxsep` is the reference procedure of Mettes, van der Pol & Snoek
   (2019, Eq. 5), exactly as published.
 * :func:`descend_on_sphere` runs the same Riemannian Adam steps on any
@@ -29,12 +31,13 @@ from ._core import (
     ADAM_DEFAULTS, DTYPES, EXP_FLOOR, HISTORY_COLUMNS, Clock, Progress, SolverResult, descend_on_sphere,
 )
 from ._options import EFFORTS, MaxsepOptions, SoftmaxOptions, TammesOptions, tammes_defaults
+from .lines import line_packing
 from .maxsep import maxsep
 from .softmax import softmax_code
 from .tammes import tammes, tammes_estimate, tammes_memory
 
 __all__ = [
     "ADAM_DEFAULTS", "DTYPES", "EFFORTS", "EXP_FLOOR", "HISTORY_COLUMNS", "Clock", "MaxsepOptions", "Progress",
-    "SoftmaxOptions", "SolverResult", "TammesOptions", "descend_on_sphere", "maxsep", "softmax_code", "tammes",
+    "SoftmaxOptions", "SolverResult", "TammesOptions", "descend_on_sphere", "line_packing", "maxsep", "softmax_code", "tammes",
     "tammes_defaults", "tammes_estimate", "tammes_memory",
 ]

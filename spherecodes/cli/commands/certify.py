@@ -9,9 +9,12 @@ import click
 from ...bank import write_code
 from ...certificate import DEFAULT_TOL
 from ...errors import SpherecodesError
+from ...lines import line_report
 from ...loading import load_code
+from ...report import format_line_report
+from ...stats import FILE_UNIT_TOL
 from .._common import certify as certify_prototypes
-from .._common import read_with_certificate_check, show_report, tell
+from .._common import print_json, read_with_certificate_check, show_report, tell
 from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, main, threads_option
 
 @main.command()
@@ -24,9 +27,13 @@ from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, main, threads_optio
 @click.option("--write", is_flag=True, help="Store the certificate in the bank (banks only).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (per-class distances included).")
 @click.option("--max-memory", type=MemorySize(), default=None, help=MAX_MEMORY_HELP)
+@click.option("--lines", "as_lines", is_flag=True,
+              help="Treat the rows as lines (a vector up to its sign, as Equiangular Basis Vectors do): report the "
+              "largest |cos| in float64 against the Welch and orthoplex bounds, which certify it optimal where it "
+              "meets them and otherwise bound how far from optimal it can be; rho is not computed.")
 @click.option("--quiet", "-q", is_flag=True, help="No estimate and no progress bar on stderr.")
 @threads_option
-def certify(file, name, tol, normalize, device, write, as_json, max_memory, quiet):
+def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_lines, quiet):
     """Certify the one-vs-rest distances and rho of a code.
 
     FILE is a spherecodes bank (.h5), or a (K, d) prototype matrix from any
@@ -49,13 +56,20 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, quie
       spherecodes certify spherecodes_d64_k1000.h5 --write
       spherecodes certify my_prototypes.npy --json
       spherecodes certify big.h5 --write --max-memory 12GiB
+      spherecodes certify ebv_prototypes.pt --lines
     """
     is_bank = file.suffix.lower() in (".h5", ".hdf5")
     if write and not is_bank:
         raise SpherecodesError(f"--write stores the certificate in a bank; {file} is not a .h5 bank")
+    if as_lines:
+        if write:
+            raise SpherecodesError("--lines computes the line statistics from the prototypes and stores nothing; drop --write")
+        code = load_code(file, name, normalize=normalize, stats_device=device, max_memory=max_memory)
+        _show_lines(code, file, as_json)
+        return
     bad_certificate = None
     if is_bank:
-        code, bad_certificate = read_with_certificate_check(file, name)
+        code, bad_certificate, _ = read_with_certificate_check(file, name)
     else:
         code = load_code(file, name, normalize=normalize, stats_device=device, max_memory=max_memory)
     code.certificate = certify_prototypes(code.prototypes, device=device, max_memory=max_memory,
@@ -65,9 +79,23 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, quie
     show_report(code, str(file) if is_bank else None, as_json)
     if code.settings.get("normalized_from") and not as_json:
         click.echo(f"  note         rows normalised in float64 from {code.settings['normalized_from']} (their norms "
-                   "were within its rounding of 1)")
+                   f"missed 1 by at most {code.settings['norm_deviation']:.2g}, within {FILE_UNIT_TOL:g} or the "
+                   "format's rounding)")
     if bad_certificate is not None and write:
         click.echo(f"replaced a stored certificate that did not check ({bad_certificate})", err=True)
     elif bad_certificate is not None:
         raise SpherecodesError(f"{bad_certificate}; the report above is recomputed from the prototypes "
                                f"('spherecodes certify {file} --write' stores it)")
+
+
+def _show_lines(code, file, as_json: bool) -> None:
+    """The line report of ``code`` read from ``file``, as text or JSON."""
+    report = {"name": code.name, "source": str(file), "settings": code.settings, **line_report(code)}
+    if as_json:
+        print_json(report)
+        return
+    click.echo(f"lines {code.name}: K = {code.k} lines in d = {code.d} ({file})")
+    for label, value in format_line_report(report):
+        click.echo(f"  {label:<15}  {value}")
+    if code.settings.get("normalized_from"):
+        click.echo(f"  {'note':<15}  rows normalised in float64 from {code.settings['normalized_from']}")

@@ -55,7 +55,10 @@ from ..main import (
     "Eq. 3), starting from tammes; slower, one certificate per step. "
     "maxsep: the HPN objective (Mettes et al. 2019, Eq. 5) as published. privileged: Eq. 5 "
     "plus the ranking loss of Mettes et al. 2019, Eq. 6 on word embeddings of the class names "
-    "(needs --classes and --embeddings). The others are closed forms for the sizes where they apply.",
+    "(needs --classes and --embeddings). lines: K lines instead of K points, minimising the largest |cos| "
+    "(as Equiangular Basis Vectors do): an optimal closed form, else the lines of the best antipodal structured "
+    "code when they meet the Welch or orthoplex bound, else an optimiser started from them. "
+    "The others are closed forms for the sizes where they apply.",
 )
 @click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the optimiser's random starts or of the random rotation.")
@@ -80,11 +83,12 @@ from ..main import (
               help="auto only: count the bundled catalog's code of this size among the candidates.")
 @click.option("--max-memory", type=MemorySize(), default=None, help=MAX_MEMORY_HELP)
 @click.option("--effort", type=click.Choice(("low", "default", "high")), default="default", show_default=True,
-              help="tammes only: how much work to spend. low: a quarter of the random starts; high: four times "
+              help="tammes and lines: how much work to spend. low: a quarter of the random starts; high: four times "
               "as many, then rounds of perturb-and-repolish of the best code (codes small enough to polish).")
 @click.option("--init", "init_path", type=FILE, default=None, metavar="BANK|FILE",
-              help="tammes, softmax and maxsep: start from this code (a bank, or a (K, d) matrix in .npy, .pt, "
-              ".txt or .csv; rows are rescaled to unit length). tammes refines it and never returns anything worse.")
+              help="tammes, softmax, maxsep and lines: start from this code (a bank, or a (K, d) matrix in .npy, .pt, "
+              ".txt or .csv; rows are rescaled to unit length). tammes and lines refine it and never return anything "
+              "worse.")
 @click.option("--init-code", default=None, metavar="NAME",
               help="With --init BANK: the code to start from; may be omitted if the bank holds one.")
 @click.option("--neighbours", type=click.IntRange(min=0), default=None, metavar="M",
@@ -140,6 +144,7 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
       spherecodes generate --d 64 --method privileged --classes classes.txt --embeddings glove.txt
       spherecodes generate --d 3 --k 120 --effort high
       spherecodes generate --d 64 --k 1000 --method tammes --init start.npy
+      spherecodes generate --d 7 --k 28 --method lines
 
     Before the work starts, the memory and time it is expected to take are
     printed on stderr (not with --quiet; with --json only to a terminal), and
@@ -231,7 +236,7 @@ def _read_start(path, code_name, d: int, k: int, method: str):
             raise click.UsageError("--init-code names a code in the bank given with --init")
         return None
     if inapplicable_options(method, init=path):
-        raise click.UsageError(f"--init applies to the optimisers tammes, softmax and maxsep, not {method!r}")
+        raise click.UsageError(f"--init applies to the optimisers tammes, softmax, maxsep and lines, not {method!r}")
     start = load_code(path, code_name, normalize=True).prototypes
     if start.shape != (k, d):
         raise SpherecodesError(f"--init {path} holds {start.shape[0]} prototypes in d = {start.shape[1]}; "

@@ -39,7 +39,7 @@ def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_
     """
     if plot is not None:
         check_plot_path(plot)
-    code, bad_certificate = read_with_certificate_check(bank, name)
+    code, bad_certificate, verified = read_with_certificate_check(bank, name)
     semantic_part = None
     if embeddings is not None:
         if classes is not None and code.labels is not None:
@@ -53,7 +53,7 @@ def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_
         semantic_part = semantic.semantic_report(code, class_vectors, labels=names)
     elif classes is not None:
         raise click.UsageError("--classes is used with --embeddings")
-    show_report(code, str(bank), as_json, semantic_part)
+    show_report(code, str(bank), as_json, semantic_part, verified=verified)
     if plot is not None:
         plot_code(code, plot)
         click.echo(f"plot written to {plot}", err=as_json)

@@ -1,0 +1,132 @@
+"""Dynamic label-to-prototype assignment during training (Saadabadi et al. 2024, DL2PA).
+
+With fixed prototypes, which class owns which prototype is arbitrary at the
+start, yet it decides how far the network must move each class's features.
+DL2PA lets the assignment follow the features: it keeps running class means
+and, as training goes, re-solves the linear assignment of classes to
+prototypes (the Hungarian method) on them.  :class:`DynamicAssignment` does
+this for any :class:`~spherecodes.nn.PrototypeClassifier` and its losses: the
+head's buffer is permuted in place (:meth:`PrototypeClassifier.reassign`), so
+the losses and :meth:`~PrototypeClassifier.predict` read the new assignment at
+once, and nothing else in the training loop changes.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..errors import SpherecodesError
+from .heads import PrototypeClassifier
+
+__all__ = ["DynamicAssignment"]
+
+
+class DynamicAssignment(nn.Module):
+    """Re-assign classes to a head's fixed prototypes from running class means (DL2PA).
+
+    Call :meth:`step` with each mini-batch's features and labels after the
+    optimiser step.  It updates each class's running mean of the features put
+    on the sphere, ``m_k <- momentum m_k + (1 - momentum) mean_k(batch)`` (a
+    class's first batch sets it), and every ``every`` calls, once every
+    class has been seen, matches the means to the prototypes by maximising
+    the summed cosine (:func:`~spherecodes.nn.match_prototypes`) and permutes
+    the head's prototypes accordingly.
+
+    Parameters
+    ----------
+    head : PrototypeClassifier
+        The head whose prototypes are re-assigned (its losses follow).
+    momentum : float
+        EMA momentum of the running means, in [0, 1).  0 uses the last batch only.
+    every : int
+        Steps between two re-assignments (e.g. the batches of an epoch, to
+        re-assign once per epoch as DL2PA does).
+
+    Attributes
+    ----------
+    moves : list of int
+        For each re-assignment, how many classes changed prototype.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from spherecodes.nn import PrototypeClassifier
+    >>> head = PrototypeClassifier(torch.eye(2))
+    >>> assigner = DynamicAssignment(head, momentum=0.0)
+    >>> features = torch.tensor([[0.1, 1.0], [1.0, 0.2]])   # class 0 points along e_2, class 1 along e_1
+    >>> assigner.step(features, torch.tensor([0, 1]))
+    tensor([1, 0])
+    >>> head.prototypes, assigner.moves
+    (tensor([[0., 1.],
+            [1., 0.]]), [2])
+    """
+
+    running_means: torch.Tensor
+    seen: torch.Tensor
+    num_steps: torch.Tensor
+
+    def __init__(self, head: PrototypeClassifier, momentum: float = 0.9, every: int = 1) -> None:
+        super().__init__()
+        if not isinstance(head, PrototypeClassifier):
+            raise SpherecodesError(f"head must be a PrototypeClassifier, got {type(head).__name__}")
+        if not 0.0 <= momentum < 1.0:
+            raise SpherecodesError(f"momentum must be in [0, 1), got {momentum!r}")
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise SpherecodesError(f"every must be an integer >= 1, got {every!r}")
+        self.head = head
+        self.momentum = float(momentum)
+        self.every = every
+        self.moves: list[int] = []
+        protos = head.prototypes
+        self.register_buffer("running_means", torch.zeros_like(protos))
+        self.register_buffer("seen", torch.zeros(head.num_classes, dtype=torch.bool, device=protos.device))
+        self.register_buffer("num_steps", torch.zeros((), dtype=torch.int64))
+
+    @torch.no_grad()
+    def update(self, features: torch.Tensor, labels: torch.Tensor) -> None:
+        """Fold one mini-batch into the running class means (no re-assignment)."""
+        means = self.running_means
+        h = F.normalize(features.detach().to(means.device, means.dtype), dim=-1)
+        labels = torch.as_tensor(labels, device=means.device)
+        if h.ndim != 2 or h.shape[1] != means.shape[1] or labels.shape != h.shape[:1]:
+            raise SpherecodesError(f"features {tuple(h.shape)} and labels {tuple(labels.shape)} must be "
+                                   f"(batch, {means.shape[1]}) and (batch,)")
+        if len(labels) and (labels.min() < 0 or labels.max() >= len(means)):
+            raise SpherecodesError(f"labels must be class indices in [0, {len(means)})")
+        sums = torch.zeros_like(means).index_add_(0, labels, h)
+        counts = torch.bincount(labels, minlength=len(means))
+        present = counts > 0
+        batch = sums[present] / counts[present, None].to(means.dtype)
+        old = present & self.seen
+        fresh = present & ~self.seen
+        means[old] = self.momentum * means[old] + (1.0 - self.momentum) * batch[old[present]]
+        means[fresh] = batch[fresh[present]]
+        self.seen |= present
+
+    @torch.no_grad()
+    def reassign(self) -> torch.Tensor | None:
+        """Match the running means to the prototypes now; the permutation applied, or None before every class is seen."""
+        if not bool(self.seen.all()):
+            return None
+        perm = self.head.reassign(self.running_means)
+        self.moves.append(int((perm != torch.arange(len(perm))).sum()))
+        return perm
+
+    def step(self, features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor | None:
+        """:meth:`update`, then :meth:`reassign` every ``every`` steps; the permutation applied, else None."""
+        self.update(features, labels)
+        self.num_steps += 1
+        if int(self.num_steps) % self.every:
+            return None
+        return self.reassign()
+
+    def get_extra_state(self) -> dict:
+        return {"momentum": self.momentum, "every": self.every, "moves": list(self.moves)}
+
+    def set_extra_state(self, state: dict) -> None:
+        self.momentum, self.every, self.moves = state["momentum"], state["every"], list(state["moves"])
+
+    def extra_repr(self) -> str:
+        return f"momentum={self.momentum}, every={self.every}"

@@ -1,0 +1,38 @@
+"""``spherecodes report`` says what reading the bank verified and how long each check took."""
+
+import json
+
+import h5py
+import numpy as np
+from click.testing import CliRunner
+
+from spherecodes.bank import write_code
+from spherecodes.certificate import one_vs_rest_distances
+from spherecodes.cli import main
+from spherecodes.code import make_code
+from spherecodes.constructions import cross_polytope
+
+
+def test_report_names_the_checks_done_on_read_with_their_times(tmp_path):
+    code = make_code(cross_polytope(12, 6), method="cross-polytope")
+    code.certificate = one_vs_rest_distances(code.prototypes, device="cpu")
+    write_code(tmp_path / "b.h5", code)
+    runner = CliRunner()
+    report = json.loads(runner.invoke(main, ["report", str(tmp_path / "b.h5"), "--json"]).output)
+    verified = report["verified"]
+    assert verified["certificate"] is True
+    assert 0 < verified["checksum_seconds"] < 60 and 0 < verified["certificate_seconds"] < 60
+    text = runner.invoke(main, ["report", str(tmp_path / "b.h5")]).output
+    assert "SHA-256 and unit norms of the 12 prototypes" in text and "witness re-evaluated against all 12" in text
+
+
+def test_a_certificate_that_fails_on_read_is_reported_as_failed(tmp_path):
+    code = make_code(cross_polytope(12, 6), method="cross-polytope")
+    code.certificate = one_vs_rest_distances(code.prototypes, device="cpu")
+    write_code(tmp_path / "b.h5", code)
+    with h5py.File(tmp_path / "b.h5", "r+") as f:
+        hi = f["codes/cross-polytope-d6-k12/certificate/hi"]
+        hi[...] = np.asarray(hi) + 0.5  # claims every class is farther than its witness shows
+    result = CliRunner().invoke(main, ["report", str(tmp_path / "b.h5")])
+    assert result.exit_code != 0
+    assert "witness FAILED when re-evaluated" in result.output
