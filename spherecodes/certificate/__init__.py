@@ -73,6 +73,7 @@ from ..memory import Estimate, memory_limit, require_memory
 from ..stats import RATTLER_TOL, validate_prototypes
 from . import _blocks
 from ._blocks import assemble_supports, exact_duplicates, host_memory, per_class_bytes
+from ._gram import GramPass, gram_applies, gram_block_bytes, gram_bytes
 from ._result import CertificateProgress, OneVsRestCertificate
 from ._shell import shell_block_bytes, shell_bounds
 from .witness import WITNESS_SLACK, support_residuals, verify_witness
@@ -226,6 +227,16 @@ def one_vs_rest_distances(
     if progress is not None:
         progress(CertificateProgress(len(exact), k, time.perf_counter() - started))
     rest = np.flatnonzero(~shell.exact)
+    if rest.size and _gram_fits(k, d, max_memory):
+        def gram_progress(settled):
+            progress(CertificateProgress(len(exact) + settled, k, time.perf_counter() - started))
+
+        gram = GramPass(w_np).bounds(rest, tol=tol, block_bytes=_shell_block_bytes(max_memory),
+                                     progress=None if progress is None else gram_progress)
+        lo[gram.rows], hi[gram.rows] = gram.lo, gram.hi
+        pieces.append((gram.rows, gram.support_indices, gram.support_weights))
+        exact = np.concatenate([exact, gram.rows])
+        rest = np.setdiff1d(rest, gram.rows)
     rounds, where = 1, "cpu"
     if rest.size:
         rounds, where = _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pieces,
@@ -247,6 +258,14 @@ def one_vs_rest_distances(
         device=where,
         wall_time=time.perf_counter() - started,
     )
+
+
+def _gram_fits(k: int, d: int, max_memory: float | None) -> bool:
+    """Whether the Gram pass applies to a (K, d) code and its Gram matrix and witnesses (up to K × K) fit beside the inputs."""
+    if not gram_applies(k, d):
+        return False
+    working = gram_bytes(k) + gram_block_bytes(k, _shell_block_bytes(max_memory)) + 16.0 * k * k
+    return host_memory(k, d) + working <= 0.5 * memory_limit("cpu", max_memory)
 
 
 def _shell_block_bytes(max_memory: float | None) -> float:
@@ -396,6 +415,21 @@ def certificate_estimate(
         needs_qp = not settled.exact[sample].all()
         if not needs_qp:
             shell_bytes += 16.0 * k * settled.support_indices.shape[1]  # the stored witnesses
+        elif _gram_fits(k, d, max_memory):
+            # The Gram matrix and its spectrum once, then the sample's open
+            # classes, whose time scales to all of the code's.
+            started = time.perf_counter()
+            gram = GramPass(w)
+            built = time.perf_counter()
+            open_rows = sample[~settled.exact[sample]]
+            found = gram.bounds(open_rows, tol=DEFAULT_TOL, block_bytes=_shell_block_bytes(max_memory))
+            seconds += (built - started) + (time.perf_counter() - built) * k / len(open_rows)
+            needs_qp = len(found.rows) < len(open_rows)
+            if not needs_qp:
+                shell_bytes += gram_bytes(k) + gram_block_bytes(k, _shell_block_bytes(max_memory)) + 16.0 * k * k
+                return Estimate(f"certificate of K = {k} classes in d = {d} (nearest shells and the Gram matrix, "
+                                "no QP)", "cpu", memory.process_peak(shell_bytes), memory_limit("cpu", max_memory),
+                                seconds)
     if not needs_qp:
         return Estimate(f"certificate of K = {k} classes in d = {d} (nearest shells, no QP)", "cpu",
                         memory.process_peak(shell_bytes), memory_limit("cpu", max_memory), seconds)
