@@ -99,3 +99,19 @@ def test_deterministic():
     a, b = one_vs_rest_distances(w, device="cpu"), one_vs_rest_distances(w, device="cpu")
     assert np.array_equal(a.lo, b.lo) and np.array_equal(a.hi, b.hi)
     assert np.array_equal(a.support_weights, b.support_weights)
+
+
+def test_witness_check_in_small_tiles_gives_the_same_bounds(monkeypatch):
+    # The re-check streams tiles of rows and of columns (bounded memory at any
+    # K); tiles that split the code anywhere, the diagonal included, give the
+    # same numbers as one tile, and the hull distances of orthonormal rows.
+    from spherecodes.certificate import witness
+
+    w = np.eye(40)[:37]
+    cert = one_vs_rest_distances(w, device="cpu")
+    whole = verify_witness(w, cert)
+    monkeypatch.setattr(witness, "_TILE", 5)
+    monkeypatch.setattr(witness, "_COLUMN_TILE", 7)
+    tiled = verify_witness(w, cert)
+    assert np.array_equal(whole[0], tiled[0]) and np.array_equal(whole[1], tiled[1])
+    assert np.allclose(tiled[0], math.sqrt(1 + 1 / 36), atol=1e-12)

@@ -28,6 +28,13 @@ transitive group) and of the large subsets of binary codes that
 :mod:`spherecodes.structured` chooses is certified this way with one or two
 products per block of classes, in any rotation.
 
+Next, for a code with K <= d whose Gram matrix is well conditioned (a
+near-orthonormal file, equiangular basis vectors), the classes still open
+go to :mod:`._gram` (NumPy only): projected gradient steps with momentum on
+the whole Gram matrix, the step and momentum from its extreme eigenvalues,
+a block of classes per product.  There the witnesses hold hundreds of
+points, which an active-set solver would add a few per pivot.
+
 The other classes go to the solver (as a batch, on CPU or CUDA through torch):
 
 1. each class gets a candidate set, its ``m`` nearest prototypes, out of
