@@ -77,6 +77,7 @@ from .. import memory
 from ..devices import resolve_device, torch_threads
 from ..errors import SpherecodesError
 from ..memory import Estimate, memory_limit, require_memory
+from ..orbit import ORBIT_MIN_K, moved_vectors, sign_orbit
 from ..stats import RATTLER_TOL, validate_prototypes
 from . import _blocks
 from ._blocks import assemble_supports, exact_duplicates, host_memory, per_class_bytes
@@ -221,6 +222,9 @@ def one_vs_rest_distances(
         "cpu",
         limit=max_memory,
     )
+    orbit = sign_orbit(w_np) if k >= ORBIT_MIN_K else None
+    if orbit is not None:
+        return _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, started, progress)
     duplicates, duplicate_of = exact_duplicates(w_np)
     shell_progress = None
     if progress is not None:
@@ -264,6 +268,49 @@ def one_vs_rest_distances(
         rounds=rounds,
         device=where,
         wall_time=time.perf_counter() - started,
+    )
+
+
+def _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, started, progress):
+    """The certificate of a code that is one orbit of sign changes (:mod:`spherecodes.orbit`), from class 0.
+
+    Class 0 is certified like any class (its nearest shell, else the QP),
+    against all K prototypes; the sign change ``D`` taking ``w_0`` to ``w_c``
+    is an isometry of the code, so ``dist_c = dist_0``, and class 0's witness
+    moved by ``D`` (its indices mapped by the orbit) is a witness of class c
+    with the same weights, whose residual is class 0's moved by ``D``
+    (sign changes are exact in float64).  O(K·d) beyond class 0's scan.
+    """
+    k, d = w_np.shape
+    first = np.zeros(1, dtype=np.int64)
+    shell = shell_bounds(w_np, tol=tol, block_bytes=_shell_block_bytes(max_memory),
+                         max_support=_max_support(k, max_memory), rows=first)
+    lo, hi = shell.lo, shell.hi
+    if shell.exact[0]:
+        indices, weights = shell.support_indices[0], shell.support_weights[0]
+        rounds, where = 1, "cpu"
+    else:
+        pieces = []
+        rounds, where = _solve_rest(w_np, first, np.full(k, -1, dtype=np.int64), m, tol, device, max_memory, lo, hi,
+                                    pieces, progress=None, done=0, started=started)
+        indices, weights = pieces[0][1][0], pieces[0][2][0]
+    used = indices >= 0
+    indices, weights = indices[used], weights[used]
+    require_memory(16.0 * k * len(indices), f"the witnesses of K={k} classes of {len(indices)} points each", "cpu",
+                   limit=max_memory)
+    support_indices = orbit.moved(indices[None, :], np.arange(k)[:, None])
+    support_weights = np.broadcast_to(weights, support_indices.shape).copy()
+    residuals = moved_vectors(w_np, w_np[0] - weights @ w_np[indices])
+    norms = np.sqrt(np.einsum("kd,kd->k", residuals, residuals))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        features = np.where(norms[:, None] > 0, residuals / norms[:, None], np.nan)
+    del residuals
+    if progress is not None:
+        progress(CertificateProgress(k, k, time.perf_counter() - started))
+    return OneVsRestCertificate(
+        lo=np.minimum(lo[0], norms), hi=norms, tol=float(tol), rattler_tol=float(rattler_tol),
+        support_indices=support_indices, support_weights=support_weights, features=features, duplicates=[],
+        rounds=rounds, device=where, wall_time=time.perf_counter() - started,
     )
 
 

@@ -6,7 +6,9 @@ that witness alone both ends of the interval follow again:
 ``hi_k = ‖r_k‖`` with ``r_k = w_k − Σ_j v_j w_j``, and the weak-duality bound
 ``lo_k = min_{j≠k} <w_k − w_j, h_k>`` with ``h_k = r_k/‖r_k‖`` (Jiang et al.
 2024, Lemma C.6; ``docs/certificate.md``).  Re-checking takes one (K, K)
-product in tiles (of bounded size, whatever K), not a new solve.
+product in tiles (of bounded size, whatever K), not a new solve; for a code
+that is one orbit of sign changes (:mod:`spherecodes.orbit`) whose witnesses
+are class 0's moved by the group, one row of it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SpherecodesError
+from ..orbit import ORBIT_MIN_K, moved_vectors, sign_orbit
 
 __all__ = ["WITNESS_SLACK", "support_residuals", "verify_witness"]
 
@@ -136,13 +139,23 @@ def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the cod
         raise SpherecodesError(
             f"{where}: the certificate's witness weights do not sum to 1 (largest deviation {np.abs(sums - 1).max():.3g})"
         )
-    residual = support_residuals(w, idx, wt)
+    orbit = sign_orbit(w) if k >= ORBIT_MIN_K else None
+    # A code that is one orbit of sign changes, each witness class 0's moved
+    # by the isometry D that takes w_0 to w_k: then r_k = D r_0 (exactly, in
+    # float64) and lo_k = lo_0, so only class 0's lower end needs the scan
+    # of all K prototypes.
+    moved = orbit is not None and (wt == wt[0]).all() and (
+        np.where(idx[0] >= 0, orbit.moved(np.maximum(idx[0], 0)[None, :], np.arange(k)[:, None]), -1) == idx).all()
+    if moved:
+        residual = moved_vectors(w, w[0] - wt[0] @ w[np.maximum(idx[0], 0)])  # padding has weight 0
+    else:
+        residual = support_residuals(w, idx, wt)
     hi = np.linalg.norm(residual, axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         h = np.where(hi[:, None] > 0, residual / hi[:, None], 0.0)
     lo = np.empty(k)
-    for start in range(0, k, _TILE):
-        rows = np.arange(start, min(start + _TILE, k))
+    for start in range(0, 1 if moved else k, _TILE):
+        rows = np.arange(start, min(start + _TILE, 1 if moved else k))
         best = np.full(len(rows), -np.inf)
         for c0 in range(0, k, _COLUMN_TILE):
             block = h[rows] @ w[c0 : c0 + _COLUMN_TILE].T  # <w_j, h_k>, rows k, columns j
@@ -150,6 +163,8 @@ def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the cod
             block[own, rows[own] - c0] = -np.inf
             np.maximum(best, block.max(axis=1), out=best)
         lo[rows] = (w[rows] * h[rows]).sum(axis=1) - best
+    if moved:
+        lo[1:] = lo[0]
     # A duplicated prototype has distance 0 and no separating direction.
     lo[hi == 0] = 0.0
     lo = np.minimum(lo, hi)
