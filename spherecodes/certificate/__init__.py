@@ -446,6 +446,18 @@ def certificate_estimate(
                    limit=max_memory)
     shell_bytes = host_memory(k, d) + 3 * 8.0 * k * d + shell_block_bytes(k, d, _shell_block_bytes(max_memory))
     seconds = 0.0
+    if w is not None and k >= ORBIT_MIN_K:
+        started = time.perf_counter()
+        if sign_orbit(w) is not None:
+            # Class 0 against all K prototypes, then O(K·d) for the images.
+            first = shell_bounds(w, tol=DEFAULT_TOL, block_bytes=_shell_block_bytes(max_memory),
+                                 max_support=_max_support(k, max_memory), rows=np.zeros(1, dtype=np.int64))
+            if first.exact[0]:
+                seconds = 2.0 * (time.perf_counter() - started)
+                shell_bytes += 16.0 * k * first.support_indices.shape[1]
+                return Estimate(f"certificate of K = {k} classes in d = {d} (one orbit of sign changes: class 0 "
+                                "and its images, no QP)", "cpu", memory.process_peak(shell_bytes),
+                                memory_limit("cpu", max_memory), seconds)
     needs_qp = True
     sample = None
     if w is not None:
