@@ -315,7 +315,7 @@ def _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, sta
 
 
 def _gram_fits(k: int, d: int, max_memory: float | None) -> bool:
-    """Whether the Gram pass applies to a (K, d) code and its Gram matrix and witnesses (up to K × K) fit beside the inputs."""
+    """Whether the Gram pass applies to a (K, d) code, its Gram matrix and witnesses (up to K × K) fitting too."""
     if not gram_applies(k, d):
         return False
     working = gram_bytes(k) + gram_block_bytes(k, _shell_block_bytes(max_memory)) + 16.0 * k * k

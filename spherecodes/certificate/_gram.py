@@ -244,7 +244,7 @@ def _solve(gram: np.ndarray, block: np.ndarray, step: float, momentum: float, to
     at = np.arange(n)
     weights = _project(step * target, block)  # one step from v = 0
     point = weights
-    for iteration in range(1, GRAM_MAX_STEPS + 1):  # noqa: B007 (the count only paces the checks)
+    for iteration in range(1, GRAM_MAX_STEPS + 1):
         gradient = point @ gram - target
         new = _project(point - step * gradient, block)
         point = new + momentum * (new - weights)
