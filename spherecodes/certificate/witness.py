@@ -85,6 +85,17 @@ def support_residuals(prototypes: np.ndarray, indices: np.ndarray, weights: np.n
     return residuals
 
 
+def _moved_from_first(orbit, idx: np.ndarray) -> bool:
+    """Whether every row of ``idx`` is row 0's moved by the orbit (checked a block of rows at a time)."""
+    first, used = np.maximum(idx[0], 0), idx[0] >= 0
+    rows = max(1, _GATHER_ELEMENTS // max(1, idx.shape[1]))
+    for start in range(0, len(idx), rows):
+        to = np.arange(start, min(start + rows, len(idx)))[:, None]
+        if not (np.where(used, orbit.moved(first[None, :], to), -1) == idx[start : start + rows]).all():
+            return False
+    return True
+
+
 def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the code") -> tuple[np.ndarray, np.ndarray]:
     """Re-evaluate a stored certificate from its witness, in float64.
 
@@ -144,8 +155,7 @@ def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the cod
     # by the isometry D that takes w_0 to w_k: then r_k = D r_0 (exactly, in
     # float64) and lo_k = lo_0, so only class 0's lower end needs the scan
     # of all K prototypes.
-    moved = orbit is not None and (wt == wt[0]).all() and (
-        np.where(idx[0] >= 0, orbit.moved(np.maximum(idx[0], 0)[None, :], np.arange(k)[:, None]), -1) == idx).all()
+    moved = orbit is not None and (wt == wt[0]).all() and _moved_from_first(orbit, idx)
     if moved:
         residual = moved_vectors(w, w[0] - wt[0] @ w[np.maximum(idx[0], 0)])  # padding has weight 0
     else:
