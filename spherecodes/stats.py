@@ -5,7 +5,10 @@ Gram matrix, so memory stays O(K·d + B²) for a tile size B: K = 100,000 at
 d = 64 needs about 50 MiB of prototypes and one tile, never a K×K matrix.
 On the CPU the tiles are NumPy products; with ``device="cuda"`` they are
 torch products on the GPU (still float64), which is what makes the
-statistics of a million prototypes in R^512 a matter of seconds.
+statistics of a million prototypes in R^512 a matter of seconds.  A code
+that is one orbit of sign changes (a binary linear code or a coset of one,
+proved from its rows by :func:`spherecodes.orbit.sign_orbit`) needs one row:
+every prototype sees the same cosines.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 
 from .errors import SpherecodesError
 from .memory import memory_limit, require_memory
+from .orbit import ORBIT_MIN_K, sign_orbit
 from .sphere import DEFAULT_TILE, gram_tiles, nearest_others, random_start
 
 #: Largest allowed deviation of a row norm from 1 for a matrix to count as a code.
@@ -242,7 +246,19 @@ def separation_statistics(
     k, d = w.shape
     dev = _torch_device(device)
     tile = _tile_size(k, d, tile, dev, max_memory, "separation statistics")
-    if dev is None:
+    orbit = sign_orbit(w) if k >= ORBIT_MIN_K else None
+    if orbit is not None:
+        # One orbit of sign changes (isometries of the code that act
+        # transitively): every row sees row 0's cosines, so one row of the
+        # Gram matrix gives all the statistics.
+        cosines = w @ w[0]
+        cosines[0] = -np.inf
+        nearest = int(np.argmax(cosines))
+        nearest_cos = np.full(k, cosines[nearest])
+        nearest_index = orbit.moved(nearest, np.arange(k))
+        cosines[0] = np.inf
+        min_cos = cosines.min()
+    elif dev is None:
         nearest_cos, nearest_index, min_cos = _numpy_tiles(w, tile)
     else:
         nearest_cos, nearest_index, min_cos = _torch_tiles(w, tile, dev, nearest=True)
