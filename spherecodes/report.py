@@ -198,7 +198,7 @@ def format_code_report(report: dict) -> str:
         (
             "Theorem 3.9",
             f"{_fmt(thm['lower'], 6)} <= best rho <= {_fmt(thm['upper'], 6)}"
-            + (f"   (upper - this code's rho = {thm['gap']:.3g})" if "gap" in thm else "")
+            + (f"   (this code's rho is {thm['gap']:.3g} below the upper bound)" if "gap" in thm else "")
             if thm["applicable"]
             else f"not applicable (needs {thm['condition']})",
         ),
@@ -273,6 +273,9 @@ def _rotation_line(report: dict):
     rotation = (report["settings"] or {}).get("rotation")
     if not isinstance(rotation, dict):
         return None
+    if "why" in rotation:  # turned by generate before its statistics: every figure is of the rotated rows
+        return ("rotation", f"random, seed {rotation['seed']}: {rotation['why']}; the cosines are those of the "
+                            "code as made")
     checked = "; certificate re-verified on the rotated rows" if report["rho"] is not None else ""
     return ("rotation", f"random, seed {rotation['seed']}, of {rotation['of']}: the same cosines, max-cos, rho "
                         f"and one-vs-rest distances{checked}")
@@ -281,7 +284,10 @@ def _rotation_line(report: dict):
 def _certificate_lines(report: dict) -> list:
     rho = report["rho"]
     if rho is None:
-        return [("rho", "not certified (spherecodes certify BANK --write adds it)")]
+        how = ("spherecodes certify BANK --write adds it" if report["bank"] else
+               "not stored in a bank: 'spherecodes generate' without --no-certify, or 'spherecodes certify FILE', "
+               "certifies it")
+        return [("rho", f"not certified ({how})")]
     hi = np.asarray(report["one_vs_rest"]["hi"])
     status = (
         f"certified, width {rho['width']:.2g} <= tol {rho['tol']:g}"

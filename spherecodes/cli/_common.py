@@ -30,9 +30,10 @@ def tell(quiet: bool, as_json: bool) -> bool:
     return not quiet and (not as_json or sys.stderr.isatty())
 
 
-def certify(prototypes, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL):
-    """The certificate of a code, with its estimate and a progress bar on stderr unless ``quiet``."""
-    if not quiet:  # the certificate checks its memory itself before allocating
+def certify(prototypes, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL, estimate: bool = True):
+    """The certificate of a code, with its estimate (unless ``estimate`` is False: printed before) and a
+    progress bar on stderr unless ``quiet``."""
+    if not quiet and estimate:  # the certificate checks its memory itself before allocating
         click.echo(certificate_estimate(prototypes, device=device, max_memory=max_memory).describe(), err=True)
     with ProgressBar(enabled=not quiet) as progress:
         return one_vs_rest_distances(prototypes, tol=tol, device=device, max_memory=max_memory, progress=progress)
@@ -110,6 +111,8 @@ class ProgressBar:
                      + (f"  rho {update.rho:.6f}" if update.rho is not None else "")
                      + f"  max-cos {update.max_cos:.6f}")
             unit = "steps"
+        elif type(update).__name__ == "StatisticsProgress":
+            where, unit = f"statistics: rows {update.step}/{update.steps}", "rows"
         else:
             where, unit = f"classes {update.step}/{update.steps}", "classes"
         speed = f"  {rate:.3g} {unit}/s" if rate else ""
@@ -122,6 +125,17 @@ class ProgressBar:
             click.echo(err=True)
             self.drawn = False
         return False
+
+    def announcer(self, enabled: bool):
+        """A callable that prints a phase's first line on stderr (ending the bar drawn before it), or a no-op."""
+
+        def announce(line: str) -> None:
+            if not enabled:
+                return
+            self.__exit__()
+            click.echo(line, err=True)
+
+        return announce
 
 
 class BuildProgress:
