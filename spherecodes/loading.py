@@ -79,23 +79,47 @@ def load_code(
     check_input_file(path, f"{kind} file")
     if path.stat().st_size == 0:
         raise SpherecodesError(f"{path} is empty; expected a (K, d) matrix")
-    matrix = _read_matrix(path, suffix)
+    matrix, stored = _read_matrix(path, suffix)
     try:
-        prototypes = validate_prototypes(matrix, normalize=normalize)
+        # NumPy has no bfloat16, so validate_prototypes sees float32 rows: their rounding is checked here.
+        rounded = stored == "bfloat16" and not normalize and _within_bfloat16_rounding(matrix)
+        prototypes = validate_prototypes(matrix, normalize=normalize or rounded)
     except SpherecodesError as err:
         raise SpherecodesError(f"{path}: {err}", flags=err.flags) from None
     settings = {"source": str(path), "normalized": bool(normalize)}
-    if not normalize and not np.array_equal(prototypes, matrix):
+    if normalize:
+        settings.update(normalized_from=stored, normalized_because="asked")
+    elif not np.array_equal(prototypes, matrix):
         # Rows stored in a short float, unit up to its rounding: normalised in float64 (see validate_prototypes).
-        settings.update(normalized=True, normalized_from=matrix.dtype.name)
+        settings.update(normalized=True, normalized_from=stored, normalized_because="rounding")
     stem = "".join(c if c.isalnum() or c in NAME_PUNCTUATION else "_" for c in path.stem) or "external"
     return make_code(prototypes, method="external", name=stem, settings=settings, stats_device=stats_device,
                      max_memory=max_memory)
 
 
-def _read_matrix(path: Path, suffix: str) -> np.ndarray:
+#: Machine epsilon of bfloat16 (8 significant bits), which NumPy does not know.
+BFLOAT16_EPS = 2.0**-7
+
+
+def _within_bfloat16_rounding(matrix: np.ndarray) -> bool:
+    """Whether rows read from bfloat16 are unit up to its rounding, else an error that says so."""
+    norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
+    deviation = np.abs(norms - 1.0)
+    allowed = float(np.sqrt(matrix.shape[1]) * BFLOAT16_EPS) if matrix.ndim == 2 else 0.0
+    if matrix.ndim != 2 or not np.all(np.isfinite(norms)) or deviation.max(initial=0.0) <= allowed:
+        return matrix.ndim == 2 and bool(np.all(np.isfinite(norms))) and bool(norms.min(initial=1.0) > 0)
+    worst = int(np.argmax(deviation))
+    raise SpherecodesError(
+        f"rows must be unit vectors: row {worst} has norm {norms[worst]:.12g} (largest deviation from 1: "
+        f"{deviation[worst]:.3g}; rows stored as bfloat16 may miss 1 by their rounding, {allowed:.3g}); rescale "
+        "them or pass normalize=True", flags={"normalize=True": "--normalize"})
+
+
+def _read_matrix(path: Path, suffix: str) -> tuple[np.ndarray, str]:
+    """The matrix of a file, and the number type it was stored in."""
     if suffix == ".npy":
-        return read_npy(path, "(K, d) prototype matrix")
+        matrix = read_npy(path, "(K, d) prototype matrix")
+        return matrix, matrix.dtype.name
     if suffix in (".pt", ".pth"):
         return _read_torch(path)
     try:
@@ -104,7 +128,7 @@ def _read_matrix(path: Path, suffix: str) -> np.ndarray:
         delimiter = "," if suffix == ".csv" or "," in first else None
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # numpy warns, then guesses, on an empty or odd text file
-            return np.loadtxt(path, delimiter=delimiter, ndmin=2)
+            return np.loadtxt(path, delimiter=delimiter, ndmin=2), "text"
     except (ValueError, OSError, UnicodeDecodeError, UserWarning) as err:
         # NumPy's own advice names its Python arguments (usecols=...): keep only what is wrong.
         message = str(err).splitlines()[0].split(";")[0] if str(err) else type(err).__name__
@@ -147,4 +171,6 @@ def _read_torch(path: Path) -> np.ndarray:
         raise SpherecodesError(f"{path} holds {obj.dtype} values; give real numbers (floating-point or integer)")
     # NumPy has no bfloat16: it goes through float32, which holds it exactly.
     tensor = obj.detach()
-    return tensor.float().numpy() if tensor.dtype == torch.bfloat16 else tensor.numpy()
+    if tensor.dtype == torch.bfloat16:
+        return tensor.float().numpy(), "bfloat16"
+    return tensor.numpy(), tensor.numpy().dtype.name

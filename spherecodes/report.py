@@ -172,6 +172,7 @@ def format_code_report(report: dict) -> str:
         f"code {report['name']}: K = {report['k']} prototypes in d = {report['d']}",
         ("bank", report["bank"]) if report["bank"] else None,
         ("made with", made),
+        _normalized_line(report["settings"] or {}),
         _rotation_line(report),
         ("time spent", _format_stages(report["settings"].get("stages"))) if report["settings"].get("stages") else None,
         ("stopped", report["settings"]["stop_detail"]) if report["settings"].get("stop_detail") else None,
@@ -267,6 +268,17 @@ def _softmax_rattlers_line(count: int, k: int, tol: float) -> str:
         return "0: every class is at distance rho from the hull of the others"
     return (f"{count} of {k} (dist_k above rho by > {tol:g}: more margin than rho says; normal, "
             "harmless for training)")
+
+
+def _normalized_line(settings: dict):
+    """What was done to rows that were not unit vectors as read, or None."""
+    if not settings.get("normalized"):
+        return None
+    stored = f" (stored as {settings['normalized_from']})" if settings.get("normalized_from") else ""
+    if settings.get("normalized_because") == "asked":
+        return ("note", f"rows rescaled to unit length in float64{stored}, as asked (--normalize): every figure is "
+                        "of the rescaled rows")
+    return ("note", f"rows normalised in float64{stored}: their norms were within its rounding of 1")
 
 
 def _rotation_line(report: dict):
@@ -377,7 +389,7 @@ def format_assignment(assignment) -> str:
     >>> p = np.array([[1.0, 0], [0.8, 0.6], [-1, 0], [0, -1]])
     >>> result = assign_by_class_means(p, p[[2, 0, 3, 1]])
     >>> print(format_assignment(result))  # doctest: +ELLIPSIS
-    linear assignment (optimal), 0 swaps, ... s
+    linear assignment (optimal), 4 of 4 labels moved, ... s
       mean cos(prototype, class mean)  -0.2 -> 1
       triplet agreement                0.166667 -> 1
       Spearman                         -0.794118 -> 1
@@ -396,8 +408,11 @@ def format_assignment(assignment) -> str:
         ("Spearman", pair(assignment.agreement_before["spearman"], assignment.agreement_after["spearman"])),
     ]
     width = max(len(label) for label, _ in rows)
-    head = (f"{assignment.method} assignment ({assignment.stop_reason}), {assignment.swaps} swaps, "
-            f"{assignment.wall_time:.3g} s")
+    moved = int((np.asarray(assignment.order) != np.asarray(assignment.initial_order)).sum())
+    # The linear assignment solves for the whole order at once: it makes no swaps, it moves labels.
+    swaps = f"{assignment.swaps} swaps, " if assignment.method == "quadratic" else ""
+    head = (f"{assignment.method} assignment ({assignment.stop_reason}), {swaps}{moved} of {len(assignment.order)} "
+            f"labels moved, {assignment.wall_time:.3g} s")
     return "\n".join([head] + [f"  {label:<{width}}  {value}" for label, value in rows])
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .best_of import AutoPlan, plan_auto, stored_candidate
+from .best_of import AutoPlan, plan_auto, run_structured, stored_candidate
 from .constructions import construct
 from .errors import SpherecodesError
 from .generation import CLOSED_FORMS, STRUCTURED, resolve_method
@@ -264,10 +264,10 @@ def _exact_code(d: int, k: int, method: str, plan: AutoPlan | None) -> np.ndarra
         return construct(method, d, k)
     if plan is not None and plan.closed_form is not None:
         return construct(plan.closed_form, d, k)
-    if method == STRUCTURED or (plan.structured is not None and float(plan.structured.max_cos_bound(k)) == plan.sure):
-        from .structured import best_structured_code
-
-        return best_structured_code(d, k).points(k)
+    if method == STRUCTURED:
+        return run_structured(d, k).prototypes  # or the error naming the closest structured codes
+    if plan.structured is not None and float(plan.structured.max_cos_bound(k)) == plan.sure:
+        return plan.structured.points(k)
     for name, value in plan.closed_forms:
         if value == plan.sure:
             return construct(name, d, k)

@@ -63,9 +63,6 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, quie
     if write:
         write_code(file, code, overwrite=True)
     show_report(code, str(file) if is_bank else None, as_json)
-    if code.settings.get("normalized_from") and not as_json:
-        click.echo(f"  note         rows normalised in float64 from {code.settings['normalized_from']} (their norms "
-                   "were within its rounding of 1)")
     if bad_certificate is not None and write:
         click.echo(f"replaced a stored certificate that did not check ({bad_certificate})", err=True)
     elif bad_certificate is not None:
