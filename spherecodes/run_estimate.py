@@ -229,33 +229,53 @@ def estimate_run(
     if method == "auto":
         plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=time_limit, neighbours=neighbours,
                          max_memory=max_memory, catalog=catalog)
-    optimising = method not in CLOSED_FORMS + (STRUCTURED, "auto") or (plan is not None and plan.runs_optimiser)
-    built = time.perf_counter()
-    # The code to certify: built here where it is exact (milliseconds), else a random code of the size,
-    # the optimiser's first start (its result is not known yet).
-    points = random_start(seed, 0, k, d) if optimising else _exact_code(d, k, method, plan)
-    build_seconds = 0.0 if optimising else time.perf_counter() - built
-    phases = [Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k))]
-    if certify:
-        from .certificate import certificate_estimate
-
-        cert = certificate_estimate(points, device=device, max_memory=max_memory)
-        what = cert.what.replace("certificate of ", "", 1)
-        if optimising:
-            what += ", timed on a random code of this size"
-        phases.append(Phase("certificate", what, cert.seconds, cert.nbytes, cert.limit))
+    optimising = _optimising(method, plan)
+    statistics = Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k))
+    points, build_seconds, certificate = _certificate_phase(d, k, method, plan, optimising, seed, device, max_memory,
+                                                            certify)
     optimiser_limit = None
     if time_limit is not None:
-        after = sum(p.seconds for p in phases)
+        after = statistics.seconds + (certificate.seconds if certificate is not None else 0.0)
         optimiser_limit = max(time_limit - after - (time.perf_counter() - started), 1e-3)
         if plan is not None:
             plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=optimiser_limit,
                              neighbours=neighbours, max_memory=max_memory, catalog=catalog)
+            if optimising and not _optimising(method, plan):  # the share left no optimiser: the exact code it is
+                optimising = False
+                points, build_seconds, certificate = _certificate_phase(d, k, method, plan, optimising, seed, device,
+                                                                        max_memory, certify)
+    phases = [statistics] + ([certificate] if certificate is not None else [])
     first = _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, points if certify else None,
                               device=device, steps=steps, restarts=restarts, neighbours=neighbours, refresh=refresh,
                               max_memory=max_memory, effort=effort)
     estimate = RunEstimate(d, k, (first, *phases), time_limit, optimiser_limit if optimising else None)
     return estimate, plan
+
+
+def _optimising(method: str, plan: AutoPlan | None) -> bool:
+    """Whether an optimiser runs: the method is one, or ``auto`` plans one."""
+    return method not in CLOSED_FORMS + (STRUCTURED, "auto") or (plan is not None and plan.runs_optimiser)
+
+
+def _certificate_phase(d, k, method, plan, optimising, seed, device, max_memory, certify):
+    """(the code to certify, seconds to build it, the certificate's phase or None without ``certify``).
+
+    The code is built here where it is exact (milliseconds), else it is a
+    random code of the size, the optimiser's first start (its result is not
+    known yet).
+    """
+    built = time.perf_counter()
+    points = random_start(seed, 0, k, d) if optimising else _exact_code(d, k, method, plan)
+    build_seconds = 0.0 if optimising else time.perf_counter() - built
+    if not certify:
+        return points, build_seconds, None
+    from .certificate import certificate_estimate
+
+    cert = certificate_estimate(points, device=device, max_memory=max_memory)
+    what = cert.what.replace("certificate of ", "", 1)
+    if optimising:
+        what += ", timed on a random code of this size"
+    return points, build_seconds, Phase("certificate", what, cert.seconds, cert.nbytes, cert.limit)
 
 
 def _exact_code(d: int, k: int, method: str, plan: AutoPlan | None) -> np.ndarray:
