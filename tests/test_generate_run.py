@@ -14,13 +14,9 @@ from spherecodes.stats import separation_statistics
 
 @pytest.fixture
 def run(tmp_path, monkeypatch):
+    """The command line in an empty directory: ``run("generate", "--d", 8, ...)``."""
     monkeypatch.chdir(tmp_path)
-    runner = CliRunner()
-
-    def invoke(*args):
-        return runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
-
-    return invoke
+    return lambda *args: CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
 def test_an_embedded_structured_code_is_turned_into_every_dimension_by_default():
