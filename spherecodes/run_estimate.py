@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .best_of import AutoPlan, plan_auto, run_structured, stored_candidate
+from .best_of import AutoPlan, describe_plan, plan_auto, run_structured, stored_candidate
 from .constructions import construct
 from .errors import SpherecodesError
 from .generation import CLOSED_FORMS, STRUCTURED, resolve_method
@@ -188,7 +188,7 @@ def estimate_run(
     d: int, k: int, method: str = "auto", *, seed: int = 0, device: str = "auto", steps: int | None = None,
     restarts: int | None = None, time_limit: float | None = None, max_memory: float | None = None,
     neighbours: int | None = None, refresh: int | None = None, effort: str = "default", catalog: bool = True,
-    certify: bool = True, started: float | None = None,
+    certify: bool = True, started: float | None = None, announce=None,
 ) -> tuple[RunEstimate, AutoPlan | None]:
     """Estimate every phase of ``generate`` (and the certificate after it) for these settings, before any work.
 
@@ -204,6 +204,10 @@ def estimate_run(
     started : float, optional
         ``time.perf_counter()`` when the run began (default: now); the time
         spent since counts against ``time_limit``.
+    announce : callable, optional
+        Called with one line of text before each timing (the plan of
+        ``auto`` first, as :func:`spherecodes.best_of.describe_plan` words
+        it): timing a large certificate can itself take minutes.
 
     Returns
     -------
@@ -224,13 +228,18 @@ def estimate_run(
     (['candidates', 'statistics', 'certificate'], False)
     """
     started = time.perf_counter() if started is None else started
+    announce = announce or (lambda line: None)
     method = resolve_method(d, k, method)
     plan = None
     if method == "auto":
         plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=time_limit, neighbours=neighbours,
                          max_memory=max_memory, catalog=catalog)
+        announce(describe_plan(plan, k))
     optimising = _optimising(method, plan)
     statistics = Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k))
+    if certify:
+        announce(f"estimating: statistics ~{format_duration(statistics.seconds)}; timing the certificate on a sample "
+                 f"of its classes{' (at this size a minute or more)' if k * d >= 10**7 else ''} ...")
     points, build_seconds, certificate = _certificate_phase(d, k, method, plan, optimising, seed, device, max_memory,
                                                             certify)
     optimiser_limit = None
@@ -242,6 +251,7 @@ def estimate_run(
                              neighbours=neighbours, max_memory=max_memory, catalog=catalog)
             if optimising and not _optimising(method, plan):  # the share left no optimiser: the exact code it is
                 optimising = False
+                announce(f"{describe_plan(plan, k)}\nestimating: timing the certificate of that code ...")
                 points, build_seconds, certificate = _certificate_phase(d, k, method, plan, optimising, seed, device,
                                                                         max_memory, certify)
     phases = [statistics] + ([certificate] if certificate is not None else [])

@@ -150,8 +150,8 @@ class ProgressBar:
                     continue
                 if self.latest is None:
                     self.last_draw = now
-                    click.echo(f"\r\033[K  working: {now - self.began:6.0f} s, first progress after the first "
-                               "block", nl=False, err=True)
+                    click.echo(f"\r\033[K  working: {now - self.began:6.0f} s (progress comes with the first "
+                               "finished block)", nl=False, err=True)
                     self.drawn = True
                 else:
                     update, seen = self.latest

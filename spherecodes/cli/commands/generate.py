@@ -11,7 +11,6 @@ from ...bank import check_writable_destination, list_codes, write_code
 from ...bounds import max_cos_lower_bound
 from ...checks import check_sizes
 from ...errors import SpherecodesError
-from ...best_of import describe_plan
 from ...export import EXPORT_DTYPES, EXPORT_FORMATS, export_code
 from ...generation import (
     METHOD_OPTIONS,
@@ -211,13 +210,12 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
         raise click.UsageError(f"{_flags(wrong)} apply to the {' or '.join(METHOD_OPTIONS[wrong[0]])} method")
     speak = tell(quiet, as_json)
     # One estimate for the whole run, each phase timed on a sample; refuses what cannot fit, before any work.
-    estimate, plan = estimate_run(d, k, resolved, seed=seed, device=device, steps=steps, restarts=restarts,
-                                  time_limit=time_limit, max_memory=max_memory, neighbours=neighbours,
-                                  refresh=refresh, effort=effort, catalog=use_catalog, certify=certify,
-                                  started=started)
+    with ProgressBar(enabled=not quiet) as progress:  # its heartbeat shows that a long timing is under way
+        estimate, _ = estimate_run(d, k, resolved, seed=seed, device=device, steps=steps, restarts=restarts,
+                                   time_limit=time_limit, max_memory=max_memory, neighbours=neighbours,
+                                   refresh=refresh, effort=effort, catalog=use_catalog, certify=certify,
+                                   started=started, announce=progress.announcer(speak))
     if speak:
-        if plan is not None:
-            click.echo(describe_plan(plan, k), err=True)
         click.echo(estimate.describe(), err=True)
     estimate.check()
     with ProgressBar(enabled=not quiet) as progress:
