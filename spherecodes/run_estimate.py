@@ -34,6 +34,10 @@ ABSURD_SECONDS = 24 * 3600.0
 DOMINANT = 0.5
 NOTABLE_SECONDS = 30.0
 
+#: K·d from which timing the certificate's sample can itself take minutes (a QP block at large d).
+LARGE_CODE = 10**7
+LARGE_TIMING = " (at this size the timing itself can take minutes; --no-certify skips it and the certificate)"
+
 #: Rows and columns of the block of float64 products that times the statistics.
 STATS_SAMPLE_ROWS = 512
 STATS_SAMPLE_COLUMNS = 4096
@@ -239,7 +243,7 @@ def estimate_run(
     statistics = Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k))
     if certify:
         announce(f"estimating: statistics ~{format_duration(statistics.seconds)}; timing the certificate on a sample "
-                 f"of its classes{' (at this size a minute or more)' if k * d >= 10**7 else ''} ...")
+                 f"of its classes{LARGE_TIMING if k * d >= LARGE_CODE else ''} ...")
     points, build_seconds, certificate = _certificate_phase(d, k, method, plan, optimising, seed, device, max_memory,
                                                             certify)
     optimiser_limit = None
