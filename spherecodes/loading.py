@@ -93,9 +93,11 @@ def load_code(
     check_input_file(path, f"{kind} file")
     if path.stat().st_size == 0:
         raise SpherecodesError(f"{path} is empty; expected a (K, d) matrix")
-    matrix = _read_matrix(path, suffix, max_memory)
+    matrix, stored = _read_matrix(path, suffix, max_memory)
     try:
-        prototypes = validate_prototypes(matrix, normalize=normalize, tolerance=FILE_UNIT_TOL)
+        # NumPy has no bfloat16, so validate_prototypes sees float32 rows: their rounding is checked here.
+        rounded = stored == "bfloat16" and not normalize and _within_bfloat16_rounding(matrix)
+        prototypes = validate_prototypes(matrix, normalize=normalize or rounded, tolerance=FILE_UNIT_TOL)
     except SpherecodesError as err:
         if not normalize and _columns_are_unit(matrix):
             raise SpherecodesError(
@@ -104,10 +106,13 @@ def load_code(
             ) from None
         raise SpherecodesError(f"{path}: {err}", flags=err.flags) from None
     settings = {"source": str(path), "normalized": bool(normalize)}
-    if not normalize and not np.array_equal(prototypes, matrix):
+    if normalize:
+        settings.update(normalized_from=stored, normalized_because="asked")
+    elif not np.array_equal(prototypes, matrix):
         # Rows unit up to their format's rounding or FILE_UNIT_TOL: normalised in float64 (see validate_prototypes).
         deviation = float(np.abs(np.linalg.norm(matrix.astype(np.float64), axis=1) - 1.0).max())
-        settings.update(normalized=True, normalized_from=matrix.dtype.name, norm_deviation=deviation)
+        settings.update(normalized=True, normalized_from=stored, normalized_because="rounding",
+                        norm_deviation=deviation)
     stem = "".join(c if c.isalnum() or c in NAME_PUNCTUATION else "_" for c in path.stem) or "external"
     return make_code(prototypes, method="external", name=stem, settings=settings, stats_device=stats_device,
                      max_memory=max_memory)
@@ -122,9 +127,29 @@ def _columns_are_unit(matrix: np.ndarray) -> bool:
     return bool(np.all(np.abs(norms - 1) <= 1e-6))
 
 
-def _read_matrix(path: Path, suffix: str, max_memory: float | None) -> np.ndarray:
+#: Machine epsilon of bfloat16 (8 significant bits), which NumPy does not know.
+BFLOAT16_EPS = 2.0**-7
+
+
+def _within_bfloat16_rounding(matrix: np.ndarray) -> bool:
+    """Whether rows read from bfloat16 are unit up to its rounding, else an error that says so."""
+    norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
+    deviation = np.abs(norms - 1.0)
+    allowed = float(np.sqrt(matrix.shape[1]) * BFLOAT16_EPS) if matrix.ndim == 2 else 0.0
+    if matrix.ndim != 2 or not np.all(np.isfinite(norms)) or deviation.max(initial=0.0) <= allowed:
+        return matrix.ndim == 2 and bool(np.all(np.isfinite(norms))) and bool(norms.min(initial=1.0) > 0)
+    worst = int(np.argmax(deviation))
+    raise SpherecodesError(
+        f"rows must be unit vectors: row {worst} has norm {norms[worst]:.12g} (largest deviation from 1: "
+        f"{deviation[worst]:.3g}; rows stored as bfloat16 may miss 1 by their rounding, {allowed:.3g}); rescale "
+        "them or pass normalize=True", flags={"normalize=True": "--normalize"})
+
+
+def _read_matrix(path: Path, suffix: str, max_memory: float | None) -> tuple[np.ndarray, str]:
+    """The matrix of a file, and the number type it was stored in."""
     if suffix == ".npy":
-        return read_npy(path, "(K, d) prototype matrix", max_memory=max_memory)
+        matrix = read_npy(path, "(K, d) prototype matrix", max_memory=max_memory)
+        return matrix, matrix.dtype.name
     if suffix in (".pt", ".pth"):
         return _read_torch(path, max_memory)
     try:
@@ -133,7 +158,7 @@ def _read_matrix(path: Path, suffix: str, max_memory: float | None) -> np.ndarra
         delimiter = "," if suffix == ".csv" or "," in first else None
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # numpy warns, then guesses, on an empty or odd text file
-            return np.loadtxt(path, delimiter=delimiter, ndmin=2)
+            return np.loadtxt(path, delimiter=delimiter, ndmin=2), "text"
     except (ValueError, OSError, UnicodeDecodeError, UserWarning) as err:
         # NumPy's own advice names its Python arguments (usecols=...): keep only what is wrong.
         message = str(err).splitlines()[0].split(";")[0] if str(err) else type(err).__name__
@@ -142,7 +167,7 @@ def _read_matrix(path: Path, suffix: str, max_memory: float | None) -> np.ndarra
         raise SpherecodesError(f"cannot read {path} as {MATRIX_SUFFIXES[suffix]}: {message[:200]}") from None
 
 
-def _read_torch(path: Path, max_memory: float | None = None) -> np.ndarray:
+def _read_torch(path: Path, max_memory: float | None = None) -> tuple[np.ndarray, str]:
     import torch
 
     try:
@@ -186,4 +211,6 @@ def _read_torch(path: Path, max_memory: float | None = None) -> np.ndarray:
                    limit=max_memory, hint="check the file")
     # NumPy has no bfloat16: it goes through float32, which holds it exactly.
     tensor = obj.detach().contiguous()
-    return tensor.float().numpy() if tensor.dtype == torch.bfloat16 else tensor.numpy()
+    if tensor.dtype == torch.bfloat16:
+        return tensor.float().numpy(), "bfloat16"
+    return tensor.numpy(), tensor.numpy().dtype.name

@@ -202,6 +202,7 @@ def format_code_report(report: dict) -> str:
         f"code {report['name']}: K = {report['k']} prototypes in d = {report['d']}",
         ("bank", report["bank"]) if report["bank"] else None,
         ("made with", made),
+        _normalized_line(report["settings"] or {}),
         _rotation_line(report),
         ("time spent", _format_stages(report["settings"].get("stages"))) if report["settings"].get("stages") else None,
         ("stopped", report["settings"]["stop_detail"]) if report["settings"].get("stop_detail") else None,
@@ -227,7 +228,7 @@ def format_code_report(report: dict) -> str:
         ("rattlers", _rattlers_line(len(report["rattlers"]), report["k"], report["rattler_tol"])),
         *_certificate_lines(report),
         ("best rho", _best_rho_line(thm, report["k"], 6)
-         + (f"; upper - this code's rho = {thm['gap']:.3g}" if "gap" in thm else "")),
+         + (f"; this code's rho is {thm['gap']:.3g} below the upper bound" if "gap" in thm else "")),
     ]
     if report.get("lines"):
         lines.extend(format_line_report(report["lines"]))
@@ -367,10 +368,26 @@ def _softmax_rattlers_line(count: int, k: int, tol: float) -> str:
             "harmless for training)")
 
 
+def _normalized_line(settings: dict):
+    """What was done to rows that were not unit vectors as read, or None."""
+    if not settings.get("normalized"):
+        return None
+    stored = f" (stored as {settings['normalized_from']})" if settings.get("normalized_from") else ""
+    if settings.get("normalized_because") == "asked":
+        return ("note", f"rows rescaled to unit length in float64{stored}, as asked (--normalize): every figure is "
+                        "of the rescaled rows")
+    missed = settings.get("norm_deviation")
+    within = f" (they missed 1 by at most {missed:.2g})" if isinstance(missed, (int, float)) else ""
+    return ("note", f"rows normalised in float64{stored}: their norms were within 1e-6 of 1, or within the format's rounding{within}")
+
+
 def _rotation_line(report: dict):
     rotation = (report["settings"] or {}).get("rotation")
     if not isinstance(rotation, dict):
         return None
+    if "why" in rotation:  # turned by generate before its statistics: every figure is of the rotated rows
+        return ("rotation", f"random, seed {rotation['seed']}: {rotation['why']}; the cosines are those of the "
+                            "code as made")
     checked = "; certificate re-verified on the rotated rows" if report["rho"] is not None else ""
     return ("rotation", f"random, seed {rotation['seed']}, of {rotation['of']}: the same cosines, max-cos, rho "
                         f"and one-vs-rest distances{checked}")
@@ -379,7 +396,10 @@ def _rotation_line(report: dict):
 def _certificate_lines(report: dict) -> list:
     rho = report["rho"]
     if rho is None:
-        return [("rho", "not certified (spherecodes certify BANK --write adds it)")]
+        how = ("spherecodes certify BANK --write adds it" if report["bank"] else
+               "not stored in a bank: 'spherecodes generate' without --no-certify, or 'spherecodes certify FILE', "
+               "certifies it")
+        return [("rho", f"not certified ({how})")]
     hi = np.asarray(report["one_vs_rest"]["hi"])
     status = (
         f"certified, width {rho['width']:.2g} <= tol {rho['tol']:g}"
@@ -464,7 +484,7 @@ def format_assignment(assignment) -> str:
     >>> p = np.array([[1.0, 0], [0.8, 0.6], [-1, 0], [0, -1]])
     >>> result = assign_by_class_means(p, p[[2, 0, 3, 1]])
     >>> print(format_assignment(result))  # doctest: +ELLIPSIS
-    linear assignment (optimal), 0 swaps, ... s
+    linear assignment (optimal), 4 of 4 labels moved, ... s
       mean cos(prototype, class mean)  -0.2 -> 1
       triplet agreement                0.166667 -> 1
       Spearman                         -0.794118 -> 1
@@ -483,8 +503,11 @@ def format_assignment(assignment) -> str:
         ("Spearman", pair(assignment.agreement_before["spearman"], assignment.agreement_after["spearman"])),
     ]
     width = max(len(label) for label, _ in rows)
-    head = (f"{assignment.method} assignment ({assignment.stop_reason}), {assignment.swaps} swaps, "
-            f"{assignment.wall_time:.3g} s")
+    moved = int((np.asarray(assignment.order) != np.asarray(assignment.initial_order)).sum())
+    # The linear assignment solves for the whole order at once: it makes no swaps, it moves labels.
+    swaps = f"{assignment.swaps} swaps, " if assignment.method == "quadratic" else ""
+    head = (f"{assignment.method} assignment ({assignment.stop_reason}), {swaps}{moved} of {len(assignment.order)} "
+            f"labels moved, {assignment.wall_time:.3g} s")
     return "\n".join([head] + [f"  {label:<{width}}  {value}" for label, value in rows])
 
 

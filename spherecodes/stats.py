@@ -14,6 +14,7 @@ every prototype sees the same cosines.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -199,6 +200,25 @@ class SeparationStats:
         return math.sqrt(max(0.0, 2.0 - 2.0 * self.max_cos))
 
 
+@dataclass(frozen=True)
+class StatisticsProgress:
+    """A progress report passed to the ``progress`` callable of :func:`separation_statistics`.
+
+    Attributes
+    ----------
+    step : int
+        Prototypes whose nearest neighbour is known.
+    steps : int
+        Prototypes in all (K).
+    elapsed : float
+        Seconds since the call.
+    """
+
+    step: int
+    steps: int
+    elapsed: float
+
+
 def separation_statistics(
     prototypes,
     *,
@@ -206,6 +226,7 @@ def separation_statistics(
     tile: int | None = None,
     device=None,
     max_memory: float | None = None,
+    progress=None,
 ) -> SeparationStats:
     """Exact separation statistics of a code, in float64 and in tiles.
 
@@ -225,6 +246,8 @@ def separation_statistics(
     max_memory : float, optional
         Bytes the computation may use (``--max-memory``); default a safe
         fraction of what is available.
+    progress : callable, optional
+        Called with a :class:`StatisticsProgress` after each block of rows.
 
     Returns
     -------
@@ -246,6 +269,7 @@ def separation_statistics(
     k, d = w.shape
     dev = _torch_device(device)
     tile = _tile_size(k, d, tile, dev, max_memory, "separation statistics")
+    report = _reporter(progress, k)
     orbit = sign_orbit(w) if k >= ORBIT_MIN_K else None
     if orbit is not None:
         # One orbit of sign changes (isometries of the code that act
@@ -259,9 +283,9 @@ def separation_statistics(
         cosines[0] = np.inf
         min_cos = cosines.min()
     elif dev is None:
-        nearest_cos, nearest_index, min_cos = _numpy_tiles(w, tile)
+        nearest_cos, nearest_index, min_cos = _numpy_tiles(w, tile, report)
     else:
-        nearest_cos, nearest_index, min_cos = _torch_tiles(w, tile, dev, nearest=True)
+        nearest_cos, nearest_index, min_cos = _torch_tiles(w, tile, dev, nearest=True, report=report)
 
     total = w.sum(axis=0)
     squared_norms = np.einsum("ij,ij->", w, w)
@@ -352,7 +376,18 @@ def _tile_size(k: int, d: int, tile, dev, max_memory, what: str) -> int:
     return tile
 
 
-def _numpy_tiles(w: np.ndarray, tile: int) -> tuple[np.ndarray, np.ndarray, float]:
+def _reporter(progress, k: int):
+    """``report(rows_done)``: calls ``progress`` with a :class:`StatisticsProgress`; a no-op without one."""
+    started = time.perf_counter()
+
+    def report(done: int) -> None:
+        if progress is not None:
+            progress(StatisticsProgress(done, k, time.perf_counter() - started))
+
+    return report
+
+
+def _numpy_tiles(w: np.ndarray, tile: int, report=None) -> tuple[np.ndarray, np.ndarray, float]:
     """Nearest cosine and index of every row, and the smallest cosine, with NumPy tiles (tile × tile)."""
     k = w.shape[0]
     nearest_cos = np.empty(k)
@@ -362,10 +397,12 @@ def _numpy_tiles(w: np.ndarray, tile: int) -> tuple[np.ndarray, np.ndarray, floa
         rows = np.arange(r, min(r + tile, k))
         nearest_cos[rows], nearest_index[rows], low = nearest_others(w, rows, tile, smallest=True)
         min_cos = min(min_cos, low)
+        if report is not None:
+            report(int(rows[-1]) + 1)
     return nearest_cos, nearest_index, min_cos
 
 
-def _torch_tiles(w: np.ndarray, tile: int, dev, nearest: bool):
+def _torch_tiles(w: np.ndarray, tile: int, dev, nearest: bool, report=None):
     """The tiles of :func:`_numpy_tiles` as float64 torch products on ``dev``.
 
     With ``nearest=False`` only max-cos is returned.  The running maxima stay
@@ -400,6 +437,8 @@ def _torch_tiles(w: np.ndarray, tile: int, dev, nearest: bool):
             _fold(best_cos, best_index, r, c, *g.max(dim=1))
             if r != c:
                 _fold(best_cos, best_index, c, r, *g.max(dim=0))
+        if report is not None:
+            report(min(r + tile, k))
     if not nearest:
         return float(top)
     return best_cos.cpu().numpy(), best_index.cpu().numpy(), float(low)

@@ -423,7 +423,9 @@ def fetch_bank(name: str | None = None, *, d: int | None = None, k: int | None =
 
 def _structured(d: int, k: int) -> Fetched:
     """The structured code for (d, K), built here (a clear error names the closest option when none fits)."""
-    return Fetched(code=generate(d, k, "structured"), entry=None, path=None, source="structured code")
+    # As built: the fetch command turns an embedded code (and says so) unless asked not to.
+    return Fetched(code=generate(d, k, "structured", rotation="none"), entry=None, path=None,
+                   source="structured code")
 
 
 def _closed_form(d: int, k: int, method: str | None) -> str | None:
