@@ -41,6 +41,7 @@ LARGE_TIMING = " (at this size the timing itself can take minutes; --no-certify 
 #: Rows and columns of the block of float64 products that times the statistics.
 STATS_SAMPLE_ROWS = 512
 STATS_SAMPLE_COLUMNS = 4096
+STATS_SAMPLE_DIMENSIONS = 1024
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,8 @@ def statistics_seconds(d: int, k: int) -> float:
     """Expected seconds of the float64 statistics of K prototypes in R^d on the CPU (every pair's cosine).
 
     Times one block of the products (:data:`STATS_SAMPLE_ROWS` rows against
-    :data:`STATS_SAMPLE_COLUMNS`) on a random code and scales it to K².
+    :data:`STATS_SAMPLE_COLUMNS`, in at most :data:`STATS_SAMPLE_DIMENSIONS`
+    dimensions) on a random code and scales it to K² (and d).
 
     Examples
     --------
@@ -179,13 +181,14 @@ def statistics_seconds(d: int, k: int) -> float:
     True
     """
     rows, columns = min(k, STATS_SAMPLE_ROWS), min(k, STATS_SAMPLE_COLUMNS)
-    sample = random_start(0, 0, columns, d)
+    width = min(d, STATS_SAMPLE_DIMENSIONS)  # the products' cost grows like d: a wider code is scaled, not built
+    sample = random_start(0, 0, columns, width)
     fastest = math.inf
     for _ in range(2):  # the faster of two: the first also meets the arrays' first page faults
         started = time.perf_counter()
         nearest_others(sample, np.arange(rows), min(DEFAULT_TILE, columns), smallest=True)
         fastest = min(fastest, time.perf_counter() - started)
-    return fastest * (k / rows) * (k / columns)
+    return fastest * (k / rows) * (k / columns) * (d / width)
 
 
 def estimate_run(
@@ -240,12 +243,17 @@ def estimate_run(
                          max_memory=max_memory, catalog=catalog)
         announce(describe_plan(plan, k))
     optimising = _optimising(method, plan)
+    # What cannot fit in memory is refused first: the optimiser's working set, or the exact code as it is built.
+    solver = _solver_estimate(d, k, method, device, steps, restarts, neighbours, refresh, max_memory, effort) \
+        if optimising else None
+    points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed)
     statistics = Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k))
-    if certify:
+    # Refused at once where the statistics alone are too long: timing the certificate could take minutes more.
+    RunEstimate(d, k, (statistics,), time_limit).check()
+    if certify and k * d >= LARGE_CODE:  # smaller certificates are timed in seconds: no need to say so
         announce(f"estimating: statistics ~{format_duration(statistics.seconds)}; timing the certificate on a sample "
-                 f"of its classes{LARGE_TIMING if k * d >= LARGE_CODE else ''} ...")
-    points, build_seconds, certificate = _certificate_phase(d, k, method, plan, optimising, seed, device, max_memory,
-                                                            certify)
+                 f"of its classes{LARGE_TIMING} ...")
+    certificate = _certificate_phase(points, optimising, device, max_memory) if certify else None
     optimiser_limit = None
     if time_limit is not None:
         after = statistics.seconds + (certificate.seconds if certificate is not None else 0.0)
@@ -256,12 +264,11 @@ def estimate_run(
             if optimising and not _optimising(method, plan):  # the share left no optimiser: the exact code it is
                 optimising = False
                 announce(f"{describe_plan(plan, k)}\nestimating: timing the certificate of that code ...")
-                points, build_seconds, certificate = _certificate_phase(d, k, method, plan, optimising, seed, device,
-                                                                        max_memory, certify)
+                points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed)
+                certificate = _certificate_phase(points, optimising, device, max_memory) if certify else None
     phases = [statistics] + ([certificate] if certificate is not None else [])
-    first = _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, points if certify else None,
-                              device=device, steps=steps, restarts=restarts, neighbours=neighbours, refresh=refresh,
-                              max_memory=max_memory, effort=effort)
+    first = _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, solver, points,
+                              device=device, steps=steps, max_memory=max_memory)
     estimate = RunEstimate(d, k, (first, *phases), time_limit, optimiser_limit if optimising else None)
     return estimate, plan
 
@@ -271,25 +278,38 @@ def _optimising(method: str, plan: AutoPlan | None) -> bool:
     return method not in CLOSED_FORMS + (STRUCTURED, "auto") or (plan is not None and plan.runs_optimiser)
 
 
-def _certificate_phase(d, k, method, plan, optimising, seed, device, max_memory, certify):
-    """(the code to certify, seconds to build it, the certificate's phase or None without ``certify``).
+def _solver_estimate(d, k, method, device, steps, restarts, neighbours, refresh, max_memory, effort):
+    """The optimiser's :class:`spherecodes.memory.Estimate`, refusing what cannot fit."""
+    from .solvers import tammes_estimate
 
-    The code is built here where it is exact (milliseconds), else it is a
-    random code of the size, the optimiser's first start (its result is not
-    known yet).
+    return tammes_estimate(d, k, steps=steps, restarts=restarts, device=device, neighbours=neighbours,
+                           refresh=refresh, max_memory=max_memory,
+                           effort=effort if method == "tammes" else "default")
+
+
+def _code_to_certify(d, k, method, plan, optimising, seed) -> tuple[np.ndarray, float]:
+    """The code the run will certify and the seconds it took to build.
+
+    The code is built here where it is exact (milliseconds to a minute),
+    else it is a random code of the size, the optimiser's first start (its
+    result is not known yet).
     """
+    if optimising:
+        return random_start(seed, 0, k, d), 0.0
     built = time.perf_counter()
-    points = random_start(seed, 0, k, d) if optimising else _exact_code(d, k, method, plan)
-    build_seconds = 0.0 if optimising else time.perf_counter() - built
-    if not certify:
-        return points, build_seconds, None
+    points = _exact_code(d, k, method, plan)
+    return points, time.perf_counter() - built
+
+
+def _certificate_phase(points, optimising, device, max_memory) -> Phase:
+    """The certificate's phase, timed on a sample of its classes by :func:`spherecodes.certificate.certificate_estimate`."""
     from .certificate import certificate_estimate
 
     cert = certificate_estimate(points, device=device, max_memory=max_memory)
     what = cert.what.replace("certificate of ", "", 1)
     if optimising:
         what += ", timed on a random code of this size"
-    return points, build_seconds, Phase("certificate", what, cert.seconds, cert.nbytes, cert.limit)
+    return Phase("certificate", what, cert.seconds, cert.nbytes, cert.limit)
 
 
 def _exact_code(d: int, k: int, method: str, plan: AutoPlan | None) -> np.ndarray:
@@ -308,9 +328,9 @@ def _exact_code(d: int, k: int, method: str, plan: AutoPlan | None) -> np.ndarra
     return stored_candidate(plan.stored).prototypes
 
 
-def _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, stand_in, *, device, steps, restarts,
-                      neighbours, refresh, max_memory, effort) -> Phase:
-    """The first phase: the exact codes built (timed above), or the optimisers (timed on a sample)."""
+def _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, solver, stand_in, *, device, steps,
+                      max_memory) -> Phase:
+    """The first phase: the exact codes built (timed above), or the optimisers (``solver``: their estimate)."""
     runs = 1
     if method == "auto":
         if not plan.runs_optimiser:
@@ -318,22 +338,16 @@ def _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, stand_
         runs = sum(1 for o in plan.optimisers if not o.skip)
     elif method in CLOSED_FORMS + (STRUCTURED,):
         return Phase("candidates", f"{method}: built", build_seconds)
-    from .solvers import tammes_estimate
-
-    # Refuses an impossible size here, before any work.
-    est = tammes_estimate(d, k, steps=steps, restarts=restarts, device=device, neighbours=neighbours,
-                          refresh=refresh, max_memory=max_memory,
-                          effort=effort if method == "tammes" else "default")
-    seconds, what = runs * est.seconds, est.what
+    seconds, what = runs * solver.seconds, solver.what
     if method == "auto":
         what = f"{runs} optimiser run{'s' if runs > 1 else ''} of {what}"
     elif method == "softmax":
-        seconds, what = _softmax_seconds(d, k, steps, est.seconds, stand_in, device, max_memory)
+        seconds, what = _softmax_seconds(d, k, steps, solver.seconds, stand_in, device, max_memory)
     elif method != "tammes":
         what = f"{method}: the start and work of {what} (its cost at this size)"
     if optimiser_limit is not None:
         seconds = min(seconds, optimiser_limit)
-    return Phase("candidates", what, seconds, est.nbytes, est.limit)
+    return Phase("candidates", what, seconds, solver.nbytes, solver.limit)
 
 
 def _softmax_seconds(d, k, steps, start_seconds, stand_in, device, max_memory) -> tuple[float, str]:
@@ -342,8 +356,7 @@ def _softmax_seconds(d, k, steps, start_seconds, stand_in, device, max_memory) -
     from .solvers import SoftmaxOptions
 
     cfg, _ = SoftmaxOptions.resolve(d, k, steps=steps)
-    codes = stand_in if stand_in is not None else random_start(0, 0, k, d)
-    per_step = certificate_estimate(codes, device=device, max_memory=max_memory).seconds
+    per_step = certificate_estimate(stand_in, device=device, max_memory=max_memory).seconds
     return (start_seconds + cfg.steps * per_step,
             f"softmax: the tammes start (~{format_duration(start_seconds)}), then {cfg.steps} ascent steps of one "
             f"certificate each (~{format_duration(per_step)})")
