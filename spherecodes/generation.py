@@ -21,6 +21,7 @@ from .checks import check_seed, check_sizes
 from .code import Code, default_code_name, make_code
 from .constructions import CLOSED_FORMS, construct, random_rotation
 from .errors import SpherecodesError
+from .orbit import ORBIT_MIN_K, sign_orbit
 from .structured import best_structured_code
 
 #: Optimisers, for any (d, K).  ``auto`` compares ``tammes`` with the
@@ -84,7 +85,7 @@ def options_of(methods: tuple) -> list[str]:
     --------
     >>> options_of(("tammes", "auto"))
     ['neighbours', 'refresh']
-    >>> options_of(("tammes",))
+    >>> options_of(("tammes", "lines"))
     ['effort']
     """
     return [name for name, takers in METHOD_OPTIONS.items() if takers == tuple(methods)]
@@ -151,7 +152,30 @@ def rotates(d: int, k: int, method: str, rotation: str) -> bool:
     if rotation != "auto" or method != STRUCTURED:
         return False
     code = best_structured_code(d, k)
-    return code is not None and code.native_d < d
+    return code is not None and code.native_d < d and not keeps_orbit(code.points(k) if _may_be_orbit(k) else None)
+
+
+def _may_be_orbit(k: int) -> bool:
+    """Whether K prototypes can be one orbit of sign changes that the statistics and certificate use (K = 2^r)."""
+    return k >= ORBIT_MIN_K and k & (k - 1) == 0
+
+
+def keeps_orbit(prototypes: np.ndarray | None) -> bool:
+    """Whether ``auto`` keeps a code in its coordinates although it leaves dimensions unused.
+
+    A code that is one orbit of sign changes (a binary linear code or a
+    coset of one, :func:`spherecodes.orbit.sign_orbit`) has its statistics
+    and certificate read off one class, in O(K·d) instead of O(K²·d); a
+    rotation hides the sign changes, so ``auto`` keeps such a code as built
+    (``--rotation random`` still turns it).
+
+    Examples
+    --------
+    >>> from spherecodes.constructions import construct
+    >>> keeps_orbit(construct("cross-polytope", 3, 6)), keeps_orbit(None)
+    (False, False)
+    """
+    return prototypes is not None and _may_be_orbit(len(prototypes)) and sign_orbit(prototypes) is not None
 
 
 def uses_seed(method: str, rotation: str, d: int | None = None, k: int | None = None) -> bool:
@@ -188,7 +212,8 @@ def turned(prototypes: np.ndarray, rotation: str, seed: int) -> tuple[np.ndarray
     ``random`` always turns them by
     :func:`spherecodes.constructions.random_rotation` ``(d, seed)``;
     ``auto`` only when some dimension is unused (all-zero column), so that
-    every coordinate carries signal.  Cosines, max-cos and ρ are unchanged
+    every coordinate carries signal, unless the code is one orbit of sign
+    changes (:func:`keeps_orbit`).  Cosines, max-cos and ρ are unchanged
     up to rounding (the statistics are computed afterwards, from these rows).
 
     Examples
@@ -203,7 +228,7 @@ def turned(prototypes: np.ndarray, rotation: str, seed: int) -> tuple[np.ndarray
     unused = unused_dimensions(prototypes)
     if rotation == "random":
         why = "asked for (--rotation random)"
-    elif rotation == "auto" and unused:
+    elif rotation == "auto" and unused and not keeps_orbit(prototypes):
         why = f"{unused} of {prototypes.shape[1]} dimensions unused (all-zero columns)"
     else:
         return prototypes, None
