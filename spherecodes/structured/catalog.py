@@ -144,9 +144,9 @@ def best_structured_code(d: int, k: int) -> StructuredCode | None:
     ('extended BCH [64,10,28]', Fraction(1, 8))
     >>> best_structured_code(16, 288).name
     'Nordstrom–Robinson (Kerdock n = 16) + ±e_i'
-    >>> code = best_structured_code(64, 200)   # a shorter code, zero-padded, beats those of length 64
+    >>> code = best_structured_code(64, 200)   # a code of R^52, zero-padded, beats those of length 64
     >>> code.name, code.d, code.max_cos_bound(200)
-    ('shortened extended BCH [62,8,28]', 64, Fraction(3, 31))
+    ('isotropic subspaces q = 4 SRG(325,68,3,17), eigenspace -17', 64, Fraction(1, 16))
     """
     if d < 1:
         raise SpherecodesError(f"d must be at least 1, got {d}")
