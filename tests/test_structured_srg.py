@@ -13,10 +13,14 @@ eigenvalues are checked a second way with numpy's symmetric eigensolver.
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
+
+from spherecodes.cli import main
 
 from spherecodes.errors import SpherecodesError
 from spherecodes.structured import best_structured_code
@@ -159,3 +163,11 @@ def test_srg_codes_are_described_without_building():
 def test_best_structured_code_picks_the_two_distance_sets(d, k, value, family):
     code = best_structured_code(d, k)
     assert code.family == family and code.max_cos_bound(k) == value
+
+
+def test_codes_lists_the_two_distance_sets_best_first():
+    result = CliRunner().invoke(main, ["codes", "--d", "22", "--k", "100", "--json"])
+    assert result.exit_code == 0
+    rows = json.loads(result.output)["codes"]
+    assert rows[0]["name"].startswith("Higman–Sims graph") and rows[0]["max_cos_k"] == "1/11"
+    assert {"Leech-derived (22, 275): McLaughlin configuration", "Leech-derived (22, 891)"} <= {r["name"] for r in rows}
