@@ -46,6 +46,13 @@ TARGETS = [
     (23, 4600, Fraction(1, 3), "=", False, None),
     (22, 891, Fraction(1, 4), "=", False, None),
     (64, 100_000, Fraction(5, 16), "<=", False, 300),
+    # The sharp configurations of Cohn & Kumar (2007), Table 1, from strongly regular graphs and the Leech lattice.
+    (22, 100, Fraction(1, 11), "=", True, None),
+    (21, 112, Fraction(1, 9), "=", True, None),
+    (21, 162, Fraction(1, 7), "=", True, None),
+    (22, 275, Fraction(1, 6), "=", True, None),
+    (23, 552, Fraction(1, 5), "=", True, None),
+    (52, 325, Fraction(1, 16), "=", True, None),
 ]
 
 #: Sizes where auto must be no worse than --method tammes with the same seed.

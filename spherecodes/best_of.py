@@ -25,7 +25,9 @@ bracketed between them) and what they cost (:func:`predicted_seconds`):
 
 * an optimiser whose best plausible result cannot beat the best exact
   candidate, nor the worst plausible result of an optimiser planned before
-  it, is skipped (``cannot win``);
+  it, is skipped (``cannot win``), and so is every optimiser when an exact
+  candidate is a sharp configuration, a proven optimum
+  (:func:`spherecodes.bounds.sharp_optimum`);
 * the optimisers run in the order of their predicted result; the predicted
   winner (predicted to beat the exact candidates by more than half the
   noise of :data:`spherecodes.optimiser_table.NOISE`) always runs, the others
@@ -50,6 +52,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from .bounds import sharp_optimum
 from .constructions import applicable_closed_forms, construct, optimal_closed_form
 from .errors import SpherecodesError
 from .memory import format_duration, require_memory
@@ -329,6 +332,11 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
     optimisers.append(PlannedOptimiser("tammes", "tammes from random starts", random, seconds))
     # Known predictions first, best first; a stable sort keeps the warm start first among equals.
     optimisers.sort(key=lambda o: (not o.prediction.known, o.prediction.value or 0.0))
+    proven = sharp_optimum(d, k)
+    if proven is not None and sure <= proven.value + TIE:
+        why = f"cannot win: {sure:.4g} is the proven optimum (Levenshtein bound)"
+        return AutoPlan(None, structured, closed_forms, stored, tuple(replace(o, skip=why) for o in optimisers),
+                        0.0, sure)
     # A predicted winner must beat the exact candidates by more than half the noise band: a bundled code is
     # often this optimiser's own result, which it would only repeat to within rounding.
     first = optimisers[0].prediction

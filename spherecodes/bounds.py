@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -181,9 +182,9 @@ def max_cos_lower_bound(d: int, k: int) -> MaxCosLowerBound:
         return MaxCosLowerBound(1.0, "d = 1: three or more points repeat a direction")
     if d == 2:
         return MaxCosLowerBound(math.cos(2 * math.pi / k), "regular K-gon is optimal for d = 2")
-    if (d, k) in SHARP_CONFIGURATIONS:
-        value, name = SHARP_CONFIGURATIONS[(d, k)]
-        return MaxCosLowerBound(value, f"Levenshtein LP bound, attained by the {name}")
+    sharp = sharp_optimum(d, k)
+    if sharp is not None:
+        return sharp
     if k <= d + 1:
         classical = MaxCosLowerBound(-1.0 / (k - 1), "simplex bound -1/(K-1)")
     else:
@@ -196,14 +197,132 @@ def max_cos_lower_bound(d: int, k: int) -> MaxCosLowerBound:
     return lp if lp.value > classical.value else classical
 
 
-#: Sharp configurations (Cohn & Kumar 2007) beyond the simplex and cross-polytope:
-#: codes that attain Levenshtein's linear-programming bound, so their max-cos is
-#: the exact optimum for their (d, K).
+#: Levenshtein's bound is met with equality by the sharp configurations (m inner
+#: products, a spherical (2m − 1)-design; Levenshtein 1979 and 1992), which are
+#: therefore optimal codes; Cohn & Kumar (2007), Table 1, list them.
+LEVENSHTEIN = "Levenshtein 1979, 1992; Cohn & Kumar 2007, Table 1"
+KISSING = "Levenshtein 1979; Odlyzko & Sloane 1979"
+
+#: Sharp configurations (Cohn & Kumar 2007, Table 1) beyond the simplex and
+#: cross-polytope: (d, K) → (max-cos, name, source, inner products). They attain
+#: Levenshtein's linear-programming bound, so their max-cos is the exact optimum
+#: for their (d, K). The inner products other than 1 (exact where rational) give
+#: the bound exactly, in rationals (:func:`sharp_lp_size_bound`); the tests
+#: check that it equals K for every rational entry.
 SHARP_CONFIGURATIONS = {
-    (3, 12): (1 / math.sqrt(5), "icosahedron"),
-    (4, 120): ((1 + math.sqrt(5)) / 4, "600-cell"),
-    (8, 240): (0.5, "E8 root system"),
+    (3, 12): (1 / math.sqrt(5), "icosahedron", LEVENSHTEIN, None),
+    (4, 120): ((1 + math.sqrt(5)) / 4, "600-cell", LEVENSHTEIN, None),
+    (5, 16): (0.2, "Clebsch configuration", LEVENSHTEIN, ("-3/5", "1/5")),
+    (6, 27): (0.25, "Schläfli configuration", LEVENSHTEIN, ("-1/2", "1/4")),
+    (7, 56): (1 / 3, "28 antipodal lines of E7", LEVENSHTEIN, ("-1", "-1/3", "1/3")),
+    (8, 240): (0.5, "E8 root system", KISSING, ("-1", "-1/2", "0", "1/2")),
+    (21, 162): (1 / 7, "SRG(162, 56, 10, 24) configuration", LEVENSHTEIN, ("-2/7", "1/7")),
+    (22, 100): (1 / 11, "Higman-Sims configuration", LEVENSHTEIN, ("-4/11", "1/11")),
+    (22, 275): (1 / 6, "McLaughlin configuration", LEVENSHTEIN, ("-1/4", "1/6")),
+    (22, 891): (0.25, "Leech-derived (22, 891) code", LEVENSHTEIN, ("-1/2", "-1/8", "1/4")),
+    (23, 552): (0.2, "276 equiangular lines", LEVENSHTEIN, ("-1", "-1/5", "1/5")),
+    (23, 4600): (1 / 3, "Leech-derived (23, 4600) code", LEVENSHTEIN, ("-1", "-1/3", "0", "1/3")),
+    (24, 196560): (0.5, "Leech lattice minimal vectors", KISSING,
+                   ("-1", "-1/2", "-1/4", "0", "1/4", "1/2")),
 }
+
+
+def _isotropic_sharp_configurations(largest_d: int = 10**5) -> None:
+    """Add the isotropic-subspaces codes: (q + 1)(q³ + 1) points in R^(q(q² − q + 1)), max-cos 1/q², q a prime power."""
+    q = 2
+    while q * (q * q - q + 1) <= largest_d:
+        smallest = next(p for p in range(2, q + 1) if q % p == 0)
+        if smallest ** round(math.log(q, smallest)) == q:  # q is a power of its smallest prime factor
+            SHARP_CONFIGURATIONS.setdefault(
+                (q * (q * q - q + 1), (q + 1) * (q**3 + 1)),
+                (1 / q**2, f"isotropic subspaces code (q = {q})", LEVENSHTEIN, (f"-1/{q}", f"1/{q * q}")),
+            )
+        q += 1
+
+
+_isotropic_sharp_configurations()
+
+
+@functools.lru_cache(maxsize=None)
+def sharp_optimum(d: int, k: int) -> MaxCosLowerBound | None:
+    """The optimum max-cos of (d, K) when a sharp configuration of :data:`SHARP_CONFIGURATIONS` has that size.
+
+    For the entries with rational inner products the bound is proven on the
+    spot, in exact rationals (:func:`sharp_lp_size_bound` must equal K); the
+    icosahedron and the 600-cell rest on the literature. Nothing is solved
+    numerically, so this is cheap enough to ask before any work.
+
+    Examples
+    --------
+    >>> sharp_optimum(22, 275).value == 1 / 6
+    True
+    >>> sharp_optimum(22, 276) is None
+    True
+    """
+    if (d, k) not in SHARP_CONFIGURATIONS:
+        return None
+    value, name, source, inner_products = SHARP_CONFIGURATIONS[(d, k)]
+    if inner_products is not None and sharp_lp_size_bound(d, inner_products) != k:
+        raise ArithmeticError(f"the Levenshtein bound of the {name} is not {k}")
+    how = "exact in rationals; " if inner_products is not None else ""
+    return MaxCosLowerBound(value, f"Levenshtein LP bound ({how}{source}), met by the {name}")
+
+
+def sharp_lp_size_bound(d: int, inner_products) -> Fraction | None:
+    """The Delsarte–Goethals–Seidel size bound of Levenshtein's polynomial for a sharp configuration, exactly.
+
+    For inner products a_1 < … < a_m = s (other than 1), the polynomial
+    f(t) = (t + 1)^ε (t − s) Π (t − a_i)², the product over the a_i other
+    than s and −1 (ε = 1 when −1 is one of them), is ≤ 0 on [−1, s]. When its
+    Gegenbauer coefficients f_i are all ≥ 0 (f_0 > 0), every code in R^d with
+    inner products ≤ s has at most f(1)/f_0 points: computed here in exact
+    rationals. A code that meets it is optimal (Levenshtein 1979).
+
+    Returns
+    -------
+    Fraction or None
+        f(1)/f_0, or None when a coefficient is negative (no bound from f).
+
+    Examples
+    --------
+    >>> sharp_lp_size_bound(8, ["-1", "-1/2", "0", "1/2"])   # E8: the kissing number 240
+    Fraction(240, 1)
+    """
+    values = sorted(Fraction(a) for a in inner_products)
+    s = values[-1]
+    poly = [Fraction(1)]  # coefficients, lowest degree first
+
+    def times(root):  # poly · (t − root)
+        return [(poly[i - 1] if i else 0) - root * (poly[i] if i < len(poly) else 0) for i in range(len(poly) + 1)]
+
+    poly = times(s)
+    for a in values[:-1]:
+        poly = times(a)
+        if a != -1:
+            poly = times(a)
+    coefficients = _gegenbauer_coefficients_exact(d, poly)
+    if coefficients[0] <= 0 or any(c < 0 for c in coefficients[1:]):
+        return None
+    return sum(poly) / coefficients[0]
+
+
+def _gegenbauer_coefficients_exact(d: int, poly: list) -> list:
+    """Coefficients of a polynomial (monomial basis) in the Gegenbauer basis G_0 … G_n of R^d, G_i(1) = 1, exactly."""
+    n = len(poly) - 1
+    basis = [[Fraction(1)], [Fraction(0), Fraction(1)]]
+    for i in range(1, n):
+        # (i + d − 2) G_{i+1} = (2i + d − 2) t G_i − i G_{i−1}
+        shifted = [Fraction(0)] + basis[i]
+        prev = basis[i - 1] + [Fraction(0)] * 2
+        basis.append([((2 * i + d - 2) * shifted[j] - i * prev[j]) / (i + d - 2) for j in range(i + 2)])
+    rest = list(poly)
+    coefficients = [Fraction(0)] * (n + 1)
+    for i in range(n, -1, -1):
+        coefficients[i] = rest[i] / basis[i][i]
+        for j in range(i + 1):
+            rest[j] -= coefficients[i] * basis[i][j]
+    return coefficients
+
 
 #: Slack within which a code's max-cos counts as attaining a lower bound.
 OPTIMALITY_TOL = 1e-9

@@ -213,7 +213,7 @@ def format_code_report(report: dict) -> str:
             "lower bound",
             f"{_fmt(bound['value'])}   ({bound['method']}; gap {bound['gap']:.3g})",
         ),
-        ("optimal", ("yes: " if optimal["value"] else "not proven: ") + optimal["reason"]),
+        ("optimal", ("yes (proven): " if optimal["value"] else "not proven: ") + optimal["reason"]),
         (
             "1 - cos",
             f"min {_fmt(sep['min'], 6)}  mean {_fmt(sep['mean'], 6)}  max {_fmt(sep['max'], 6)}",

@@ -377,8 +377,8 @@ def test_best_bound_never_grows_with_d(k):
     "d, k, name, max_cos, in_smaller_d",
     [
         # in_smaller_d: what R^(d−1) reached when only codes of length exactly d were listed
-        # (R^d itself then had 1/8, 1/4 and 1/3).
-        (64, 200, "shortened extended BCH [62,8,28]", Fraction(3, 31), Fraction(1, 9)),
+        # (R^d itself then had 1/4 and 1/3). (64, 200), where the shortened BCH [62,8,28] (3/31)
+        # beat R^64's 1/8, now goes to the isotropic-subspaces code of R^52 (1/16; test_structured_srg.py).
         (32, 1000, "shortened extended BCH [31,10,12]", Fraction(7, 31), Fraction(7, 31)),
         (24, 2000, "shortened extended Golay [23,11,8]", Fraction(7, 23), Fraction(7, 23)),
     ],

@@ -2,8 +2,10 @@
 
 Families: binary codes on the sphere (extended BCH, Reed–Muller, the extended
 Golay code, Kerdock codes, and the BCH and Golay codes shortened and punctured
-to every length), lattice shells (D_n, E6, E7, E8, BW16, Leech) and codes
-derived from them by fixing inner products. :func:`best_structured_code`
+to every length), lattice shells (D_n, E6, E7, E8, BW16, Leech), codes
+derived from them by fixing inner products, and two-distance sets from
+strongly regular graphs (Higman–Sims, Gewirtz, …, and the isotropic-subspaces
+codes for every prime power q). :func:`best_structured_code`
 picks, for (d, K), the code whose K chosen points have the smallest max-cos;
 see docs/structured.md.
 
@@ -49,6 +51,7 @@ from spherecodes.structured.punctured import (
     shortened_punctured_code,
     shortened_punctured_codes,
 )
+from spherecodes.structured.srg import isotropic_code, srg_code, srg_codes
 
 
 def cross_polytope(d: int) -> StructuredCode:
@@ -98,6 +101,7 @@ __all__ = [
     "e7_roots",
     "e8_roots",
     "golay_code",
+    "isotropic_code",
     "kerdock_code",
     "leech_lattice",
     "native_codes",
@@ -106,4 +110,6 @@ __all__ = [
     "root_system_d",
     "shortened_punctured_code",
     "shortened_punctured_codes",
+    "srg_code",
+    "srg_codes",
 ]

@@ -24,6 +24,7 @@ from spherecodes.structured.lattices import (
     root_system_d,
 )
 from spherecodes.structured.punctured import shortened_punctured_codes
+from spherecodes.structured.srg import srg_codes
 
 # Largest native length of the binary families (extended BCH and Reed–Muller: 2^12).
 MAX_BINARY_M = 12
@@ -42,7 +43,7 @@ def native_codes(max_d: int) -> list[StructuredCode]:
     Examples
     --------
     >>> sorted({c.family for c in native_codes(8)})
-    ['bch', 'derived', 'lattice', 'reed-muller']
+    ['bch', 'derived', 'lattice', 'reed-muller', 'srg']
     >>> [c.name for c in native_codes(63) if c.native_d == 63][:3]
     ['BCH [63,1,63]', 'shortened extended BCH [63,6,32]', 'BCH [63,7,31]']
     """
@@ -75,7 +76,18 @@ def native_codes(max_d: int) -> list[StructuredCode]:
         code = classical_derived_code(key)
         if code.native_d <= max_d:
             codes.append(code)
+    # Two-distance codes of strongly regular graphs; one that repeats the
+    # parameters of a code above is that code (the Clebsch and Schläfli
+    # configurations are E8-derived), which keeps its name.
+    listed = {(c.native_d, c.size, c.max_cos) for c in codes}
+    codes.extend(c for c in _srg_codes() if c.native_d <= max_d and (c.native_d, c.size, c.max_cos) not in listed)
     return codes
+
+
+@lru_cache(maxsize=1)
+def _srg_codes() -> tuple[StructuredCode, ...]:
+    # Described once (frozen objects, nothing built).
+    return tuple(srg_codes())
 
 
 @lru_cache(maxsize=None)
@@ -132,9 +144,9 @@ def best_structured_code(d: int, k: int) -> StructuredCode | None:
     ('extended BCH [64,10,28]', Fraction(1, 8))
     >>> best_structured_code(16, 288).name
     'Nordstrom–Robinson (Kerdock n = 16) + ±e_i'
-    >>> code = best_structured_code(64, 200)   # a shorter code, zero-padded, beats those of length 64
+    >>> code = best_structured_code(64, 200)   # a code of R^52, zero-padded, beats those of length 64
     >>> code.name, code.d, code.max_cos_bound(200)
-    ('shortened extended BCH [62,8,28]', 64, Fraction(3, 31))
+    ('isotropic subspaces q = 4 SRG(325,68,3,17), eigenspace -17', 64, Fraction(1, 16))
     """
     if d < 1:
         raise SpherecodesError(f"d must be at least 1, got {d}")

@@ -3,7 +3,7 @@
 A :class:`StructuredCode` carries the exact parameters of a construction
 (dimension, size, max-cos as a :class:`fractions.Fraction`, minimum distance,
 symmetry, citation) and a *construction* object that builds the points only
-when asked. Families (``binary``, ``kerdock``, ``lattices``, ``derived``) each
+when asked. Families (``binary``, ``kerdock``, ``lattices``, ``derived``, ``srg``) each
 provide a construction with four methods:
 
 ``points(k)``
@@ -45,7 +45,7 @@ class StructuredCode:
     name : str
         Human-readable name, e.g. ``"extended BCH [64,10,28]"``.
     family : str
-        ``"bch"``, ``"reed-muller"``, ``"golay"``, ``"kerdock"``, ``"lattice"`` or ``"derived"``.
+        ``"bch"``, ``"reed-muller"``, ``"golay"``, ``"kerdock"``, ``"lattice"``, ``"derived"`` or ``"srg"``.
     d : int
         Ambient dimension of the points (≥ ``native_d``; zero padding beyond it).
     size : int

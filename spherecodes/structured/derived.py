@@ -9,6 +9,15 @@ coordinates come from a fixed Householder basis of the complement (float64).
 
 Repeating it gives the classical tight codes: E8 → (7, 56, 1/3) → (6, 27, 1/4) →
 (5, 16, 1/5), and Leech → (23, 4600, 1/3) → (22, 891, 1/4).
+
+A step may also fix the sum of two points p + w at ⟨p, w⟩ = β: the points q
+with ⟨q, p⟩ + ⟨q, w⟩ = σ, projected on (p + w)⊥. For Leech minimal vectors
+(norm 4) with p·w = −1, p + w is a vector of type 3 and the 552 minimal
+vectors q with q·(p + w) = 3 are the 276 ways of writing it as a sum of two
+minimal vectors: 276 equiangular lines in R^23 at cos 1/5 (Conway 1969;
+Lemmens & Seidel 1973), then the McLaughlin configuration (22, 275, 1/6) and
+its two subconstituents (21, 162, 1/7) and (21, 112, 1/9) one step further
+(Cohn & Kumar 2007, Table 1).
 """
 
 from __future__ import annotations
@@ -74,7 +83,13 @@ def _quadratic_form_inverse(g: list[list[Fraction]], a: list[Fraction]) -> Fract
 
 @dataclass(frozen=True)
 class _Chain:
-    """A parent code and a sequence of single derivation steps (point index, α), applied in order."""
+    """A parent code and derivation steps applied in order.
+
+    A step (index, α) fixes point ``index`` at inner product α; a step
+    (index, σ, β) fixes the sum of point ``index`` and the first point w at
+    inner product β with it, keeping the points whose inner products with the
+    two sum to σ.
+    """
 
     parent: StructuredCode
     steps: tuple
@@ -86,8 +101,13 @@ class _Chain:
 @lru_cache(maxsize=16)
 def _build_chain(chain: _Chain) -> np.ndarray:
     x = chain.parent.points()
-    for index, alpha in chain.steps:
-        x = derive_points(x, x[index : index + 1], [float(alpha)])
+    for index, alpha, *partner in chain.steps:
+        fixed = x[index]
+        if partner:
+            w = x[np.flatnonzero(np.abs(x @ fixed - float(partner[0])) < 1e-9)[0]]
+            norm = float(np.linalg.norm(fixed + w))
+            fixed, alpha = (fixed + w) / norm, float(alpha) / norm
+        x = derive_points(x, fixed[None, :], [float(alpha)])
     x.setflags(write=False)
     return x
 
@@ -142,6 +162,10 @@ def derived_code(
     )
 
 
+# The type-3 step of the Leech chain: minimal vectors q with q·(p + w) = 3 for p·w = −1 (norm 4),
+# i.e. cosines summing to 3/4 with p and w at cos −1/4.
+_TYPE3 = (Fraction(3, 4), Fraction(-1, 4))
+
 # The classical derived codes, tabulated so that describing them builds nothing;
 # test_structured_derived.py rebuilds each and checks size and max-cos.
 _TABLE = {
@@ -150,6 +174,9 @@ _TABLE = {
     "e8-16": ("E8", (Fraction(1, 2), Fraction(1, 3), Fraction(1, 4)), 16, Fraction(1, 5), True),
     "leech-4600": ("Leech", (Fraction(1, 2),), 4600, Fraction(1, 3), False),
     "leech-891": ("Leech", (Fraction(1, 2), Fraction(1, 3)), 891, Fraction(1, 4), False),
+    "leech-552": ("Leech", (_TYPE3,), 552, Fraction(1, 5), True),
+    "leech-275": ("Leech", (_TYPE3, Fraction(1, 5)), 275, Fraction(1, 6), True),
+    "leech-162": ("Leech", (_TYPE3, Fraction(1, 5), Fraction(1, 6)), 162, Fraction(1, 7), True),
 }
 _NAMES = {
     "e8-56": "E8-derived (7, 56): 28 antipodal lines",
@@ -157,14 +184,26 @@ _NAMES = {
     "e8-16": "E8-derived (5, 16): Clebsch configuration",
     "leech-4600": "Leech-derived (23, 4600)",
     "leech-891": "Leech-derived (22, 891)",
+    "leech-552": "Leech-derived (23, 552): 276 equiangular lines",
+    "leech-275": "Leech-derived (22, 275): McLaughlin configuration",
+    "leech-162": "Leech-derived (21, 162): McLaughlin second subconstituent, SRG(162, 56, 10, 24)",
 }
 
 
+def _step(alpha) -> tuple:
+    """A table step as a chain step on point 0: (0, α) or, for a fixed sum of two points, (0, σ, β)."""
+    return (0, *alpha) if isinstance(alpha, tuple) else (0, alpha)
+
+
 def classical_derived_code(key: str) -> StructuredCode:
-    """One of the tabulated derived codes: ``"e8-56"``, ``"e8-27"``, ``"e8-16"``, ``"leech-4600"``, ``"leech-891"``.
+    """One of the tabulated derived codes: ``"e8-56"``, ``"e8-27"``, ``"e8-16"``, ``"leech-4600"``, ``"leech-891"``,
+    ``"leech-552"``, ``"leech-275"``, ``"leech-162"``.
 
     The E8-derived codes are transitive (their symmetry groups W(E7), W(E6) and
-    W(D5) act transitively); the Leech-derived ones are not claimed so here.
+    W(D5) act transitively), and so are the Leech-derived 552, 275 and 162
+    (Co3 is 2-transitive on the 276 lines; McL and U4(3) are rank 3 on the 275
+    and the 162 points; Brouwer & van Maldeghem 2022); the 4600 and 891 are not
+    claimed so here.
 
     Examples
     --------
@@ -176,7 +215,7 @@ def classical_derived_code(key: str) -> StructuredCode:
         raise SpherecodesError(f"unknown derived code {key!r}; known: {', '.join(_TABLE)}")
     parent_name, alphas, size, max_cos, transitive = _TABLE[key]
     parent = e8_roots() if parent_name == "E8" else leech_lattice()
-    chain = _Chain(parent=parent, steps=tuple((0, a) for a in alphas))
+    chain = _Chain(parent=parent, steps=tuple(_step(a) for a in alphas))
     d = parent.native_d - len(alphas)
     return StructuredCode(
         name=_NAMES[key],

@@ -46,8 +46,11 @@ def codes(d, k, as_json):
 
     Binary codes on the sphere (extended BCH, Reed-Muller, extended Golay,
     Kerdock, and the BCH and Golay codes shortened and punctured to length d),
-    lattice shells (D_n, E6, E7, E8, BW16, Leech) and codes derived from them;
-    a code from a smaller dimension is embedded by zero padding.
+    lattice shells (D_n, E6, E7, E8, BW16, Leech), codes derived from them
+    (down to the 276 equiangular lines and the McLaughlin configuration), and
+    two-distance sets of strongly regular graphs (Higman-Sims, Gewirtz, the
+    isotropic-subspaces codes); a code from a smaller dimension is embedded by
+    zero padding.
     'generate --method structured' builds the first one listed for (d, K).
 
     \b
