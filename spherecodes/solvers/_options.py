@@ -39,11 +39,14 @@ SMALL_CODE = 20_000
 #: perturb-and-repolish after the polish (small codes only: they compare
 #: polished codes), and the share of the starts that are symmetric (in R^3;
 #: at the default effort they would replace random starts, and at N = 35 the
-#: winning start is one of those, so the default keeps its random starts).
+#: winning start is one of those, so the default keeps its random starts), and
+#: the share that are energy-continuation starts (Riesz s-energy with s rising
+#: from 2 to 512: at (22, 100) a quarter of them find the basin of the
+#: Higman-Sims code, which the annealing of max-cos misses from 16 starts).
 EFFORTS = {
-    "low": {"restarts": 0.25, "perturb_rounds": 0, "symmetric": 0.0},
-    "default": {"restarts": 1.0, "perturb_rounds": 0, "symmetric": 0.0},
-    "high": {"restarts": 4.0, "perturb_rounds": 40, "symmetric": 0.5},
+    "low": {"restarts": 0.25, "perturb_rounds": 0, "symmetric": 0.0, "riesz": 0.0},
+    "default": {"restarts": 1.0, "perturb_rounds": 0, "symmetric": 0.0, "riesz": 0.0},
+    "high": {"restarts": 4.0, "perturb_rounds": 40, "symmetric": 0.5, "riesz": 0.5},
 }
 
 
@@ -106,6 +109,7 @@ class TammesOptions:
     effort: str = "default"
     perturb_rounds: int | None = None
     symmetric_starts: int | None = None
+    riesz_starts: int | None = None
     init_noise: float | None = None
     steps: int | None = None
     restarts: int | None = None
@@ -159,6 +163,16 @@ class TammesOptions:
             symmetric = d == 3 and k >= 4 and not warm and not cfg["neighbours"]
             cfg["symmetric_starts"] = int(cfg["restarts"] * EFFORTS[effort]["symmetric"]) if symmetric else 0
         cfg["symmetric_starts"] = check_int("symmetric_starts", cfg["symmetric_starts"], 0)
+        if "riesz_starts" not in explicit:
+            # In R^3 the symmetric starts take that share of a high effort.
+            energy = d > 3 and not warm and not cfg["neighbours"]
+            cfg["riesz_starts"] = int(cfg["restarts"] * EFFORTS[effort]["riesz"]) if energy else 0
+        cfg["riesz_starts"] = check_int("riesz_starts", cfg["riesz_starts"], 0)
+        if cfg["riesz_starts"] and (warm or cfg["neighbours"]
+                                    or cfg["riesz_starts"] + cfg["symmetric_starts"] > cfg["restarts"]):
+            raise SpherecodesError(f"riesz_starts must be at most restarts - symmetric_starts "
+                                   f"({cfg['restarts'] - cfg['symmetric_starts']}), on the dense path and without "
+                                   f"init, got {cfg['riesz_starts']}")
         if cfg["symmetric_starts"] > cfg["restarts"] or (cfg["symmetric_starts"] and (d != 3 or warm)):
             raise SpherecodesError(f"symmetric_starts must be at most restarts ({cfg['restarts']}), in R^3 and "
                                    f"without init, got {cfg['symmetric_starts']}")
@@ -373,7 +387,9 @@ def tammes_defaults(
     cfg.update(
         steps=int(min(max(WORK_BUDGET / work, MIN_STEPS), MAX_STEPS)),
         restarts=restarts,
-        dtype="float32" if device.type == "cuda" or work > 2e6 else "float64",
+        # float32 halves the cost of a step once the K x K matrices dominate it;
+        # the codes that are polished are sharpened and polished in float64.
+        dtype="float32" if device.type == "cuda" or work > 2e4 else "float64",
         t_start=1.25 * math.sqrt(d) / gap,
         t_end=2500.0 / gap,
         lr_start=lr_start,
@@ -409,5 +425,9 @@ def resolve_neighbours(d: int, k: int, device: torch.device, neighbours, max_mem
 
 
 def default_polish_work(restarts: int, steps: int, k: int, d: int) -> float:
-    """Simplex work (see :class:`spherecodes.solvers._core.PolishBudget`) that takes about as long as the annealing."""
-    return max(2e8, 0.15 * restarts * steps * float(k) ** 2 * d)
+    """Simplex work (see :class:`spherecodes.solvers._core.PolishBudget`): about a tenth of the annealing's time.
+
+    At least 5e7 (about half a second), which lets the small LPs of codes in R^3
+    run to convergence.
+    """
+    return max(5e7, 0.01 * restarts * steps * float(k) ** 2 * d)
