@@ -57,8 +57,10 @@ def option_names(options_class) -> tuple[str, ...]:
 
 def check_polish(cfg: dict) -> None:
     """Validate, in place, the options of the LP polish that :func:`tammes` and :func:`softmax_code` share."""
-    for name in ("polish_radius", "polish_min_radius", "polish_work"):
+    for name in ("polish_radius", "polish_min_radius"):
         cfg[name] = check_positive(name, cfg[name])
+    # 0: no LP rounds (the default for codes larger than SMALL_LP).
+    cfg["polish_work"] = 0.0 if cfg["polish_work"] == 0 else check_positive("polish_work", cfg["polish_work"])
     for name in ("polish_rounds", "polish_max_nonzeros"):
         cfg[name] = check_int(name, cfg[name], 1)
     if cfg["polish_time"] is not None:
@@ -424,10 +426,21 @@ def resolve_neighbours(d: int, k: int, device: torch.device, neighbours, max_mem
     return 0
 
 
-def default_polish_work(restarts: int, steps: int, k: int, d: int) -> float:
-    """Simplex work (see :class:`spherecodes.solvers._core.PolishBudget`): about a tenth of the annealing's time.
+#: K·d up to which the LP rounds of the polish get at least 2e8 units of work.
+SMALL_LP = 1000
 
-    At least 5e7 (about half a second), which lets the small LPs of codes in R^3
-    run to convergence.
+
+def default_polish_work(restarts: int, steps: int, k: int, d: int) -> float:
+    """Simplex work (see :class:`spherecodes.solvers._core.PolishBudget`) of the LP rounds of the polish.
+
+    Codes with K·d <= :data:`SMALL_LP` (R^3 up to N = 333; (6, 98)) get
+    ``max(2e8, 0.01 * restarts * steps * K^2 d)``, which lets their small LPs
+    run to convergence.  Larger codes get none: near an optimum their LPs
+    hold at least about K·d/2 contacts and are highly degenerate (one round
+    at (16, 100) took 0.2–5 s, and two rounds gained 3e-5 where the
+    sharpening had gained 4e-4), so they are sharpened and their contact
+    graph solved, and the LP rounds run only when ``polish_work`` is given.
     """
-    return max(5e7, 0.01 * restarts * steps * float(k) ** 2 * d)
+    if k * d > SMALL_LP:
+        return 0.0
+    return max(2e8, 0.01 * restarts * steps * float(k) ** 2 * d)

@@ -122,11 +122,11 @@ def tammes(
         ``closed_form`` (return a provably optimal closed form when one
         exists); ``polish`` (run the LP polish; default when K*d <= 20,000);
         ``polish_top`` (how many of the best starts to sharpen and polish);
-        ``polish_work`` (simplex work of the whole polish, in LP non-zeros
-        times simplex iterations; default 0.01 x the annealing's K^2 d
-        multiply-adds, at least 5e7, which takes about a tenth of the
-        annealing's time on a CPU; unlike seconds it does not depend on the machine's
-        load, so runs are reproducible); ``polish_time`` (an optional wall-clock cap on the
+        ``polish_work`` (simplex work of the LP rounds of the polish, in LP
+        non-zeros times simplex iterations; default for K*d <= 1000: 0.01 x
+        the annealing's K^2 d multiply-adds, at least 2e8; else 0, no LP
+        rounds, see docs/optimisers.md; unlike seconds it does not
+        depend on the machine's load, so runs are reproducible); ``polish_time`` (an optional wall-clock cap on the
         polish, in seconds); ``polish_max_nonzeros`` (a round whose LP is larger
         shrinks its trust region instead); ``polish_rounds``, ``polish_radius``,
         ``polish_min_radius``, ``polish_tol``; ``neighbours`` (0: all
@@ -578,7 +578,7 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
 #: The sharpening of the best annealed codes before the LP polish: steps, and
 #: the factor by which the sharpness keeps growing past ``t_end`` while the
 #: step size decays from ``lr_end`` by :data:`SHARPEN_LR_DECAY`.
-SHARPEN_STEPS = 500
+SHARPEN_STEPS = 300
 SHARPEN_GROWTH = 1000.0
 SHARPEN_LR_DECAY = 100.0
 
