@@ -34,13 +34,25 @@ class Record:
 
 
 def load_rows(path: Path = CSV) -> list[Record]:
-    """Every row of the table, in file order."""
+    """Every row of the table, in file order.
+
+    Reads this folder's layout (``dimension,n,max_cos,min_angle_deg,source,note``)
+    and that of the published-records table kept outside the repository
+    (``d,N,max_cos,source,proven_optimal``; the angle is then computed and the
+    note says whether the source calls the value proven optimal).
+    """
+    rows = []
     with open(path, newline="") as f:
-        return [
-            Record(int(r["dimension"]), int(r["n"]), float(r["max_cos"]), float(r["min_angle_deg"]),
-                   r["source"], r["note"], r["max_cos"])
-            for r in csv.DictReader(f)
-        ]
+        for r in csv.DictReader(f):
+            if "dimension" in r:
+                rows.append(Record(int(r["dimension"]), int(r["n"]), float(r["max_cos"]), float(r["min_angle_deg"]),
+                                   r["source"], r["note"], r["max_cos"]))
+            else:
+                value = float(r["max_cos"])
+                angle = float(np.degrees(np.arccos(min(1.0, max(-1.0, value)))))
+                note = "proven optimal" if r.get("proven_optimal", "").strip().lower() == "true" else ""
+                rows.append(Record(int(r["d"]), int(r["N"]), value, angle, r["source"], note, r["max_cos"]))
+    return rows
 
 
 def best_records(dimensions=None, path: Path = CSV) -> dict[tuple[int, int], Record]:

@@ -105,7 +105,9 @@ def test_perturbation_rounds_are_recorded_and_deterministic():
 
 
 def test_time_limit_stops_the_rounds_and_says_so():
-    res = tammes(3, 30, seed=0, restarts=2, steps=200, perturb_rounds=10_000, time_limit=3.0, device="cpu")
+    # The limit leaves room for the annealing, sharpening and polish before
+    # the rounds (up to ~3 s on the shared 2-core machine under load).
+    res = tammes(3, 30, seed=0, restarts=2, steps=200, perturb_rounds=10_000, time_limit=8.0, device="cpu")
     assert res.stop_reason == "time_limit"
     assert res.stages[-1]["stage"] == "perturb" and res.stages[-1]["starts"] < 10_000
     assert "perturbation rounds" in res.stop_detail

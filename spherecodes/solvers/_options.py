@@ -39,11 +39,14 @@ SMALL_CODE = 20_000
 #: perturb-and-repolish after the polish (small codes only: they compare
 #: polished codes), and the share of the starts that are symmetric (in R^3;
 #: at the default effort they would replace random starts, and at N = 35 the
-#: winning start is one of those, so the default keeps its random starts).
+#: winning start is one of those, so the default keeps its random starts), and
+#: the share that are energy-continuation starts (Riesz s-energy with s rising
+#: from 2 to 512: at (22, 100) a quarter of them find the basin of the
+#: Higman-Sims code, which the annealing of max-cos misses from 16 starts).
 EFFORTS = {
-    "low": {"restarts": 0.25, "perturb_rounds": 0, "symmetric": 0.0},
-    "default": {"restarts": 1.0, "perturb_rounds": 0, "symmetric": 0.0},
-    "high": {"restarts": 4.0, "perturb_rounds": 40, "symmetric": 0.5},
+    "low": {"restarts": 0.25, "perturb_rounds": 0, "symmetric": 0.0, "riesz": 0.0},
+    "default": {"restarts": 1.0, "perturb_rounds": 0, "symmetric": 0.0, "riesz": 0.0},
+    "high": {"restarts": 4.0, "perturb_rounds": 40, "symmetric": 0.5, "riesz": 0.5},
 }
 
 
@@ -54,8 +57,10 @@ def option_names(options_class) -> tuple[str, ...]:
 
 def check_polish(cfg: dict) -> None:
     """Validate, in place, the options of the LP polish that :func:`tammes` and :func:`softmax_code` share."""
-    for name in ("polish_radius", "polish_min_radius", "polish_work"):
+    for name in ("polish_radius", "polish_min_radius"):
         cfg[name] = check_positive(name, cfg[name])
+    # 0: no LP rounds (the default for codes larger than SMALL_LP).
+    cfg["polish_work"] = 0.0 if cfg["polish_work"] == 0 else check_positive("polish_work", cfg["polish_work"])
     for name in ("polish_rounds", "polish_max_nonzeros"):
         cfg[name] = check_int(name, cfg[name], 1)
     if cfg["polish_time"] is not None:
@@ -106,6 +111,7 @@ class TammesOptions:
     effort: str = "default"
     perturb_rounds: int | None = None
     symmetric_starts: int | None = None
+    riesz_starts: int | None = None
     init_noise: float | None = None
     steps: int | None = None
     restarts: int | None = None
@@ -159,6 +165,16 @@ class TammesOptions:
             symmetric = d == 3 and k >= 4 and not warm and not cfg["neighbours"]
             cfg["symmetric_starts"] = int(cfg["restarts"] * EFFORTS[effort]["symmetric"]) if symmetric else 0
         cfg["symmetric_starts"] = check_int("symmetric_starts", cfg["symmetric_starts"], 0)
+        if "riesz_starts" not in explicit:
+            # In R^3 the symmetric starts take that share of a high effort.
+            energy = d > 3 and not warm and not cfg["neighbours"]
+            cfg["riesz_starts"] = int(cfg["restarts"] * EFFORTS[effort]["riesz"]) if energy else 0
+        cfg["riesz_starts"] = check_int("riesz_starts", cfg["riesz_starts"], 0)
+        if cfg["riesz_starts"] and (warm or cfg["neighbours"]
+                                    or cfg["riesz_starts"] + cfg["symmetric_starts"] > cfg["restarts"]):
+            raise SpherecodesError(f"riesz_starts must be at most restarts - symmetric_starts "
+                                   f"({cfg['restarts'] - cfg['symmetric_starts']}), on the dense path and without "
+                                   f"init, got {cfg['riesz_starts']}")
         if cfg["symmetric_starts"] > cfg["restarts"] or (cfg["symmetric_starts"] and (d != 3 or warm)):
             raise SpherecodesError(f"symmetric_starts must be at most restarts ({cfg['restarts']}), in R^3 and "
                                    f"without init, got {cfg['symmetric_starts']}")
@@ -373,7 +389,9 @@ def tammes_defaults(
     cfg.update(
         steps=int(min(max(WORK_BUDGET / work, MIN_STEPS), MAX_STEPS)),
         restarts=restarts,
-        dtype="float32" if device.type == "cuda" or work > 2e6 else "float64",
+        # float32 halves the cost of a step once the K x K matrices dominate it;
+        # the codes that are polished are sharpened and polished in float64.
+        dtype="float32" if device.type == "cuda" or work > 2e4 else "float64",
         t_start=1.25 * math.sqrt(d) / gap,
         t_end=2500.0 / gap,
         lr_start=lr_start,
@@ -408,6 +426,21 @@ def resolve_neighbours(d: int, k: int, device: torch.device, neighbours, max_mem
     return 0
 
 
+#: K·d up to which the LP rounds of the polish get at least 2e8 units of work.
+SMALL_LP = 1000
+
+
 def default_polish_work(restarts: int, steps: int, k: int, d: int) -> float:
-    """Simplex work (see :class:`spherecodes.solvers._core.PolishBudget`) that takes about as long as the annealing."""
-    return max(2e8, 0.15 * restarts * steps * float(k) ** 2 * d)
+    """Simplex work (see :class:`spherecodes.solvers._core.PolishBudget`) of the LP rounds of the polish.
+
+    Codes with K·d <= :data:`SMALL_LP` (R^3 up to N = 333; (6, 98)) get
+    ``max(2e8, 0.01 * restarts * steps * K^2 d)``, which lets their small LPs
+    run to convergence.  Larger codes get none: near an optimum their LPs
+    hold at least about K·d/2 contacts and are highly degenerate (one round
+    at (16, 100) took 0.2–5 s, and two rounds gained 3e-5 where the
+    sharpening had gained 4e-4), so they are sharpened and their contact
+    graph solved, and the LP rounds run only when ``polish_work`` is given.
+    """
+    if k * d > SMALL_LP:
+        return 0.0
+    return max(2e8, 0.01 * restarts * steps * float(k) ** 2 * d)

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse
+import scipy.sparse.linalg
 from scipy.optimize import linprog
 
 from ..sphere import normalise_rows, pairs_above
 from ..stats import max_cos
 from ._core import Clock, PolishBudget
 
-__all__ = ["Linearisation", "PairCosines", "polish"]
+__all__ = ["CONTACT_MARGINS", "Linearisation", "PairCosines", "polish", "solve_contacts"]
 
 
 @dataclass
@@ -87,8 +88,9 @@ def polish(
 
     The LPs of very symmetric codes are highly degenerate and slow (E8's has
     6720 pairs at the maximum: minutes per LP), so a round whose LP would have
-    more than ``polish_max_nonzeros`` non-zeros ends the polish, and so does
-    the end of the ``budget`` (shared by the codes polished in one run).
+    more than ``polish_max_nonzeros`` non-zeros quarters r instead (fewer
+    functions are within reach of a smaller move); the end of the ``budget``
+    (shared by the codes polished in one run) ends the polish.
 
     ``cfg`` is a :class:`spherecodes.solvers.TammesOptions` or
     :class:`spherecodes.solvers.SoftmaxOptions` (its ``polish_*`` fields).
@@ -110,8 +112,14 @@ def polish(
         lin = model.active(w, current - reach)
         n_func = len(lin.values)
         nonzeros = len(lin.rows) * d + n_func
-        if nonzeros > cfg.polish_max_nonzeros or budget.work_left <= 0:
+        if budget.work_left <= 0:
             return w, rounds - 1, False
+        if nonzeros > cfg.polish_max_nonzeros:
+            # Too many functions within reach: a smaller trust region reaches fewer.
+            radius /= 4
+            if radius < cfg.polish_min_radius:
+                return w, rounds - 1, False
+            continue
         moving, slot_of = np.unique(lin.rows, return_inverse=True)
         n_var = len(moving) * d + 1
         base = w if lin.aux is None else np.vstack([w, lin.aux])
@@ -178,3 +186,72 @@ def polish(
         if radius < cfg.polish_min_radius:
             return w, rounds, True
     return w, rounds, False
+
+
+#: Margins below max-cos (relative to 1 - max-cos) within which pairs are
+#: tried as the contact graph by :func:`solve_contacts`.
+CONTACT_MARGINS = (1e-4, 1e-5, 1e-6, 1e-7)
+
+
+def solve_contacts(w: np.ndarray, *, iterations: int = 20, work: float = 5e7) -> np.ndarray:
+    """Move the code onto the optimum of its contact graph by Gauss–Newton; return it if it is better.
+
+    Near a local optimum of max-cos the pairs at the maximum (the contacts)
+    are known, and the optimum solves ``<w_i, w_j> = s`` on them with unit
+    rows.  The linear programmes of the polish approach such a point only
+    linearly when the contact graph is highly degenerate (the Higman–Sims
+    code in R^22 has 3850 contacts for 2200 coordinates), while Gauss–Newton
+    on these equations (minimum-norm steps by LSQR, so the rotations of the
+    whole code, which leave them unchanged, are not taken) converges
+    quadratically.  For each margin of :data:`CONTACT_MARGINS` the pairs
+    within it of max-cos are taken as the contacts; the best code found is
+    returned when its max-cos (float64) is lower than ``w``'s, else ``w``.
+    ``work`` bounds the LSQR iterations times the Jacobian's non-zeros over
+    the whole call (a second or two on a CPU; the Higman–Sims code needs
+    3e7), so large codes whose near-contacts are many but not yet a contact
+    graph do not spend minutes for little (at (32, 200) the unbounded solve
+    took 14 s to gain 1.4e-5); like the polish's budget it is counted, not
+    timed, so runs are reproducible.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> w = np.array([[1.0, 0.0], [-0.5, 3 ** 0.5 / 2], [-0.5, -(3 ** 0.5) / 2]]) + 1e-7 * rng.standard_normal((3, 2))
+    >>> bool(abs(max_cos(solve_contacts(w)) + 0.5) < 1e-14)
+    True
+    """
+    w = normalise_rows(w)
+    k, d = w.shape
+    best, best_value = w, max_cos(w)
+    for margin in CONTACT_MARGINS:
+        if work <= 0:
+            break
+        rows, cols, _ = pairs_above(w, best_value - margin * (1 - best_value))
+        x, s = w.copy(), best_value
+        n_pairs = len(rows)
+        for _ in range(iterations):
+            residual = np.concatenate([(x[rows] * x[cols]).sum(axis=1) - s, 0.5 * ((x * x).sum(axis=1) - 1)])
+            if np.abs(residual).max() < 1e-15:
+                break
+            # Jacobian: d<x_i, x_j>/dx_i = x_j, d<x_i, x_j>/dx_j = x_i, d/ds = -1; d(|x_i|^2/2)/dx_i = x_i.
+            pair_index = np.arange(n_pairs)
+            entries = np.concatenate([x[cols].ravel(), x[rows].ravel(), -np.ones(n_pairs), x.ravel()])
+            row_index = np.concatenate([np.repeat(pair_index, d), np.repeat(pair_index, d), pair_index,
+                                        n_pairs + np.repeat(np.arange(k), d)])
+            col_index = np.concatenate([(rows[:, None] * d + np.arange(d)).ravel(),
+                                        (cols[:, None] * d + np.arange(d)).ravel(), np.full(n_pairs, k * d),
+                                        np.arange(k * d)])
+            jacobian = scipy.sparse.csr_matrix((entries, (row_index, col_index)), shape=(n_pairs + k, k * d + 1))
+            iteration_limit = min(10 * (k * d + 1), int(work // jacobian.nnz))
+            if iteration_limit < 1:
+                break
+            step, _, done = scipy.sparse.linalg.lsqr(jacobian, -residual, atol=1e-15, btol=1e-15,
+                                                     iter_lim=iteration_limit)[:3]
+            work -= done * jacobian.nnz
+            x = x + step[:-1].reshape(k, d)
+            s += step[-1]
+        x = normalise_rows(x)
+        value = max_cos(x)
+        if value < best_value:
+            best, best_value = x, value
+    return best

@@ -4,8 +4,9 @@
 Pol & Snoek 2019, Eq. 4) with Riemannian Adam from batched random (and, in
 R^3, symmetric: :mod:`spherecodes.solvers._symmetric`) starts or from a given
 code, over all pairs (here) or over neighbour lists for large K
-(:mod:`spherecodes.solvers._neighbours`), then polishes the best few codes by
-sequential linear programming (:mod:`spherecodes.solvers._polish`) and, with
+(:mod:`spherecodes.solvers._neighbours`), then sharpens the best few codes
+and polishes them by sequential linear programming
+(:mod:`spherecodes.solvers._polish`) and, with
 more effort, perturbs and re-polishes the best (:mod:`spherecodes.solvers._basin`).
 ``docs/optimisers.md`` describes the algorithm, its defaults and measurements.
 """
@@ -32,7 +33,7 @@ from ._core import (
 )
 from ._neighbours import anneal_neighbours, neighbour_plan, neighbour_seconds
 from ._options import TammesOptions, dense_bytes
-from ._polish import PairCosines, polish
+from ._polish import PairCosines, polish, solve_contacts
 from ._symmetric import orbit_choices, symmetric_start
 
 __all__ = ["tammes", "tammes_estimate", "tammes_memory"]
@@ -55,9 +56,10 @@ def tammes(
     """Minimise the largest cosine between K unit vectors in R^d (Tammes problem).
 
     Anneals a log-sum-exp smoothing of max-cos over all pairs with Riemannian
-    Adam from several random starts (batched on small problems), then polishes
-    the best few by sequential linear programming on the near-active pairs
-    until max-cos stops improving.  Where a provably optimal closed form exists
+    Adam from several random starts (batched on small problems), then
+    sharpens the best few (more steps with the smoothing tightening further,
+    in float64) and polishes them by sequential linear programming on the
+    near-active pairs until max-cos stops improving.  Where a provably optimal closed form exists
     (K <= 2d, d <= 2) it is returned directly unless ``closed_form=False``.
     For large K (above 10,000, or where the K×K matrices do not fit) the
     pairs are each prototype's nearest ones, kept in neighbour lists
@@ -102,8 +104,9 @@ def tammes(
         then rounds of perturb-and-repolish of the best code (reinsert the
         points of the tightest contacts or the rattlers into the deepest
         holes, or shake the code; re-anneal; polish) for codes small enough
-        to polish, and in R^3 half its starts are symmetric (unions of orbits
-        of a rotation group).  ``result.stages`` records what each stage spent.
+        to polish; half its starts are symmetric in R^3 (unions of orbits
+        of a rotation group) and energy-continuation starts above R^3
+        (``riesz_starts``).  ``result.stages`` records what each stage spent.
     **options
         Advanced settings, defaults from :func:`tammes_defaults`:
         ``dtype`` ("auto", "float32", "float64"); ``t_start``, ``t_end``
@@ -118,13 +121,14 @@ def tammes(
         problems, else unchanged); ``log_every``;
         ``closed_form`` (return a provably optimal closed form when one
         exists); ``polish`` (run the LP polish; default when K*d <= 20,000);
-        ``polish_top`` (how many of the best starts to polish);
-        ``polish_work`` (simplex work of the whole polish, in LP non-zeros
-        times simplex iterations; default 0.15 x the annealing's K^2 d
-        multiply-adds, at least 2e8, which takes about as long as the
-        annealing on a CPU; unlike seconds it does not depend on the machine's
-        load, so runs are reproducible); ``polish_time`` (an optional wall-clock cap on the
-        polish, in seconds); ``polish_max_nonzeros`` (skip LPs larger than this); ``polish_rounds``, ``polish_radius``,
+        ``polish_top`` (how many of the best starts to sharpen and polish);
+        ``polish_work`` (simplex work of the LP rounds of the polish, in LP
+        non-zeros times simplex iterations; default for K*d <= 1000: 0.01 x
+        the annealing's K^2 d multiply-adds, at least 2e8; else 0, no LP
+        rounds, see docs/optimisers.md; unlike seconds it does not
+        depend on the machine's load, so runs are reproducible); ``polish_time`` (an optional wall-clock cap on the
+        polish, in seconds); ``polish_max_nonzeros`` (a round whose LP is larger
+        shrinks its trust region instead); ``polish_rounds``, ``polish_radius``,
         ``polish_min_radius``, ``polish_tol``; ``neighbours`` (0: all
         pairs; m: neighbour lists of m prototypes; default chosen from K
         and the memory); ``refresh`` (steps between refreshes of the lists);
@@ -132,6 +136,10 @@ def tammes(
         what is free); ``perturb_rounds`` (rounds of perturb-and-repolish;
         default from ``effort``); ``symmetric_starts`` (how many of the
         starts are symmetric, R^3 only; default from ``effort``);
+        ``riesz_starts`` (how many of the starts minimise the Riesz
+        s-energy with s rising from 2 to 512 instead of the smoothed
+        max-cos, dense path only; default from ``effort``: half the
+        starts at "high" above R^3, else 0);
         ``init_noise`` (see ``init``).  :func:`tammes_estimate` gives the
         memory and time a call will take before making it.
 
@@ -280,6 +288,7 @@ def _anneal_batch(
     history: list,
     step_offset: int,
     deadline: float = math.inf,
+    riesz: bool = False,
 ) -> Batch:
     """Minimise the smoothed maximum ``(1/t) log sum_{i<j} exp(t <p_i, p_j>)``.
 
@@ -291,6 +300,11 @@ def _anneal_batch(
     the gradient is projected onto it and the iterate is retracted to the sphere
     by re-normalising each row.  ``deadline`` (a ``time.perf_counter()``
     value) compresses the schedule into the time left (:class:`Schedule`).
+
+    With ``riesz`` the smoothed function is ``-log(1 - <p_i, p_j>)`` instead of
+    the cosine: the Riesz s-energy ``sum |p_i - p_j|^-s`` with ``s = 2 (t - 1)``
+    has the same minimisers as ``(1/t) log sum exp(-t log(1 - <p_i, p_j>))``, so
+    the same schedule raises s (energy-continuation starts).
     """
     dtype = DTYPES[cfg.dtype]
     steps = cfg.steps
@@ -316,8 +330,15 @@ def _anneal_batch(
         best["val"] = torch.where(improved, current, best["val"])
         best["x"] = torch.where(improved.view(batch, 1, 1), x, best["x"])
         # Softmax weights over pairs, shifted by the maximum so exp cannot overflow.
-        weights = gram.sub_(current.view(batch, 1, 1)).mul_(t).clamp_(min=EXP_FLOOR).exp_()
-        total = weights.sum(dim=(1, 2), keepdim=True)
+        if riesz:
+            slack = gram.neg_().add_(1)  # 1 - cosine, +inf on the diagonal
+            weights = torch.log(slack).sub_(torch.log1p(-current).view(batch, 1, 1)).mul_(-t)
+            weights = weights.clamp_(min=EXP_FLOOR).exp_()
+            total = weights.sum(dim=(1, 2), keepdim=True)
+            weights.div_(slack)  # the derivative of -log(1 - c)
+        else:
+            weights = gram.sub_(current.view(batch, 1, 1)).mul_(t).clamp_(min=EXP_FLOOR).exp_()
+            total = weights.sum(dim=(1, 2), keepdim=True)
         grad = torch.bmm(weights, x).div_(total)
         riemannian_adam_step(x, grad, moment1, moment2, i, lr, cfg.beta1, cfg.beta2, cfg.eps)
         last.update(current=current, total=total, t=t)
@@ -379,6 +400,42 @@ def _starts(seed: int, members: list[int], k: int, d: int, init: np.ndarray | No
     return np.stack(starts)
 
 
+#: Sharpness of the energy-continuation starts at their first and last step:
+#: the Riesz exponent s = 2 (t - 1) rises from 2 to 512.
+RIESZ_SHARPNESS = (2.0, 257.0)
+
+
+def _batch_groups(cfg: TammesOptions) -> tuple[tuple[int, int, bool], ...]:
+    """The ranges of starts of one kind: (first, stop, whether they are energy-continuation starts)."""
+    first_riesz = cfg.restarts - cfg.symmetric_starts - cfg.riesz_starts
+    return ((0, first_riesz, False), (first_riesz, first_riesz + cfg.riesz_starts, True),
+            (first_riesz + cfg.riesz_starts, cfg.restarts, False))
+
+
+def _batches(cfg: TammesOptions):
+    """The starts annealed together: (restarts, whether they are energy-continuation starts), in order.
+
+    Starts ``[restarts - symmetric_starts - riesz_starts, restarts - symmetric_starts)``
+    minimise the Riesz energy with a rising exponent (:func:`_anneal_batch`);
+    a batch never mixes them with the others, and holds at most ``batch_size``.
+    A generator: ``restarts`` may be far more than could ever run.
+
+    Examples
+    --------
+    >>> cfg = TammesOptions.resolve(22, 100, device="cpu", restarts=5, riesz_starts=2, batch_size=2)
+    >>> list(_batches(cfg)), _batch_count(cfg)
+    ([([0, 1], False), ([2], False), ([3, 4], True)], 3)
+    """
+    for start, stop, riesz in _batch_groups(cfg):
+        for first in range(start, stop, cfg.batch_size):
+            yield list(range(first, min(first + cfg.batch_size, stop))), riesz
+
+
+def _batch_count(cfg: TammesOptions) -> int:
+    """How many batches :func:`_batches` yields, by integer arithmetic."""
+    return sum(-(-(stop - start) // cfg.batch_size) for start, stop, _ in _batch_groups(cfg) if stop > start)
+
+
 def _batch_deadline(clock: Clock, cfg: TammesOptions, batches_left: int) -> float:
     """When the batch about to run must end its schedule (``math.inf`` without a time limit).
 
@@ -401,22 +458,27 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
     stop_reason = "steps"
     compressed = False
     # Batch by batch, never a list over all restarts: a huge --restarts under a time limit must still stop in time.
-    batches = -(-cfg.restarts // cfg.batch_size)
-    for n_batch, first in enumerate(range(0, cfg.restarts, cfg.batch_size)):
+    batches = _batch_count(cfg)
+    for n_batch, (members, riesz) in enumerate(_batches(cfg)):
+        first = members[0]
         # The first batch always runs, so that a result exists however short the limit.
         if first and clock.expired():
             stop_reason = "time_limit"
             break
-        members = list(range(first, min(first + cfg.batch_size, cfg.restarts)))
         starts = _starts(seed, members, k, d, init, cfg)
         spread = np.array([cfg.t_spread ** np.random.default_rng([seed, r, 1]).random() if r else 1.0
                            for r in members])
-        t_start = np.minimum(cfg.t_start * spread, cfg.t_end)
         deadline = _batch_deadline(clock, cfg, batches - n_batch)
-        if plan is None:
+        if riesz:
+            batch = _anneal_batch(starts, np.full(len(members), RIESZ_SHARPNESS[0]),
+                                  dataclasses.replace(cfg, t_end=RIESZ_SHARPNESS[1]), dev, first, clock, history,
+                                  total_steps, deadline, riesz=True)
+        elif plan is None:
+            t_start = np.minimum(cfg.t_start * spread, cfg.t_end)
             batch = _anneal_batch(starts, t_start, cfg, dev, first, clock, history, total_steps, deadline)
         else:
-            batch = anneal_neighbours(starts[0], float(t_start[0]), cfg, plan, dev, first, clock, history,
+            t_start = min(cfg.t_start * spread[0], cfg.t_end)
+            batch = anneal_neighbours(starts[0], t_start, cfg, plan, dev, first, clock, history,
                                       total_steps, deadline)
             refreshes += batch.refreshes
         total_steps += batch.steps * len(members)
@@ -454,6 +516,15 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
         largest_gain = 0.0
         budget = PolishBudget(cfg)
         try:
+            sharpened, sharpen_steps = _sharpen(np.stack([codes[r] for r in chosen]), cfg, dev, clock)
+            total_steps += sharpen_steps
+            for r, code in zip(chosen, sharpened):
+                value = max_cos(code)
+                if value < values[r]:
+                    codes[r], values[r] = code, value
+                if value < best_value:
+                    best, best_code, best_value = r, code, value
+            chosen.sort(key=lambda r: values[r])
             for r in chosen:
                 # A start cannot win if it trails the best by more than twice what
                 # polishing has gained so far (about the smoothing's bias).
@@ -461,6 +532,7 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
                     break
                 polished, rounds, converged = polish(codes[r], PairCosines(), cfg, clock, budget, history,
                                                       total_steps)
+                polished = solve_contacts(polished)
                 total_steps += rounds
                 all_converged &= converged
                 value = max_cos(polished)
@@ -515,6 +587,35 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
     )
 
 
+#: The sharpening of the best annealed codes before the LP polish: steps, and
+#: the factor by which the sharpness keeps growing past ``t_end`` while the
+#: step size decays from ``lr_end`` by :data:`SHARPEN_LR_DECAY`.
+SHARPEN_STEPS = 300
+SHARPEN_GROWTH = 1000.0
+SHARPEN_LR_DECAY = 100.0
+
+
+def _sharpen(codes: np.ndarray, cfg: TammesOptions, dev: torch.device, clock: Clock) -> tuple[list, int]:
+    """Continue the annealing of ``codes`` (B, K, d) in float64 with the sharpness still growing.
+
+    The annealing ends with the smoothed maximum still a little above max-cos
+    (by about log(pairs) / t_end), so its codes sit near, not at, a local
+    optimum; the LP polish from there needs large trust regions whose LPs
+    hold most pairs of the code.  Raising the sharpness a further
+    ``SHARPEN_GROWTH``-fold with small steps (from ``lr_end``) brings the
+    codes to within round-off of the contact structure of the optimum at
+    the cost of a few hundred steps for a handful of codes.  Returns the
+    codes (float64 unit rows; each is the best iterate, so never worse than
+    its start in max-cos) and the steps done per code times the codes.
+    """
+    local = dataclasses.replace(cfg, steps=SHARPEN_STEPS, t_end=cfg.t_end * SHARPEN_GROWTH, lr_start=cfg.lr_end,
+                                lr_end=cfg.lr_end / SHARPEN_LR_DECAY, dtype="float64", log_every=10**9)
+    batch = _anneal_batch(codes, np.full(len(codes), cfg.t_end), local, dev, 0, clock, [], 0)
+    if batch.interrupted:
+        raise KeyboardInterrupt
+    return [normalise_rows(code) for code in batch.codes], batch.steps * len(codes)
+
+
 def _perturbation_stage(w, value, seed, cfg, dev, clock, history, step_offset):
     """Perturb-and-repolish rounds (:func:`spherecodes.solvers._basin.perturbation_rounds`) with this run's steps."""
 
@@ -525,8 +626,9 @@ def _perturbation_stage(w, value, seed, cfg, dev, clock, history, step_offset):
         return [normalise_rows(code) for code in batch.codes], batch.steps
 
     def polish_one(code):
-        polished, rounds, _ = polish(code, PairCosines(), cfg, clock, PolishBudget(cfg), [], 0)
-        return polished, rounds
+        (sharpened,), sharpen_steps = _sharpen(code[None], cfg, dev, clock)
+        polished, rounds, _ = polish(sharpened, PairCosines(), cfg, clock, PolishBudget(cfg), [], 0)
+        return solve_contacts(polished), rounds + sharpen_steps
 
     return perturbation_rounds(w, value, cfg.perturb_rounds, seed, cfg, clock, history, step_offset,
                                anneal=anneal, polish=polish_one)
