@@ -10,13 +10,33 @@ Examples
 
 __version__ = "0.1.0"
 
-from .bank import delete_code, list_codes, read_code, write_code  # noqa: E402
-from .bounds import max_cos_lower_bound, theorem_3_9  # noqa: E402
-from .catalog import catalog_entries, fetch  # noqa: E402
-from .code import Code, check_labels, default_code_name, make_code  # noqa: E402
-from .errors import SpherecodesError  # noqa: E402
-from .generation import generate  # noqa: E402
-from .stats import separation_statistics  # noqa: E402
+from importlib import import_module as _import_module
+
+#: The module of each public name, imported on first use: ``import spherecodes`` stays light, so that the
+#: command-line tool's guard (:mod:`spherecodes.cli`) covers the loading of h5py, SciPy and the rest, and a
+#: Ctrl-C meanwhile gets one line instead of a traceback.
+_HOMES = {
+    "Code": "code", "check_labels": "code", "default_code_name": "code", "make_code": "code",
+    "SpherecodesError": "errors",
+    "catalog_entries": "catalog", "fetch": "catalog",
+    "delete_code": "bank", "list_codes": "bank", "read_code": "bank", "write_code": "bank",
+    "generate": "generation",
+    "max_cos_lower_bound": "bounds", "theorem_3_9": "bounds",
+    "separation_statistics": "stats",
+}
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'spherecodes' has no attribute {name!r}")
+    value = getattr(_import_module(f".{_HOMES[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *_HOMES})
+
 
 __all__ = [
     "Code",

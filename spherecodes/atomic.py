@@ -6,12 +6,20 @@ the same file can tell a temporary file left by a writer that died (killed,
 or its machine rebooted) from one that is still being written, and remove it.
 Ctrl-C while the temporary file is written abandons it and leaves the target
 as it was; Ctrl-C during the rename itself is held back until the rename is
-done, then delivered.
+done, then delivered.  Each file replaced is noted, so that a command stopped
+by Ctrl-C can say which of its files were written (:func:`written_files`,
+checked on disk, not assumed).
+
+A symbolic link as the target is written through: its target is replaced and
+the link kept.  Read-modify-write of a file (adding a code to a bank while
+another process deletes one) is serialised by :func:`exclusive_lock`, an
+advisory ``fcntl`` lock that every spherecodes writer takes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import signal
@@ -22,7 +30,7 @@ from pathlib import Path
 
 from .errors import SpherecodesError
 
-__all__ = ["replace_atomically"]
+__all__ = ["check_name_fits", "exclusive_lock", "replace_atomically", "resolve_output", "written_files"]
 
 
 @contextlib.contextmanager
@@ -58,18 +66,27 @@ def replace_atomically(path, suffix: str = ".tmp"):
     >>> target.read_text()
     'all or nothing'
     """
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
+    path = resolve_output(path)
+    directory = path.parent
+    check_name_fits(path, suffix)
     _remove_stale_temporaries(directory, path.name, suffix)
     try:
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.{_writer()}.", suffix=suffix, dir=directory)
     except OSError as err:
-        raise SpherecodesError(f"cannot write {path}: no file can be created in {directory} ({err.strerror})") from None
+        raise SpherecodesError(
+            f"cannot write {path}: its temporary file cannot be created in {directory} ({_reason(err)})"
+        ) from None
     os.close(fd)
     tmp = Path(name)
+    record = _Write(path)
+    _WRITES.append(record)
     try:
         with _ctrl_c_watch() as watch:
-            yield tmp
+            try:
+                yield tmp
+            except OSError as err:
+                # A full disk, the file-size limit (ulimit -f), a name too long: the target is untouched.
+                raise SpherecodesError(f"cannot write {path} ({_reason(err)}); it is unchanged") from None
             watch.check()  # a Ctrl-C that a library swallowed while the block ran still aborts
             try:
                 with open(tmp, "rb+") as fh:
@@ -77,13 +94,194 @@ def replace_atomically(path, suffix: str = ".tmp"):
                 # mkstemp creates the file private (0600).
                 os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask())
                 watch.check()
+                written = os.stat(tmp)
                 with watch.deferred():
                     os.replace(tmp, path)
+                    record.identity = (written.st_dev, written.st_ino)
             except OSError as err:
-                raise SpherecodesError(f"cannot write {path} ({err.strerror}); it is unchanged") from None
+                raise SpherecodesError(f"cannot write {path} ({_reason(err)}); it is unchanged") from None
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+
+
+def resolve_output(path) -> Path:
+    """The file that writing ``path`` must replace: a symbolic link's target (so the link is kept).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> (folder / "link.h5").symlink_to(folder / "real.h5")
+    >>> resolve_output(folder / "link.h5") == (folder / "real.h5").resolve()
+    True
+    """
+    path = Path(path)
+    try:
+        link = path.is_symlink()
+    except OSError:  # a name the file system refuses (too long): reported where the file is checked or written
+        return path
+    if link:
+        try:
+            return Path(os.path.realpath(path, strict=True))
+        except FileNotFoundError:
+            return Path(os.path.realpath(path))  # a dangling link: create what it points to
+        except OSError as err:
+            raise SpherecodesError(f"cannot write {path}: the symbolic link cannot be followed ({_reason(err)})") from None
+    return path
+
+
+@contextlib.contextmanager
+def exclusive_lock(path):
+    """Hold an advisory lock on ``path`` so that read-modify-write cycles of it run one at a time.
+
+    The lock is ``fcntl.flock`` on a hidden file beside ``path``
+    (``.NAME.lock``), taken by every spherecodes writer of that file and
+    released by the kernel when its holder exits, however it exits.  The lock
+    file is removed on release; a writer that finds the lock file it locked
+    already removed or replaced takes the new one.  A second writer waits
+    (Ctrl-C stops the wait and changes nothing).
+
+    Parameters
+    ----------
+    path : str or Path
+        The file about to be read, changed and replaced (a symbolic link is
+        locked at its target).
+
+    Raises
+    ------
+    SpherecodesError
+        The lock file cannot be created (a read-only directory).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> target = Path(tempfile.mkdtemp()) / "bank.h5"
+    >>> with exclusive_lock(target):
+    ...     with replace_atomically(target) as tmp:
+    ...         _ = tmp.write_text("one writer at a time")
+    >>> target.read_text()
+    'one writer at a time'
+    """
+    path = resolve_output(path)
+    lock = path.parent / f".{path.name}.lock"
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as err:
+            raise SpherecodesError(f"cannot lock {path} for writing: {lock} cannot be created ({_reason(err)})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held = os.fstat(fd)
+            try:
+                current = os.stat(lock)
+            except FileNotFoundError:
+                current = None
+        except BaseException:
+            os.close(fd)
+            raise
+        # The previous holder removes the lock file as it releases it: lock the file now at that name instead.
+        if current is not None and (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino):
+            break
+        os.close(fd)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)
+
+
+class _Write:
+    """A file this process set out to replace, and the identity (device, inode) of what it put there."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.identity = None
+
+
+_WRITES: list[_Write] = []
+
+
+def written_files() -> list[tuple[Path, bool]]:
+    """Every file this process set out to replace, each with whether it now holds what was written.
+
+    Checked on disk: a file counts as written only when it is still the very
+    file (same device and inode) that the rename put in place, so a write cut
+    short before its rename, or replaced since by another process, counts as
+    not written.  For the message of a command stopped by Ctrl-C.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> target = Path(tempfile.mkdtemp()) / "notes.txt"
+    >>> with replace_atomically(target) as tmp:
+    ...     _ = tmp.write_text("kept")
+    >>> written_files()[-1] == (target, True)
+    True
+    """
+    outcomes = []
+    for record in _WRITES:
+        if any(record.path.parent == other.path.parent and record.path.name.startswith(f".{other.path.name}.{_writer()}.")
+               for other in _WRITES):
+            continue  # a temporary file of another write, written into before its rename
+        try:
+            info = os.stat(record.path)
+            stored = record.identity == (info.st_dev, info.st_ino)
+        except OSError:
+            stored = False
+        outcomes.append((record.path, stored))
+    return outcomes
+
+
+def check_name_fits(path, suffix: str = ".tmp") -> None:
+    """Refuse a file name too long for its file system, counting the temporary file written beside it.
+
+    The temporary file's name is the target's plus the writer and a random
+    part (about 30 to 70 bytes more), so a name close to the file system's
+    limit (255 bytes on most) is refused here, before any work, rather than
+    when the file is written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> check_name_fits(Path(tempfile.mkdtemp()) / ("x" * 300))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: the file name xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... is too long: 300 bytes, ...
+    """
+    path = Path(path)
+    try:
+        most = os.pathconf(path.parent if path.parent.is_dir() else ".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return  # the file system does not say: its own error, if any, is reported when the file is written
+    length = len(os.fsencode(path.name))
+    extra = len(os.fsencode(f"..{_writer()}.")) + _RANDOM_CHARACTERS + len(os.fsencode(suffix))
+    if length + extra > most:
+        shown = path.name if len(path.name) <= 40 else path.name[:40] + "..."
+        raise SpherecodesError(
+            f"the file name {shown} is too long: {length} bytes, and this file system allows {most} bytes for a name, "
+            f"less {extra} for the temporary file written beside it; choose a name of at most {most - extra} bytes"
+        )
+
+
+#: Characters of the random part of a temporary file's name (what :func:`tempfile.mkstemp` adds).
+_RANDOM_CHARACTERS = 8
+
+
+def _reason(err: OSError) -> str:
+    """What went wrong, in words (a full disk, the file-size limit, a name too long, ...).
+
+    HDF5's errors carry the system's error number only inside a long text: the number is looked up instead.
+    """
+    number = err.errno
+    if number is None:
+        found = re.search(r"errno = (\d+)", str(err))
+        number = int(found.group(1)) if found else None
+    if number:
+        return os.strerror(number)
+    text = err.strerror or str(err) or type(err).__name__
+    return text.splitlines()[0][:160]
 
 
 def _writer() -> str:

@@ -12,15 +12,22 @@ Layout (schema version 1; ``docs/bank-format.md`` is the full reference)::
 
 Every change goes to a temporary file in the bank's directory that is renamed
 over the bank only once complete, so an interrupted write leaves the old bank
-as it was.  Reading checks the format, the schema version, shapes, finiteness,
-unit rows and the SHA-256 of the prototype bytes, and refuses anything else.
+as it was.  Changes hold an advisory lock on the bank from reading it to the
+rename, so that concurrent writers (two ``generate --out`` into one bank, an
+``rm`` beside them) take turns and none undoes another's change.  Reading
+checks the format, the schema version, shapes, finiteness, unit rows and the
+SHA-256 of the prototype bytes, and refuses anything else.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
+import os
+import resource
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -28,13 +35,13 @@ import h5py
 import numpy as np
 
 from . import __version__
-from .atomic import replace_atomically
+from .atomic import check_name_fits, exclusive_lock, replace_atomically, resolve_output
 from .bounds import known_optimal, max_cos_lower_bound, theorem_3_9
 from .certificate import OneVsRestCertificate, support_residuals, verify_witness
 from .checks import SEED_LIMIT
 from .code import Code, check_labels, prototype_checksum
 from .errors import SpherecodesError
-from .memory import require_memory
+from .memory import format_bytes, require_memory
 from .stats import SeparationStats, validate_prototypes
 
 FORMAT_NAME = "spherecodes-bank"
@@ -485,15 +492,64 @@ def write_code(path, code: Code, *, overwrite: bool = False) -> None:
     ...
     spherecodes.errors.SpherecodesError: code 'e8-d8-k240' already exists in ...; pass overwrite=True to replace it
     """
-    path = Path(path)
-    existing = _existing_names(path)
-    if code.name in existing and not overwrite:
+    path = resolve_output(path)
+    _names_beside(path, code.name, overwrite)  # refused before the bounds are computed
+    # Everything stored is computed before the temporary file exists: Ctrl-C meanwhile leaves nothing behind.
+    bounds = _bounds_of(code)
+    with exclusive_lock(path):
+        existing = _names_beside(path, code.name, overwrite)  # again: another writer may have added it
+        _check_room(path, _stored_bytes(code))
+        _rewrite(path, keep=[n for n in existing if n != code.name], add=(code, bounds))
+
+
+def _stored_bytes(code: Code) -> int:
+    """At most the bytes a code takes in a bank (uncompressed arrays and the attributes)."""
+    k, d = code.prototypes.shape
+    size = 8 * k * d + 3 * 8 * k + 8 * len(code.stats.rattlers) + 2**16
+    if code.labels is not None:
+        size += sum(len(label.encode("utf-8")) + 16 for label in code.labels)
+    if code.certificate is not None:
+        cert = code.certificate
+        size += 3 * 8 * k + cert.support_indices.nbytes + cert.support_weights.nbytes
+    return size
+
+
+def _check_room(path: Path, adding: int) -> None:
+    """Refuse, before writing, a new bank that would not fit the disk or the file-size limit (``ulimit -f``).
+
+    The new bank is written beside the old one, so it needs room for the old
+    one's codes plus the new code (uncompressed: an upper bound).  Writing
+    stops at the first byte that does not fit anyway; this check says so
+    before any byte is written, in words.
+    """
+    needed = (path.stat().st_size if path.exists() else 0) + adding
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY and needed > limit:
         raise SpherecodesError(
-            f"code {code.name!r} already exists in {path}; pass overwrite=True to replace it",
+            f"cannot write {path}: the new bank may take up to {format_bytes(needed)}, more than the file-size "
+            f"limit of this process ({format_bytes(limit)}, ulimit -f); it is unchanged"
+        )
+    try:
+        info = os.statvfs(path.parent)
+    except OSError:
+        return
+    free = info.f_bavail * info.f_frsize
+    if needed > free:
+        raise SpherecodesError(
+            f"cannot write {path}: the new bank may take up to {format_bytes(needed)} but only {format_bytes(free)} "
+            f"are free in {path.parent}; it is unchanged"
+        )
+
+
+def _names_beside(path: Path, name: str, overwrite: bool) -> list[str]:
+    """The codes of the bank at ``path``, after refusing ``name`` among them unless ``overwrite``."""
+    existing = _existing_names(path)
+    if name in existing and not overwrite:
+        raise SpherecodesError(
+            f"code {name!r} already exists in {path}; pass overwrite=True to replace it",
             flags={"overwrite=True": "--overwrite"},
         )
-    # Everything stored is computed before the temporary file exists: Ctrl-C meanwhile leaves nothing behind.
-    _rewrite(path, keep=[n for n in existing if n != code.name], add=(code, _bounds_of(code)))
+    return existing
 
 
 def delete_code(path, name: str) -> None:
@@ -510,12 +566,15 @@ def delete_code(path, name: str) -> None:
     >>> list_codes(path)
     []
     """
-    path = Path(path)
-    existing = _existing_names(path, must_exist=True)
-    if name not in existing:
-        available = ", ".join(sorted(existing)) or "none"
-        raise SpherecodesError(f"no code {name!r} in {path} (available: {available})")
-    _rewrite(path, keep=[n for n in existing if n != name], add=None)
+    path = resolve_output(path)
+    check_writable_destination(path)
+    with exclusive_lock(path):
+        existing = _existing_names(path, must_exist=True)
+        if name not in existing:
+            available = ", ".join(sorted(existing)) or "none"
+            raise SpherecodesError(f"no code {name!r} in {path} (available: {available})")
+        _check_room(path, 0)
+        _rewrite(path, keep=[n for n in existing if n != name], add=None)
 
 
 def check_writable_destination(path) -> Path:
@@ -543,6 +602,7 @@ def check_writable_destination(path) -> Path:
         raise SpherecodesError(
             f"output directory {directory} is not writable ({err.strerror}); choose another --out"
         ) from None
+    check_name_fits(path)
     if path.is_dir():
         raise SpherecodesError(f"{path} is a directory; give a file name for the bank")
     return path
@@ -559,18 +619,82 @@ def _existing_names(path: Path, must_exist: bool = False) -> list[str]:
 def _rewrite(path: Path, keep: list[str], add: tuple[Code, dict] | None) -> None:
     """Write a new bank with the kept codes of the old one plus ``add``, then rename it over."""
     with replace_atomically(path) as tmp:
-        with h5py.File(tmp, "w") as dst:
-            dst.attrs["format"] = FORMAT_NAME
-            dst.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
-            dst.attrs["created_by"] = f"spherecodes {__version__}"
-            codes = dst.create_group("codes")
-            if keep:
-                with _open_bank(path) as src:
-                    for name in keep:
-                        src.copy(src["codes"][name], codes, name=name)
-            if add is not None:
-                code, bounds = add
-                _write_group(codes.create_group(code.name), code, bounds)
+        failed = None
+        open_before = h5py.h5f.get_obj_count()
+        with _quiet_h5py_cleanup():
+            try:
+                _write_bank(tmp, path, keep, add)
+            except OSError as err:
+                # A full disk or the file-size limit: a fresh exception, so that no traceback keeps the
+                # half-written file's objects alive; they are freed below, while their errors are silenced.
+                failed = OSError(err.errno, str(err))
+            if failed is not None:
+                gc.collect()
+        if failed is not None and h5py.h5f.get_obj_count() > open_before:
+            _UNCLOSED.append(tmp)  # HDF5 could not flush, so could not close, what it had written
+        if failed is not None:
+            raise failed  # replace_atomically reports it in one line and leaves the bank unchanged
+
+
+#: Temporary files whose writing failed inside HDF5: the library cannot close them (see hdf5_left_unclosed).
+_UNCLOSED: list[Path] = []
+
+
+def hdf5_left_unclosed() -> bool:
+    """Whether a bank write failed inside HDF5 (a disk that filled up while it was written) in this process.
+
+    HDF5 then cannot close the half-written temporary file (it is removed and
+    the bank is unchanged), and the library's own clean-up at interpreter
+    exit crashes on it (HDF5 1.14, h5py 3.16): a command-line tool that
+    reported the failure should end with ``os._exit``, skipping that clean-up.
+
+    Examples
+    --------
+    >>> hdf5_left_unclosed()
+    False
+    """
+    return bool(_UNCLOSED)
+
+
+@contextlib.contextmanager
+def _quiet_h5py_cleanup():
+    """Silence what h5py prints as each object of a file whose writing failed is freed (one error per object)."""
+    previous, previous_print = sys.unraisablehook, sys.excepthook
+
+    def from_h5py(exc_type, exc_value, where) -> bool:
+        return issubclass(exc_type, (OSError, RuntimeError)) and "h5py" in where
+
+    def hook(unraisable):
+        if not from_h5py(unraisable.exc_type, unraisable.exc_value, str(unraisable.object)):
+            previous(unraisable)
+
+    def print_hook(exc_type, exc_value, tb):  # h5py's freeing code prints the traceback itself first
+        import traceback
+
+        if not from_h5py(exc_type, exc_value, "".join(traceback.format_tb(tb))):
+            previous_print(exc_type, exc_value, tb)
+
+    sys.unraisablehook, sys.excepthook = hook, print_hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook, sys.excepthook = previous, previous_print
+
+
+def _write_bank(tmp: Path, path: Path, keep: list[str], add: tuple[Code, dict] | None) -> None:
+    """The new bank in ``tmp``: the codes ``keep`` of the bank at ``path``, and ``add``."""
+    with h5py.File(tmp, "w") as dst:
+        dst.attrs["format"] = FORMAT_NAME
+        dst.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
+        dst.attrs["created_by"] = f"spherecodes {__version__}"
+        codes = dst.create_group("codes")
+        if keep:
+            with _open_bank(path) as src:
+                for name in keep:
+                    src.copy(src["codes"][name], codes, name=name)
+        if add is not None:
+            code, bounds = add
+            _write_group(codes.create_group(code.name), code, bounds)
 
 
 def _write_group(group: h5py.Group, code: Code, bounds: dict) -> None:

@@ -470,10 +470,16 @@ def run_structured(d: int, k: int, max_memory: float | None = None) -> Candidate
 
 
 def best_of(d: int, k: int, plan: AutoPlan, *, seed: int, device, steps, restarts, time_limit, progress,
-            max_memory, neighbours, refresh) -> tuple[Candidate, list[Candidate]]:
+            max_memory, neighbours, refresh, announce=None) -> tuple[Candidate, list[Candidate]]:
     """Run the candidates of ``plan`` and return (winner, all candidates in the order considered).
 
-    The caller (:func:`spherecodes.generation.generate`) has checked the input.
+    The caller (:func:`spherecodes.generation.generate`) has checked the
+    input.  ``announce``, if given, is called with one line as each
+    optimiser starts ("optimiser 1/2: ..."), so that its progress bar is not
+    mistaken for another's.  The warm start from the structured code never
+    ends above that code: where the optimiser finishes worse (it starts from
+    the code moved off its subspace, see :func:`lift`), the structured code
+    itself is its result.
 
     Examples
     --------
@@ -497,7 +503,8 @@ def best_of(d: int, k: int, plan: AutoPlan, *, seed: int, device, steps, restart
     options = {"device": device, "steps": steps, "restarts": restarts, "progress": progress,
                "neighbours": neighbours, "refresh": refresh, "max_memory": max_memory, "seed": seed}
     to_run = [opt for opt in plan.optimisers if not opt.skip]
-    for i, opt in enumerate(plan.optimisers):
+    announce = announce or (lambda line: None)
+    for opt in plan.optimisers:
         ran = [c for c in candidates if c.prototypes is not None]
         best = min((c.max_cos for c in ran), default=math.inf)
         leader = next((c.label for c in ran if c.max_cos == best), "")
@@ -514,13 +521,15 @@ def best_of(d: int, k: int, plan: AutoPlan, *, seed: int, device, steps, restart
         if time_limit is not None:
             left = time_limit - (time.perf_counter() - begin)
             share = max(left / (len(to_run) - to_run.index(opt)), 1e-3)
+        announce(f"optimiser {to_run.index(opt) + 1}/{len(to_run)}: {opt.label}, ~{format_duration(opt.seconds)}"
+                 + ("" if share is None else f" (at most {format_duration(share)})"))
         if opt.kind == "tammes-warm":
             start_code = candidates[0]
             init = start_code.prototypes
             if plan.structured.native_d < d:
                 init = lift(init, plan.structured.native_d, seed)
-            candidates.append(_optimise(f"tammes from {start_code.label}", opt.kind, d, k, options, share,
-                                        init=init))
+            warm = _optimise(f"tammes from {start_code.label}", opt.kind, d, k, options, share, init=init)
+            candidates.append(warm if warm.max_cos <= start_code.max_cos else _kept_start(warm, start_code))
         else:
             candidates.append(_optimise(opt.label, opt.kind, d, k, options, share))
     return _winner(candidates), candidates
@@ -575,6 +584,13 @@ def _optimise(label, kind, d, k, options, time_limit, init=None) -> Candidate:
     result = tammes(d, k, time_limit=time_limit, init=init, **options)
     return Candidate(label, kind, result.prototypes, float(result.max_cos), seconds=time.perf_counter() - start,
                      settings=dict(result.settings), stop_reason=result.stop_reason)
+
+
+def _kept_start(warm: Candidate, start: Candidate) -> Candidate:
+    """The warm start's result when the optimiser ended above its start: the start itself, saying so."""
+    note = f"ended at max-cos {warm.max_cos:.6g}, above its start; the start is kept"
+    return replace(warm, prototypes=start.prototypes, max_cos=start.max_cos, exact=start.exact,
+                   settings={**start.settings, "warm_start": note}, label=f"{warm.label} ({note})")
 
 
 def _winner(candidates: list[Candidate]) -> Candidate:

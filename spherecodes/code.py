@@ -175,6 +175,7 @@ def make_code(
     wall_time: float = 0.0,
     stats_device=None,
     max_memory: float | None = None,
+    progress=None,
 ) -> Code:
     """Package prototypes as a :class:`Code`, computing statistics and checksum.
 
@@ -200,6 +201,8 @@ def make_code(
         :func:`spherecodes.stats.separation_statistics`); default the CPU.
     max_memory : float, optional
         Bytes the statistics may use (``--max-memory``).
+    progress : callable, optional
+        Receives the statistics' :class:`spherecodes.stats.StatisticsProgress`.
 
     Examples
     --------
@@ -222,7 +225,7 @@ def make_code(
         name=name,
         prototypes=w,
         method=str(method),
-        stats=separation_statistics(w, device=stats_device, max_memory=max_memory),
+        stats=separation_statistics(w, device=stats_device, max_memory=max_memory, progress=progress),
         sha256=prototype_checksum(w),
         labels=labels,
         settings=settings,

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from .best_of import Candidate, auto_method, best_of, plan_auto, run_structured
 from .checks import check_seed, check_sizes
 from .code import Code, default_code_name, make_code
-from .constructions import CLOSED_FORMS, ROTATIONS, construct
+from .constructions import CLOSED_FORMS, construct, random_rotation
 from .errors import SpherecodesError
+from .structured import best_structured_code
 
 #: Optimisers, for any (d, K).  ``auto`` compares ``tammes`` with the
 #: structured codes; ``privileged`` also needs word embeddings of the class names.
@@ -44,6 +47,13 @@ METHOD_OPTIONS = {
     "effort": ("tammes", LINES),
     "init": ("tammes", "softmax", "maxsep", LINES),
 }
+
+#: ``rotation`` of :func:`generate`.  ``auto``: a seeded random rotation for a
+#: code that would otherwise leave dimensions unused (a structured code
+#: embedded from a smaller dimension, padded with zero columns), canonical
+#: coordinates for everything else; ``none`` (or ``canonical``): never
+#: rotate; ``random``: always a seeded Haar-random rotation.
+ROTATION_CHOICES = ("auto", "none", "canonical", "random")
 
 #: Methods that run a single start (``restarts`` does not apply).
 SINGLE_START = ("privileged",)
@@ -74,7 +84,7 @@ def options_of(methods: tuple) -> list[str]:
     --------
     >>> options_of(("tammes", "auto"))
     ['neighbours', 'refresh']
-    >>> options_of(("tammes",))
+    >>> options_of(("tammes", "lines"))
     ['effort']
     """
     return [name for name, takers in METHOD_OPTIONS.items() if takers == tuple(methods)]
@@ -109,32 +119,109 @@ def _resolve(d: int, k: int, method: str) -> str:
     return method
 
 
-def uses_seed(method: str, rotation: str) -> bool:
-    """Whether the seed changes the code (so it belongs in the code's name)."""
-    return rotation == "random" or method not in CLOSED_FORMS + (STRUCTURED,)
+def unused_dimensions(prototypes) -> int:
+    """How many coordinates are zero in every prototype: dimensions the code leaves dead.
+
+    Examples
+    --------
+    >>> from spherecodes.structured import e8_roots
+    >>> unused_dimensions(e8_roots().embedded(10).points())
+    2
+    """
+    return int((~np.asarray(prototypes).any(axis=0)).sum())
 
 
-def planned_code_name(d: int, k: int, method: str = "auto", *, seed: int = 0, rotation: str = "canonical") -> str:
+def rotates(d: int, k: int, method: str, rotation: str) -> bool:
+    """Whether :func:`generate` turns the code by the seeded random rotation, decided before any work.
+
+    ``auto`` rotates a structured code embedded from a smaller dimension
+    (``method`` ``structured``), and for ``method="auto"`` a winner that
+    leaves dimensions unused (known only once it has won; the seed is then
+    in the name anyway).
+
+    Examples
+    --------
+    >>> rotates(100, 10_000, "structured", "auto"), rotates(64, 1000, "structured", "auto")
+    (True, False)
+    >>> rotates(11, 12, "etf", "auto"), rotates(11, 12, "etf", "random"), rotates(100, 10_000, "structured", "none")
+    (False, True, False)
+    """
+    if rotation == "random":
+        return True
+    if rotation != "auto" or method != STRUCTURED:
+        return False
+    code = best_structured_code(d, k)
+    return code is not None and code.native_d < d
+
+
+def uses_seed(method: str, rotation: str, d: int | None = None, k: int | None = None) -> bool:
+    """Whether the seed changes the code (so it belongs in the code's name).
+
+    Examples
+    --------
+    >>> uses_seed("tammes", "none"), uses_seed("etf", "none"), uses_seed("structured", "auto", 100, 10_000)
+    (True, False, True)
+    """
+    if method not in CLOSED_FORMS + (STRUCTURED,):
+        return True
+    return rotation == "random" or (d is not None and rotates(d, k, method, rotation))
+
+
+def planned_code_name(d: int, k: int, method: str = "auto", *, seed: int = 0, rotation: str = "auto") -> str:
     """The name :func:`generate` will give the code, known before any work is done.
 
     Examples
     --------
     >>> planned_code_name(11, 12), planned_code_name(11, 12, rotation="random", seed=4)
     ('etf-d11-k12', 'etf-d11-k12-s4')
+    >>> planned_code_name(100, 10_000, "structured", seed=3), planned_code_name(100, 10_000, "structured",
+    ...                                                                        rotation="none")
+    ('structured-d100-k10000-s3', 'structured-d100-k10000')
     """
     method = resolve_method(d, k, method)
-    return default_code_name(method, d, k, seed if uses_seed(method, rotation) else None)
+    return default_code_name(method, d, k, seed if uses_seed(method, rotation, d, k) else None)
+
+
+def turned(prototypes: np.ndarray, rotation: str, seed: int) -> tuple[np.ndarray, dict | None]:
+    """The prototypes after the rotation that ``rotation`` asks for, and what the bank records of it.
+
+    ``random`` always turns them by
+    :func:`spherecodes.constructions.random_rotation` ``(d, seed)``;
+    ``auto`` only when some dimension is unused (all-zero column), so that
+    every coordinate carries signal.  Cosines, max-cos and ρ are unchanged
+    up to rounding (the statistics are computed afterwards, from these rows).
+
+    Examples
+    --------
+    >>> from spherecodes.structured import e8_roots
+    >>> rows, record = turned(e8_roots().embedded(10).points(), "auto", seed=3)
+    >>> unused_dimensions(rows), record["seed"], record["why"]
+    (0, 3, '2 of 10 dimensions unused (all-zero columns)')
+    >>> turned(e8_roots().points(), "auto", seed=3)[1] is None
+    True
+    """
+    unused = unused_dimensions(prototypes)
+    if rotation == "random":
+        why = "asked for (--rotation random)"
+    elif rotation == "auto" and unused:
+        why = f"{unused} of {prototypes.shape[1]} dimensions unused (all-zero columns)"
+    else:
+        return prototypes, None
+    return prototypes @ random_rotation(prototypes.shape[1], seed), {"seed": int(seed), "why": why}
 
 
 def code_from_result(
-    result, *, name: str, labels=None, seed: int | None = None, max_memory: float | None = None
+    result, *, name: str, labels=None, seed: int | None = None, max_memory: float | None = None,
+    rotation: str = "none", rotation_seed: int = 0, announce=None, progress=None,
 ) -> Code:
     """Package a :class:`spherecodes.solvers.SolverResult` as a :class:`Code`.
 
     The solver's settings are kept, with what the run actually did (steps,
     starts, the start returned, why it stopped) added, so the bank says how
-    the code was made.  The statistics are computed on the device the solver
-    ran on (a GPU makes them fast for large K), within ``max_memory`` bytes.
+    the code was made.  The prototypes are turned as ``rotation`` asks
+    (:func:`turned`, seeded by ``rotation_seed``).  The statistics are
+    computed on the device the solver ran on (a GPU makes them fast for
+    large K), within ``max_memory`` bytes.
     """
     settings = {
         **result.settings,
@@ -149,10 +236,10 @@ def code_from_result(
         settings["stages"] = result.stages
     if result.refreshes:
         settings["refreshes_run"] = int(result.refreshes)
-    return make_code(
-        result.prototypes, method=result.method, name=name, labels=labels, settings=settings,
-        seed=seed, device=result.device, wall_time=result.wall_time, stats_device=result.device,
-        max_memory=max_memory,
+    return _packaged(
+        result.prototypes, rotation=rotation, rotation_seed=rotation_seed, settings=settings, announce=announce or _silent,
+        progress=progress, max_memory=max_memory, stats_device=result.device, method=result.method, name=name,
+        labels=labels, seed=seed, device=result.device, wall_time=result.wall_time,
     )
 
 
@@ -162,7 +249,7 @@ def generate(
     method: str = "auto",
     *,
     seed: int = 0,
-    rotation: str = "canonical",
+    rotation: str = "auto",
     name: str | None = None,
     labels=None,
     device: str = "auto",
@@ -170,6 +257,7 @@ def generate(
     restarts: int | None = None,
     time_limit: float | None = None,
     progress=None,
+    announce=None,
     embeddings=None,
     semantic_weight: float | None = None,
     max_cos_tolerance: float | None = None,
@@ -193,9 +281,15 @@ def generate(
         the ``tammes`` optimiser, see :mod:`spherecodes.best_of`) or one of
         :data:`METHODS` (``"structured"``: the best structured code alone).
     seed : int
-        Seed of the optimiser's random starts, or of a closed form's random rotation.
-    rotation : {"canonical", "random"}
-        Orientation of a closed-form code (optimised codes have no canonical one).
+        Seed of the optimiser's random starts, and of the random rotation.
+    rotation : {"auto", "none", "canonical", "random"}
+        Orientation of the code, for every method (:data:`ROTATION_CHOICES`):
+        ``auto`` turns a code that leaves dimensions unused (a structured
+        code embedded from a smaller dimension) by the seeded random
+        rotation, so that every coordinate carries signal, and keeps the
+        others as made; ``none`` (``canonical``) keeps every code as made;
+        ``random`` turns every code.  The rotation is recorded in
+        ``code.settings["rotation"]``.
     name : str, optional
         Code name; defaults to :func:`planned_code_name`.
     labels : sequence of str, optional
@@ -206,7 +300,12 @@ def generate(
         Optimiser budget (see :func:`spherecodes.solvers.tammes`); ``None``
         keeps the solver's defaults for (d, K).
     progress : callable, optional
-        Receives :class:`spherecodes.solvers.Progress` updates from an optimiser.
+        Receives :class:`spherecodes.solvers.Progress` updates from an
+        optimiser and :class:`spherecodes.stats.StatisticsProgress` updates
+        from the float64 statistics.
+    announce : callable, optional
+        Called with one line of text as each phase starts (each candidate of
+        ``auto``, the statistics), so that no phase is silent.
     embeddings : spherecodes.semantic.ClassEmbeddings, optional
         ``privileged`` only (and required there): one vector per class, see
         :func:`spherecodes.semantic.class_embeddings`.
@@ -267,8 +366,8 @@ def generate(
                                    f"got {method!r}")
         method = LINES
     method = _resolve(d, k, method)
-    if rotation not in ROTATIONS:
-        raise SpherecodesError(f"rotation must be one of {', '.join(ROTATIONS)}, got {rotation!r}")
+    if rotation not in ROTATION_CHOICES:
+        raise SpherecodesError(f"rotation must be one of {', '.join(ROTATION_CHOICES)}, got {rotation!r}")
     wrong = inapplicable_options(method, embeddings=embeddings, semantic_weight=semantic_weight,
                                  max_cos_tolerance=max_cos_tolerance,
                                  triplets=None if triplets == "auto" else triplets, neighbours=neighbours,
@@ -277,14 +376,31 @@ def generate(
         takers = METHOD_OPTIONS[wrong[0]]
         raise SpherecodesError(f"{_listed(options_of(takers))} apply to the {_listed(takers, 'or')} method, "
                                f"not {method!r}")
-    used_seed = seed if uses_seed(method, rotation) else None
+    used_seed = seed if uses_seed(method, rotation, d, k) else None
     name = name or default_code_name(method, d, k, used_seed)
     run = _RUNNERS.get(method, _closed_form)
     return run(d, k, method, name=name, labels=labels, seed=seed, used_seed=used_seed, rotation=rotation,
                device=device, steps=steps, restarts=restarts, time_limit=time_limit, progress=progress,
-               embeddings=embeddings, semantic_weight=semantic_weight, max_cos_tolerance=max_cos_tolerance,
+               announce=announce or _silent, embeddings=embeddings, semantic_weight=semantic_weight, max_cos_tolerance=max_cos_tolerance,
                triplets=triplets, max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort,
                init=init, catalog=catalog)
+
+
+def _silent(line: str) -> None:
+    """The default ``announce``: say nothing."""
+
+
+def _packaged(prototypes, *, rotation, rotation_seed, settings, announce, progress, max_memory, stats_device="cpu",
+              **code_fields) -> Code:
+    """The code: turned as ``rotation`` asks (:func:`turned`), then its float64 statistics, announced."""
+    prototypes, record = turned(np.asarray(prototypes, dtype=np.float64), rotation, rotation_seed)
+    settings = dict(settings)
+    if record is not None:
+        settings["rotation"] = record
+    k, d = prototypes.shape
+    announce(f"statistics: float64 cosines of all {k * (k - 1) // 2:,} pairs")
+    return make_code(prototypes, settings=settings, stats_device=stats_device, max_memory=max_memory,
+                     progress=progress, **code_fields)
 
 
 def _listed(names, conjunction: str = "and") -> str:
@@ -298,21 +414,24 @@ def _listed(names, conjunction: str = "and") -> str:
 # spherecodes is imported.
 
 
-def _structured(d, k, method, *, name, labels, max_memory, **_) -> Code:
+def _structured(d, k, method, *, name, labels, seed, used_seed, rotation, max_memory, announce, progress, **_) -> Code:
+    announce("candidate: the best structured code")
     candidate = run_structured(d, k, max_memory)
     settings = {**candidate.settings, "label": candidate.label}
-    return make_code(candidate.prototypes, method=STRUCTURED, name=name, labels=labels, settings=settings,
-                     device="cpu", wall_time=candidate.seconds, max_memory=max_memory)
+    return _packaged(candidate.prototypes, rotation=rotation, rotation_seed=seed, settings=settings, announce=announce,
+                     progress=progress, max_memory=max_memory, method=STRUCTURED, name=name, labels=labels,
+                     seed=used_seed, device="cpu",
+                     wall_time=candidate.seconds)
 
 
-def _auto(d, k, method, *, name, labels, seed, used_seed, device, steps, restarts, time_limit, progress,
-          max_memory, neighbours, refresh, catalog, **_) -> Code:
+def _auto(d, k, method, *, name, labels, seed, used_seed, rotation, device, steps, restarts, time_limit, progress,
+          announce, max_memory, neighbours, refresh, catalog, **_) -> Code:
     begin = time.perf_counter()
     plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=time_limit, neighbours=neighbours,
                      max_memory=max_memory, catalog=catalog)
     winner, candidates = best_of(d, k, plan, seed=seed, device=device, steps=steps, restarts=restarts,
                                  time_limit=time_limit, progress=progress, max_memory=max_memory,
-                                 neighbours=neighbours, refresh=refresh)
+                                 neighbours=neighbours, refresh=refresh, announce=announce)
     settings = {
         **winner.settings,
         "auto": {
@@ -327,9 +446,10 @@ def _auto(d, k, method, *, name, labels, seed, used_seed, device, steps, restart
         settings["stop_reason"] = "interrupted"
     elif winner.stop_reason:
         settings["stop_reason"] = winner.stop_reason
-    return make_code(winner.prototypes, method="auto", name=name, labels=labels, settings=settings, seed=used_seed,
-                     device=_where(winner), wall_time=time.perf_counter() - begin,
-                     stats_device=_where(winner), max_memory=max_memory)
+    return _packaged(winner.prototypes, rotation=rotation, rotation_seed=seed, settings=settings, announce=announce,
+                     progress=progress, max_memory=max_memory, stats_device=_where(winner), method="auto",
+                     name=name, labels=labels, seed=used_seed, device=_where(winner),
+                     wall_time=time.perf_counter() - begin)
 
 
 def _where(candidate: Candidate) -> str:
@@ -337,20 +457,24 @@ def _where(candidate: Candidate) -> str:
     return candidate.settings.get("device", "cpu")
 
 
-def _closed_form(d, k, method, *, name, labels, seed, used_seed, rotation, max_memory, **_) -> Code:
+def _closed_form(d, k, method, *, name, labels, seed, used_seed, rotation, max_memory, announce, progress,
+                 **_) -> Code:
     start = time.perf_counter()
-    prototypes = construct(method, d, k, rotation=rotation, seed=seed)
-    return make_code(
-        prototypes, method=method, name=name, labels=labels, settings={"rotation": rotation},
-        seed=used_seed, device="cpu", wall_time=time.perf_counter() - start, max_memory=max_memory,
-    )
+    # A closed form's canonical coordinates are its definition; only --rotation random turns it.
+    orientation = "random" if rotation == "random" else "canonical"
+    prototypes = construct(method, d, k, rotation=orientation, seed=seed)
+    return _packaged(prototypes, rotation="none", rotation_seed=seed, settings={"rotation": orientation},
+                     announce=announce, progress=progress, max_memory=max_memory, method=method, name=name,
+                     labels=labels, seed=used_seed, device="cpu", wall_time=time.perf_counter() - start)
 
 
-def _optimise(solver, d, k, *, name, labels, seed, used_seed, device, steps, restarts, time_limit, progress,
-              init, max_memory, solver_options=None) -> Code:
+def _optimise(solver, d, k, *, name, labels, seed, used_seed, rotation, device, steps, restarts, time_limit,
+              progress, announce, init, max_memory, solver_options=None) -> Code:
+    announce(f"optimiser: {solver.__name__}")
     result = solver(d, k, seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device,
                     progress=progress, init=init, **(solver_options or {}))
-    return code_from_result(result, name=name, labels=labels, seed=used_seed, max_memory=max_memory)
+    return code_from_result(result, name=name, labels=labels, seed=used_seed, max_memory=max_memory,
+                            rotation=rotation, rotation_seed=seed, announce=announce, progress=progress)
 
 
 def _tammes(d, k, method, *, max_memory, neighbours, refresh, effort, **options) -> Code:
@@ -398,12 +522,13 @@ def _lines(d, k, method, *, init, effort, max_memory, **options) -> Code:
 
 
 def _common(options: dict) -> dict:
-    keys = ("name", "labels", "seed", "used_seed", "device", "steps", "restarts", "time_limit", "progress", "init")
+    keys = ("name", "labels", "seed", "used_seed", "rotation", "device", "steps", "restarts", "time_limit", "progress",
+            "announce", "init")
     return {key: options[key] for key in keys}
 
 
-def _privileged(d, k, method, *, embeddings, name, labels, seed, device, steps, restarts, time_limit, progress,
-                semantic_weight, max_cos_tolerance, triplets, **_) -> Code:
+def _privileged(d, k, method, *, embeddings, name, labels, seed, rotation, device, steps, restarts, time_limit,
+                progress, announce, semantic_weight, max_cos_tolerance, triplets, **_) -> Code:
     """Checks, then :func:`spherecodes.semantic.privileged`, packaged as a labelled code."""
     from .semantic import DEFAULT_MAX_COS_TOLERANCE, DEFAULT_SEMANTIC_WEIGHT, ClassEmbeddings, privileged
 
@@ -420,7 +545,9 @@ def _privileged(d, k, method, *, embeddings, name, labels, seed, device, steps, 
         max_cos_tolerance=DEFAULT_MAX_COS_TOLERANCE if max_cos_tolerance is None else max_cos_tolerance,
         triplets=triplets,
     )
-    return code_from_result(result, name=name, labels=embeddings.names, seed=seed)
+    # Every term of its objective is a function of inner products: a rotation changes none of them.
+    return code_from_result(result, name=name, labels=embeddings.names, seed=seed, rotation=rotation,
+                            rotation_seed=seed, announce=announce, progress=progress)
 
 
 #: The dispatch table of :func:`generate`: method -> runner (every closed form uses :func:`_closed_form`).

@@ -5,7 +5,9 @@ such as ``/dev/zero`` (reading it never ends) or a directory; only regular
 files are read.  A ``.npy`` file's header is read and checked before its data:
 the dtype must be numbers (never Python objects, which would be unpickled),
 and the shape it declares must match the bytes the file holds, so a
-928-byte file claiming 26 GiB is refused without allocating anything.
+928-byte file claiming 26 GiB is refused without allocating anything.  A
+sparse file (a few kilobytes on disk, 40 GB long) passes that check, so the
+memory the array needs is checked too, against ``max_memory`` or what is free.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import SpherecodesError
+from .memory import require_memory
 
 __all__ = ["check_input_file", "check_real_dtype", "read_npy"]
 
@@ -55,7 +58,7 @@ def check_input_file(path, what: str) -> Path:
     return path
 
 
-def read_npy(path, what: str = ".npy array") -> np.ndarray:
+def read_npy(path, what: str = ".npy array", *, max_memory: float | None = None) -> np.ndarray:
     """A real numeric array from a ``.npy`` file, its header checked before any data is read.
 
     Parameters
@@ -63,13 +66,17 @@ def read_npy(path, what: str = ".npy array") -> np.ndarray:
     path : str or Path
     what : str
         What the file should hold, for messages (``"(K, d) prototype matrix"``).
+    max_memory : float, optional
+        Bytes the array and its float64 copy may take; default a safe share
+        of the free memory.
 
     Raises
     ------
     SpherecodesError
         Not a regular file, not a ``.npy`` file, a dtype that is not real
-        numbers (objects, strings, complex, dates, records), or fewer data
-        bytes than the header's shape and dtype need.
+        numbers (objects, strings, complex, dates, records), fewer data
+        bytes than the header's shape and dtype need, or more memory than
+        ``max_memory`` allows.
 
     Examples
     --------
@@ -105,6 +112,9 @@ def read_npy(path, what: str = ".npy array") -> np.ndarray:
                 f"{path} declares shape {shape} of {dtype} ({needed} bytes) but holds only {held} bytes after its "
                 "header; the file is truncated or its header is wrong"
             )
+        # The array, then the float64 copy that every reader makes of it.
+        require_memory(needed + 8.0 * count, f"{path} (shape {shape} of {dtype})", limit=max_memory,
+                       hint="check the file")
         data = np.fromfile(fh, dtype=dtype, count=count)
     return data.reshape(shape, order="F" if fortran_order else "C")
 

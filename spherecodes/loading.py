@@ -93,33 +93,72 @@ def load_code(
     check_input_file(path, f"{kind} file")
     if path.stat().st_size == 0:
         raise SpherecodesError(f"{path} is empty; expected a (K, d) matrix")
-    matrix = _read_matrix(path, suffix)
+    matrix, stored = _read_matrix(path, suffix, max_memory)
     try:
-        prototypes = validate_prototypes(matrix, normalize=normalize, tolerance=FILE_UNIT_TOL)
+        # NumPy has no bfloat16, so validate_prototypes sees float32 rows: their rounding is checked here.
+        rounded = stored == "bfloat16" and not normalize and _within_bfloat16_rounding(matrix)
+        prototypes = validate_prototypes(matrix, normalize=normalize or rounded, tolerance=FILE_UNIT_TOL)
     except SpherecodesError as err:
+        if not normalize and _columns_are_unit(matrix):
+            raise SpherecodesError(
+                f"{path} looks transposed: its {matrix.shape[1]} columns are unit vectors and its rows are not; a "
+                f"code is stored as (K, d), one prototype per row: save the transpose, of shape {matrix.shape[::-1]}"
+            ) from None
         raise SpherecodesError(f"{path}: {err}", flags=err.flags) from None
     settings = {"source": str(path), "normalized": bool(normalize)}
-    if not normalize and not np.array_equal(prototypes, matrix):
+    if normalize:
+        settings.update(normalized_from=stored, normalized_because="asked")
+    elif not np.array_equal(prototypes, matrix):
         # Rows unit up to their format's rounding or FILE_UNIT_TOL: normalised in float64 (see validate_prototypes).
         deviation = float(np.abs(np.linalg.norm(matrix.astype(np.float64), axis=1) - 1.0).max())
-        settings.update(normalized=True, normalized_from=matrix.dtype.name, norm_deviation=deviation)
+        settings.update(normalized=True, normalized_from=stored, normalized_because="rounding",
+                        norm_deviation=deviation)
     stem = "".join(c if c.isalnum() or c in NAME_PUNCTUATION else "_" for c in path.stem) or "external"
     return make_code(prototypes, method="external", name=stem, settings=settings, stats_device=stats_device,
                      max_memory=max_memory)
 
 
-def _read_matrix(path: Path, suffix: str) -> np.ndarray:
+def _columns_are_unit(matrix: np.ndarray) -> bool:
+    """Whether a 2-D matrix of numbers has unit columns (and at least two of them): a (d, K) code."""
+    if matrix.ndim != 2 or matrix.shape[1] < 2 or matrix.dtype.kind not in "iuf":
+        return False
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.linalg.norm(matrix.astype(np.float64), axis=0)
+    return bool(np.all(np.abs(norms - 1) <= 1e-6))
+
+
+#: Machine epsilon of bfloat16 (8 significant bits), which NumPy does not know.
+BFLOAT16_EPS = 2.0**-7
+
+
+def _within_bfloat16_rounding(matrix: np.ndarray) -> bool:
+    """Whether rows read from bfloat16 are unit up to its rounding, else an error that says so."""
+    norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
+    deviation = np.abs(norms - 1.0)
+    allowed = float(np.sqrt(matrix.shape[1]) * BFLOAT16_EPS) if matrix.ndim == 2 else 0.0
+    if matrix.ndim != 2 or not np.all(np.isfinite(norms)) or deviation.max(initial=0.0) <= allowed:
+        return matrix.ndim == 2 and bool(np.all(np.isfinite(norms))) and bool(norms.min(initial=1.0) > 0)
+    worst = int(np.argmax(deviation))
+    raise SpherecodesError(
+        f"rows must be unit vectors: row {worst} has norm {norms[worst]:.12g} (largest deviation from 1: "
+        f"{deviation[worst]:.3g}; rows stored as bfloat16 may miss 1 by their rounding, {allowed:.3g}); rescale "
+        "them or pass normalize=True", flags={"normalize=True": "--normalize"})
+
+
+def _read_matrix(path: Path, suffix: str, max_memory: float | None) -> tuple[np.ndarray, str]:
+    """The matrix of a file, and the number type it was stored in."""
     if suffix == ".npy":
-        return read_npy(path, "(K, d) prototype matrix")
+        matrix = read_npy(path, "(K, d) prototype matrix", max_memory=max_memory)
+        return matrix, matrix.dtype.name
     if suffix in (".pt", ".pth"):
-        return _read_torch(path)
+        return _read_torch(path, max_memory)
     try:
         with open(path, encoding="utf-8") as fh:
             first = fh.readline()
         delimiter = "," if suffix == ".csv" or "," in first else None
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # numpy warns, then guesses, on an empty or odd text file
-            return np.loadtxt(path, delimiter=delimiter, ndmin=2)
+            return np.loadtxt(path, delimiter=delimiter, ndmin=2), "text"
     except (ValueError, OSError, UnicodeDecodeError, UserWarning) as err:
         # NumPy's own advice names its Python arguments (usecols=...): keep only what is wrong.
         message = str(err).splitlines()[0].split(";")[0] if str(err) else type(err).__name__
@@ -128,16 +167,18 @@ def _read_matrix(path: Path, suffix: str) -> np.ndarray:
         raise SpherecodesError(f"cannot read {path} as {MATRIX_SUFFIXES[suffix]}: {message[:200]}") from None
 
 
-def _read_torch(path: Path) -> np.ndarray:
+def _read_torch(path: Path, max_memory: float | None = None) -> tuple[np.ndarray, str]:
     import torch
 
     try:
         if zipfile.is_zipfile(path):  # the format since torch 1.6: refuse a small archive that unpacks huge
             with zipfile.ZipFile(path) as archive:
                 unpacked = sum(info.file_size for info in archive.infolist())
-            require_memory(2.0 * unpacked, f"reading {path} ({unpacked} bytes unpacked)")
+            require_memory(2.0 * unpacked, f"reading {path} ({unpacked} bytes unpacked)", limit=max_memory)
         # weights_only: never run pickled code from a file we were only asked to check.
-        obj = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torch's notes on what it rebuilds (sparse layouts in beta)
+            obj = torch.load(path, map_location="cpu", weights_only=True)
     except SpherecodesError:
         raise
     except Exception as err:  # torch reports unreadable files and refused objects with many exception types
@@ -156,10 +197,20 @@ def _read_torch(path: Path) -> np.ndarray:
         obj = next(iter(matrices.values()))
     if not isinstance(obj, torch.Tensor):
         raise SpherecodesError(f"{path} holds a {type(obj).__name__}, not a tensor")
+    if obj.layout != torch.strided:
+        raise SpherecodesError(f"{path} holds a sparse tensor ({obj.layout}); save a dense one (tensor.to_dense())")
+    if obj.is_meta:
+        raise SpherecodesError(f"{path} holds a meta tensor, which has a shape but no values; save the values")
     if obj.is_complex():
         raise SpherecodesError(f"{path} holds complex numbers ({obj.dtype}); give real numbers")
     if not (obj.is_floating_point() or str(obj.dtype) in _TORCH_INTEGERS):
         raise SpherecodesError(f"{path} holds {obj.dtype} values; give real numbers (floating-point or integer)")
+    # An expanded tensor (tensor.expand) stores one row for many: a small file can stand for terabytes.
+    # The tensor, then the float64 copy of it that is checked, must fit before either is made.
+    require_memory(obj.numel() * (obj.element_size() + 8.0), f"{path} (a tensor of shape {tuple(obj.shape)})",
+                   limit=max_memory, hint="check the file")
     # NumPy has no bfloat16: it goes through float32, which holds it exactly.
-    tensor = obj.detach()
-    return tensor.float().numpy() if tensor.dtype == torch.bfloat16 else tensor.numpy()
+    tensor = obj.detach().contiguous()
+    if tensor.dtype == torch.bfloat16:
+        return tensor.float().numpy(), "bfloat16"
+    return tensor.numpy(), tensor.numpy().dtype.name

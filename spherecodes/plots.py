@@ -27,6 +27,7 @@ from .checks import check_sizes
 from .code import Code
 from .constructions import closed_form_rho
 from .errors import SpherecodesError
+from .report import printable
 from .sphere import gram_tiles
 
 #: File name endings :func:`save_figure` accepts.
@@ -206,7 +207,9 @@ def plot_code(code: Code, path, *, device: str = "auto"):
     grid = fig.add_gridspec(1, panels)
     histogram = fig.add_subplot(grid[0, 0])
     strip, distances = grid[0, 1].subgridspec(2, 1, height_ratios=[1, 4]).subplots()
-    fig.suptitle(f"{code.name}: K = {code.k:,} prototypes in d = {code.d} ({code.method})", fontsize=12)
+    # The name and method come from the bank: shown as they are, never read as mathematics ($...$).
+    fig.suptitle(printable(f"{code.name}: K = {code.k:,} prototypes in d = {code.d} ({code.method})"), fontsize=12,
+                 parse_math=False)
     _draw_histogram(histogram, code)
     _draw_rho_strip(strip, code, cert)
     _draw_distances(distances, code, cert)
@@ -263,12 +266,17 @@ def _draw_cosine_values(ax, code: Code, values: np.ndarray, counts: np.ndarray) 
     span = max(hi - lo, 0.2)
     width = 0.02 * span
     ax.bar(values, counts, width=width, color="#9ecae1", edgecolor="#3182bd", label="pairs of prototypes")
+    # A label is some 12% of the axis wide: labels of neighbouring bars closer than that go up a row each.
+    row, rows, previous = 0, 1, -math.inf
     for value, count in zip(values, counts):
-        ax.annotate(f"{count:,} at {value:.6g}", (value, count), xytext=(0, 3), textcoords="offset points",
-                    ha="center", va="bottom", fontsize=8, zorder=6,
-                    bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"})
+        row = row + 1 if value - previous < 0.15 * (span * 1.3) else 0
+        rows, previous = max(rows, row + 1), value
+        ax.annotate(f"{count:,} at {value:.6g}", (value, counts.max() if row else count),
+                    xytext=(0, 3 + 12 * row), textcoords="offset points", ha="center", va="bottom", fontsize=8,
+                    zorder=6, bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"},
+                    arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.6} if row else None)
     ax.set_xlim(lo - 0.15 * span, hi + 0.15 * span)
-    ax.set_ylim(0, counts.max() * 1.6)
+    ax.set_ylim(0, counts.max() * (1.6 + 0.15 * (rows - 1)))
     ax.set_ylabel("number of pairs")
     if len(values) == 1:
         ax.set_title(f"Pairwise cosines: all {pairs:,} pairs equal")
@@ -339,9 +347,15 @@ def _draw_distances(ax, code: Code, cert) -> None:
     if np.max(hi - lo) > 1e-6 * max(rho, 1e-300):
         ax.fill_between(ranks, excess_lo, excess_hi, color="#1f77b4", alpha=0.25, zorder=2,
                         label="certified interval of each class")
-    ax.axhline(0, color="#d62728", lw=1.2, ls="--", zorder=4, label=f"ρ = {rho:.9f} (the smallest)")
-    ax.axhline(cert.rattler_tol * scale, color="0.4", lw=1, ls=":", zorder=4,
-               label=f"rattler margin: above it, {len(cert.softmax_rattlers):,} classes have room to spare")
+    margin = cert.rattler_tol * scale
+    rattlers = f"{len(cert.softmax_rattlers):,} classes have room to spare"
+    if margin >= 0.01 * max(excess_hi.max(), 1e-300):
+        ax.axhline(0, color="#d62728", lw=1.2, ls="--", zorder=4, label=f"ρ = {rho:.9f} (the smallest)")
+        ax.axhline(margin, color="0.4", lw=1, ls=":", zorder=4, label=f"rattler margin: above it, {rattlers}")
+    else:  # a line that close to ρ's would be hidden under it: say it in words instead
+        ax.axhline(0, color="#d62728", lw=1.2, ls="--", zorder=4,
+                   label=f"ρ = {rho:.9f} (the smallest); the rattler margin ({margin:.2g} above it) is too thin "
+                         f"to draw: {rattlers}")
     ax.set_ylabel("distance above ρ, in % of ρ" if relative else "one-vs-rest distance (ρ = 0)")
     ax.set_xlim(0.5, code.k + 0.5)
     _legend_below(ax)
@@ -458,7 +472,9 @@ def plot_bounds(k: int, d_values, path, *, entries=()):
     for method, group in sorted(by_method.items(), key=lambda item: -_METHOD_STYLE.get(item[0], _OTHER_STYLE)[2]):
         color, marker, size, filled = _METHOD_STYLE.get(method, _OTHER_STYLE)
         group.sort(key=lambda e: e.d)
-        ax.plot([e.d for e in group], [e.rho_lower for e in group], ls="-", lw=1, color=color,
+        # A single code is a dot, in the legend too, not a line.
+        ax.plot([e.d for e in group], [e.rho_lower for e in group], ls="-" if len(group) > 1 else "none", lw=1,
+                color=color,
                 marker=marker, ms=size, mew=1.8, mfc=color if filled else "white",
                 label=f"{method} codes from the catalog (certified ρ)")
     from matplotlib.ticker import ScalarFormatter

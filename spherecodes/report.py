@@ -31,7 +31,32 @@ __all__ = [
     "format_entries",
     "format_line_report",
     "format_semantic_report",
+    "printable",
 ]
+
+
+def printable(text) -> str:
+    """``text`` with what a terminal would act on or hide written as an escape, so a name shows what it holds.
+
+    Names, methods and labels come from files anyone may write: a newline
+    would forge a row of a table, an escape sequence would clear the screen,
+    and a no-break space or a zero-width character would make two names look
+    alike.  Every character that is not printable (Unicode's control, format
+    and separator characters other than the ASCII space) is written as
+    Python writes it in a string literal, and so is the backslash, so that
+    the escaped form is never ambiguous.
+
+    Examples
+    --------
+    >>> print(printable("cat\\n\\x1b[2Jdog\\u00a0"))
+    cat\\n\\x1b[2Jdog\\xa0
+    >>> printable("aquarium fish")
+    'aquarium fish'
+    """
+    text = str(text)
+    if text.isprintable() and "\\" not in text:
+        return text
+    return "".join(c if c.isprintable() and c != "\\" else repr(c)[1:-1] for c in text)
 
 
 def code_report(code: Code, *, bank: str | None = None) -> dict:
@@ -177,6 +202,7 @@ def format_code_report(report: dict) -> str:
         f"code {report['name']}: K = {report['k']} prototypes in d = {report['d']}",
         ("bank", report["bank"]) if report["bank"] else None,
         ("made with", made),
+        _normalized_line(report["settings"] or {}),
         _rotation_line(report),
         ("time spent", _format_stages(report["settings"].get("stages"))) if report["settings"].get("stages") else None,
         ("stopped", report["settings"]["stop_detail"]) if report["settings"].get("stop_detail") else None,
@@ -202,7 +228,7 @@ def format_code_report(report: dict) -> str:
         ("rattlers", _rattlers_line(len(report["rattlers"]), report["k"], report["rattler_tol"])),
         *_certificate_lines(report),
         ("best rho", _best_rho_line(thm, report["k"], 6)
-         + (f"; upper - this code's rho = {thm['gap']:.3g}" if "gap" in thm else "")),
+         + (f"; this code's rho is {thm['gap']:.3g} below the upper bound" if "gap" in thm else "")),
     ]
     if report.get("lines"):
         lines.extend(format_line_report(report["lines"]))
@@ -321,7 +347,7 @@ def _labels_line(labels) -> str:
     """
     if labels is None:
         return "none: row i is class i (spherecodes assign, or generate --classes, names the rows)"
-    shown = ", ".join(labels[:LABELS_SHOWN])
+    shown = ", ".join(printable(label) for label in labels[:LABELS_SHOWN])
     more = ", ... (all in --json)" if len(labels) > LABELS_SHOWN else ""
     return f"{len(labels)}, in row order: {shown}{more}"
 
@@ -342,10 +368,26 @@ def _softmax_rattlers_line(count: int, k: int, tol: float) -> str:
             "harmless for training)")
 
 
+def _normalized_line(settings: dict):
+    """What was done to rows that were not unit vectors as read, or None."""
+    if not settings.get("normalized"):
+        return None
+    stored = f" (stored as {settings['normalized_from']})" if settings.get("normalized_from") else ""
+    if settings.get("normalized_because") == "asked":
+        return ("note", f"rows rescaled to unit length in float64{stored}, as asked (--normalize): every figure is "
+                        "of the rescaled rows")
+    missed = settings.get("norm_deviation")
+    within = f" (they missed 1 by at most {missed:.2g})" if isinstance(missed, (int, float)) else ""
+    return ("note", f"rows normalised in float64{stored}: their norms were within 1e-6 of 1, or within the format's rounding{within}")
+
+
 def _rotation_line(report: dict):
     rotation = (report["settings"] or {}).get("rotation")
     if not isinstance(rotation, dict):
         return None
+    if "why" in rotation:  # turned by generate before its statistics: every figure is of the rotated rows
+        return ("rotation", f"random, seed {rotation['seed']}: {rotation['why']}; the cosines are those of the "
+                            "code as made")
     checked = "; certificate re-verified on the rotated rows" if report["rho"] is not None else ""
     return ("rotation", f"random, seed {rotation['seed']}, of {rotation['of']}: the same cosines, max-cos, rho "
                         f"and one-vs-rest distances{checked}")
@@ -354,7 +396,10 @@ def _rotation_line(report: dict):
 def _certificate_lines(report: dict) -> list:
     rho = report["rho"]
     if rho is None:
-        return [("rho", "not certified (spherecodes certify BANK --write adds it)")]
+        how = ("spherecodes certify BANK --write adds it" if report["bank"] else
+               "not stored in a bank: 'spherecodes generate' without --no-certify, or 'spherecodes certify FILE', "
+               "certifies it")
+        return [("rho", f"not certified ({how})")]
     hi = np.asarray(report["one_vs_rest"]["hi"])
     status = (
         f"certified, width {rho['width']:.2g} <= tol {rho['tol']:g}"
@@ -397,7 +442,7 @@ def _align(lines) -> str:
     """First line as a title, then ``(label, value)`` pairs in two aligned columns."""
     rows = [row for row in lines[1:] if row is not None]
     width = max(len(label) for label, _ in rows)
-    return "\n".join([lines[0]] + [f"  {label:<{width}}  {value}" for label, value in rows])
+    return "\n".join([printable(lines[0])] + [f"  {label:<{width}}  {printable(value)}" for label, value in rows])
 
 
 def format_semantic_report(semantic: dict) -> list[tuple[str, str]]:
@@ -439,7 +484,7 @@ def format_assignment(assignment) -> str:
     >>> p = np.array([[1.0, 0], [0.8, 0.6], [-1, 0], [0, -1]])
     >>> result = assign_by_class_means(p, p[[2, 0, 3, 1]])
     >>> print(format_assignment(result))  # doctest: +ELLIPSIS
-    linear assignment (optimal), 0 swaps, ... s
+    linear assignment (optimal), 4 of 4 labels moved, ... s
       mean cos(prototype, class mean)  -0.2 -> 1
       triplet agreement                0.166667 -> 1
       Spearman                         -0.794118 -> 1
@@ -458,8 +503,11 @@ def format_assignment(assignment) -> str:
         ("Spearman", pair(assignment.agreement_before["spearman"], assignment.agreement_after["spearman"])),
     ]
     width = max(len(label) for label, _ in rows)
-    head = (f"{assignment.method} assignment ({assignment.stop_reason}), {assignment.swaps} swaps, "
-            f"{assignment.wall_time:.3g} s")
+    moved = int((np.asarray(assignment.order) != np.asarray(assignment.initial_order)).sum())
+    # The linear assignment solves for the whole order at once: it makes no swaps, it moves labels.
+    swaps = f"{assignment.swaps} swaps, " if assignment.method == "quadratic" else ""
+    head = (f"{assignment.method} assignment ({assignment.stop_reason}), {swaps}{moved} of {len(assignment.order)} "
+            f"labels moved, {assignment.wall_time:.3g} s")
     return "\n".join([head] + [f"  {label:<{width}}  {value}" for label, value in rows])
 
 
@@ -500,15 +548,15 @@ def format_entries(entries) -> str:
     for e in entries:
         rows.append(
             (
-                e.name,
+                printable(e.name),
                 str(e.d),
                 str(e.k),
-                e.method,
+                printable(e.method),
                 f"{e.max_cos:.6f}",
                 f"[{e.rho_lower:.6f}, {e.rho_upper:.6f}]" + ("" if e.rho_certified else " (wide)"),
                 f"{e.lp_gap:.2e}" if math.isfinite(e.lp_gap) else "n/a",
                 format_bytes(e.size),
-                e.source,
+                printable(e.source),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

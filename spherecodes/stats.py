@@ -5,18 +5,23 @@ Gram matrix, so memory stays O(K·d + B²) for a tile size B: K = 100,000 at
 d = 64 needs about 50 MiB of prototypes and one tile, never a K×K matrix.
 On the CPU the tiles are NumPy products; with ``device="cuda"`` they are
 torch products on the GPU (still float64), which is what makes the
-statistics of a million prototypes in R^512 a matter of seconds.
+statistics of a million prototypes in R^512 a matter of seconds.  A code
+that is one orbit of sign changes (a binary linear code or a coset of one,
+proved from its rows by :func:`spherecodes.orbit.sign_orbit`) needs one row:
+every prototype sees the same cosines.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import SpherecodesError
 from .memory import memory_limit, require_memory
+from .orbit import ORBIT_MIN_K, sign_orbit
 from .sphere import DEFAULT_TILE, gram_tiles, nearest_others, random_start
 
 #: Largest allowed deviation of a row norm from 1 for a matrix to count as a code.
@@ -54,6 +59,19 @@ def rounding_tolerance(dtype, d: int) -> float:
     if dtype.kind != "f" or dtype.itemsize >= 8:
         return UNIT_TOL
     return max(UNIT_TOL, float(np.sqrt(d) * np.finfo(dtype).eps))
+
+
+def _row_norms(w: np.ndarray) -> np.ndarray:
+    """Euclidean norms of the rows, exact also for rows like 1e200 or 1e-200 whose squares overflow or vanish."""
+    with np.errstate(over="ignore", under="ignore"):
+        norms = np.linalg.norm(w, axis=1)
+    extreme = ~((norms > 1e-150) & (norms < 1e150))
+    if extreme.any():  # scaled by the largest entry first (the rare rows only: a copy of all of w can be GBs)
+        rows = w[extreme]
+        peak = np.abs(rows).max(axis=1)
+        safe = np.where(peak > 0, peak, 1.0)
+        norms[extreme] = peak * np.linalg.norm(rows / safe[:, None], axis=1)
+    return norms
 
 
 def validate_prototypes(prototypes, *, normalize: bool = False, tolerance: float = UNIT_TOL) -> np.ndarray:
@@ -109,7 +127,7 @@ def validate_prototypes(prototypes, *, normalize: bool = False, tolerance: float
     if not np.all(np.isfinite(w)):
         bad = int(np.argwhere(~np.isfinite(w))[0, 0])
         raise SpherecodesError(f"prototypes must be finite; row {bad} has NaN or infinity")
-    norms = np.linalg.norm(w, axis=1)
+    norms = _row_norms(w)
     if np.any(norms == 0):
         raise SpherecodesError(f"row {int(np.argmin(norms))} is zero; a prototype needs a direction")
     if normalize:
@@ -182,6 +200,25 @@ class SeparationStats:
         return math.sqrt(max(0.0, 2.0 - 2.0 * self.max_cos))
 
 
+@dataclass(frozen=True)
+class StatisticsProgress:
+    """A progress report passed to the ``progress`` callable of :func:`separation_statistics`.
+
+    Attributes
+    ----------
+    step : int
+        Prototypes whose nearest neighbour is known.
+    steps : int
+        Prototypes in all (K).
+    elapsed : float
+        Seconds since the call.
+    """
+
+    step: int
+    steps: int
+    elapsed: float
+
+
 def separation_statistics(
     prototypes,
     *,
@@ -189,6 +226,7 @@ def separation_statistics(
     tile: int | None = None,
     device=None,
     max_memory: float | None = None,
+    progress=None,
 ) -> SeparationStats:
     """Exact separation statistics of a code, in float64 and in tiles.
 
@@ -208,6 +246,8 @@ def separation_statistics(
     max_memory : float, optional
         Bytes the computation may use (``--max-memory``); default a safe
         fraction of what is available.
+    progress : callable, optional
+        Called with a :class:`StatisticsProgress` after each block of rows.
 
     Returns
     -------
@@ -229,10 +269,23 @@ def separation_statistics(
     k, d = w.shape
     dev = _torch_device(device)
     tile = _tile_size(k, d, tile, dev, max_memory, "separation statistics")
-    if dev is None:
-        nearest_cos, nearest_index, min_cos = _numpy_tiles(w, tile)
+    report = _reporter(progress, k)
+    orbit = sign_orbit(w) if k >= ORBIT_MIN_K else None
+    if orbit is not None:
+        # One orbit of sign changes (isometries of the code that act
+        # transitively): every row sees row 0's cosines, so one row of the
+        # Gram matrix gives all the statistics.
+        cosines = w @ w[0]
+        cosines[0] = -np.inf
+        nearest = int(np.argmax(cosines))
+        nearest_cos = np.full(k, cosines[nearest])
+        nearest_index = orbit.moved(nearest, np.arange(k))
+        cosines[0] = np.inf
+        min_cos = cosines.min()
+    elif dev is None:
+        nearest_cos, nearest_index, min_cos = _numpy_tiles(w, tile, report)
     else:
-        nearest_cos, nearest_index, min_cos = _torch_tiles(w, tile, dev, nearest=True)
+        nearest_cos, nearest_index, min_cos = _torch_tiles(w, tile, dev, nearest=True, report=report)
 
     total = w.sum(axis=0)
     squared_norms = np.einsum("ij,ij->", w, w)
@@ -323,7 +376,18 @@ def _tile_size(k: int, d: int, tile, dev, max_memory, what: str) -> int:
     return tile
 
 
-def _numpy_tiles(w: np.ndarray, tile: int) -> tuple[np.ndarray, np.ndarray, float]:
+def _reporter(progress, k: int):
+    """``report(rows_done)``: calls ``progress`` with a :class:`StatisticsProgress`; a no-op without one."""
+    started = time.perf_counter()
+
+    def report(done: int) -> None:
+        if progress is not None:
+            progress(StatisticsProgress(done, k, time.perf_counter() - started))
+
+    return report
+
+
+def _numpy_tiles(w: np.ndarray, tile: int, report=None) -> tuple[np.ndarray, np.ndarray, float]:
     """Nearest cosine and index of every row, and the smallest cosine, with NumPy tiles (tile × tile)."""
     k = w.shape[0]
     nearest_cos = np.empty(k)
@@ -333,10 +397,12 @@ def _numpy_tiles(w: np.ndarray, tile: int) -> tuple[np.ndarray, np.ndarray, floa
         rows = np.arange(r, min(r + tile, k))
         nearest_cos[rows], nearest_index[rows], low = nearest_others(w, rows, tile, smallest=True)
         min_cos = min(min_cos, low)
+        if report is not None:
+            report(int(rows[-1]) + 1)
     return nearest_cos, nearest_index, min_cos
 
 
-def _torch_tiles(w: np.ndarray, tile: int, dev, nearest: bool):
+def _torch_tiles(w: np.ndarray, tile: int, dev, nearest: bool, report=None):
     """The tiles of :func:`_numpy_tiles` as float64 torch products on ``dev``.
 
     With ``nearest=False`` only max-cos is returned.  The running maxima stay
@@ -371,6 +437,8 @@ def _torch_tiles(w: np.ndarray, tile: int, dev, nearest: bool):
             _fold(best_cos, best_index, r, c, *g.max(dim=1))
             if r != c:
                 _fold(best_cos, best_index, c, r, *g.max(dim=0))
+        if report is not None:
+            report(min(r + tile, k))
     if not nearest:
         return float(top)
     return best_cos.cpu().numpy(), best_index.cpu().numpy(), float(low)

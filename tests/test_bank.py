@@ -113,8 +113,9 @@ def test_failed_first_write_leaves_no_file(tmp_bank, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(bank_module, "_write_group", crash)
-    with pytest.raises(OSError):
+    with pytest.raises(SpherecodesError, match=r"\(disk full\); it is unchanged"):
         write_code(tmp_bank, etf_code())
+    assert not bank_module.hdf5_left_unclosed()  # HDF5 itself wrote nothing that failed: it closed the file
     assert list(tmp_bank.parent.iterdir()) == []
 
 

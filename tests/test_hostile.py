@@ -188,6 +188,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(data[start : start + (1 << 16)])
             self.server.sent += min(1 << 16, len(data) - start)
 
+    def trickle(self, body: bytes, every_s: float):
+        """``body`` one byte at a time, each well within the client's per-read timeout."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        for i in range(len(body)):
+            self.wfile.write(body[i : i + 1])
+            self.wfile.flush()
+            self.server.sent += 1
+            time.sleep(every_s)
+        self.close_connection = True
+
     def hang(self):
         time.sleep(self.server.hang_s)
         self.close_connection = True
@@ -774,6 +787,14 @@ def _(f, web):
     return ["catalog", "list", "--url", web.url.rstrip("/") + prefix]
 
 
+@case("registry-one-byte-at-a-time-past-the-deadline", says=("registry.json", "deadline of 1.5 s",
+                                                           "SPHERECODES_DOWNLOAD_DEADLINE"),
+      env={"SPHERECODES_DOWNLOAD_DEADLINE": "1.5"}, check=_sent_at_most(100, bank=False))
+def _(f, web):
+    web.routes["/trickle/registry.json"] = lambda h: h.trickle(b'{"entries": []}' + b" " * 200, every_s=0.05)
+    return ["catalog", "list", "--url", web.url + "trickle/"]
+
+
 @case("registry-unreachable", says=("cannot reach",))
 def _(f, web):
     with socket.socket() as s:
@@ -810,6 +831,30 @@ def _(f, web):
         if os.access(f / "readonly", os.W_OK):
             pytest.skip("neither a read-only mount nor a read-only directory can be made here")
     return ["fetch", CATALOG_ENTRY, "--url", url]
+
+
+@case("state-dict-stored-as-d-by-k", says=(r"x\.pt", "looks transposed", r"\(12, 5\)"))
+def _(f, web):
+    columns = np.random.default_rng(0).standard_normal((5, 12))
+    torch.save({"w": torch.from_numpy(columns / np.linalg.norm(columns, axis=0))}, f / "x.pt")
+    return ["certify", f / "x.pt"]
+
+
+# ---- word vectors: what a file says is checked against what it holds
+
+
+@case("word2vec-header-dimension-disagrees-with-its-lines", says=(r"vectors\.txt", "dimension 5", "holds 3"))
+def _(f, web):
+    lines = [f"class{i} " + " ".join(f"{x:.3f}" for x in np.random.default_rng(i).standard_normal(3)) for i in range(10)]
+    (f / "vectors.txt").write_text("10 5\n" + "\n".join(lines) + "\n")
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", f / "vectors.txt", "--missing-words",
+            "random", "--dry-run"]
+
+
+@case("glove-zero-vectors-are-not-missing-words", says=("class0", "zero"))
+def _(f, web):
+    (f / "vectors.txt").write_text("".join(f"class{i} 0 0 0\n" for i in range(10)))
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", f / "vectors.txt", "--dry-run"]
 
 
 # ---- writing banks: nothing half-written, the old bank kept
@@ -1147,3 +1192,357 @@ def test_ctrl_c_at_any_moment_of_generate_keeps_a_valid_bank(tmp_path, delay):
         import spherecodes
 
         assert spherecodes.read_code(bank, "tammes-d5-k60-s0").k == 60
+
+
+# --------------------------------------------------------------------------- concurrent writers and links
+
+
+_SLOW_WRITER = """
+import sys, time
+import spherecodes.bank as bank
+from spherecodes.cli import main
+rewrite = bank._rewrite
+
+def slow_rewrite(*args, **kwargs):
+    print("read", flush=True)  # the bank has been read; another writer may now act
+    time.sleep(float(sys.argv[1]))
+    rewrite(*args, **kwargs)
+
+bank._rewrite = slow_rewrite
+main(sys.argv[2:], prog_name="spherecodes")
+"""
+
+
+def _codes_in(bank: Path) -> set[str]:
+    import spherecodes
+
+    return {row["name"] for row in spherecodes.list_codes(bank)}
+
+
+@pytest.mark.parametrize("second", ["generate", "rm"])
+def test_concurrent_writers_of_one_bank_take_turns_and_lose_nothing(tmp_path, second):
+    """A writer that has read the bank and is about to rewrite it, and a second writer meanwhile: both changes stay."""
+    bank = _bank(tmp_path)
+    assert subprocess.run([sys.executable, "-m", "spherecodes", "generate", "--d", "3", "--k", "4", "--out", str(bank),
+                           "-q"], capture_output=True).returncode == 0
+    first = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, "2", "generate", "--d", "4", "--k", "5", "--out",
+                              str(bank), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline().strip() == "read"
+        args = (["generate", "--d", "5", "--k", "6", "--out", str(bank), "-q"] if second == "generate"
+                else ["rm", str(bank), "--code", "etf-d3-k4"])
+        other = subprocess.run([sys.executable, "-m", "spherecodes", *args], capture_output=True, text=True, timeout=60)
+        assert other.returncode == 0, other.stderr
+    finally:
+        out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    expected = {GOOD_CODE, "etf-d4-k5"} | ({"etf-d3-k4", "etf-d5-k6"} if second == "generate" else set())
+    assert _codes_in(bank) == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5"]  # no lock or temporary file left
+
+
+def test_a_symlinked_out_is_written_through_to_its_target(tmp_path):
+    (tmp_path / "store").mkdir()
+    target = _bank(tmp_path / "store")
+    (tmp_path / "link.h5").symlink_to(target)
+    result = CliRunner().invoke(main, ["generate", "--d", "3", "--k", "4", "--out", str(tmp_path / "link.h5"), "-q"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "link.h5").is_symlink()
+    assert _codes_in(target) == {GOOD_CODE, "etf-d3-k4"}
+    result = CliRunner().invoke(main, ["rm", str(tmp_path / "link.h5"), "--code", GOOD_CODE])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "link.h5").is_symlink() and _codes_in(target) == {"etf-d3-k4"}
+
+
+# --------------------------------------------------------------------------- what Ctrl-C says
+
+
+@pytest.mark.usefixtures("python_sigint_handler")
+@pytest.mark.parametrize("moment", ["after-the-rename", "before-the-rename"])
+def test_ctrl_c_says_whether_the_code_was_stored(tmp_path, monkeypatch, moment):
+    """The message is checked against the bank, not assumed: Ctrl-C right after the rename stored the code."""
+    import signal
+
+    bank = _bank(tmp_path)
+    before = bank.read_bytes()
+    rename, fsync = os.replace, os.fsync
+
+    def interrupted_rename(src, dst):
+        rename(src, dst)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    def interrupted_fsync(fd):  # the last step before the rename
+        fsync(fd)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.5)
+
+    if moment == "after-the-rename":
+        monkeypatch.setattr(os, "replace", interrupted_rename)
+    else:
+        monkeypatch.setattr(os, "fsync", interrupted_fsync)
+    result = CliRunner().invoke(main, ["generate", "--d", "3", "--k", "4", "--out", str(bank), "-q"])
+    assert result.exit_code == 130, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    if moment == "after-the-rename":
+        assert _codes_in(bank) == {GOOD_CODE, "etf-d3-k4"}
+        assert "written in full" in lines[0] and "nothing" not in lines[0], lines
+    else:
+        assert bank.read_bytes() == before
+        assert "unchanged" in lines[0] and "written in full" not in lines[0], lines
+    assert _hidden_temporaries(tmp_path) == []
+
+
+# --------------------------------------------------------------------------- names from files, printed
+
+
+def _renamed(folder: Path, name: str, method: str | None = None) -> Path:
+    """The good bank with its code stored under ``name`` (and ``method``), as anyone with h5py can write."""
+    def edit(group):
+        if method is not None:
+            group.attrs["method"] = method
+        group.file["codes"].move(GOOD_CODE, name)
+
+    return _bank(folder, edit=edit)
+
+
+def test_a_code_name_with_a_newline_and_an_escape_sequence_cannot_forge_a_row_of_ls(tmp_path):
+    forged = "a\nforged-d3-k10  tammes  d=3 K=10 max-cos 0.1 \x1b[2J"
+    result = CliRunner().invoke(main, ["ls", str(_renamed(tmp_path, forged, method="tammes\r\x1b[31m"))])
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.splitlines()) == 1, result.stdout
+    assert "\x1b" not in result.stdout and "\r" not in result.stdout
+    assert "\\n" in result.stdout and "\\x1b[2J" in result.stdout  # shown, escaped
+
+
+def test_names_that_differ_by_a_look_alike_space_print_differently(tmp_path):
+    bank = _renamed(tmp_path, "cat dog")
+    with h5py.File(bank, "r+") as fh:
+        fh["codes"].copy(fh["codes/cat dog"], "cat\u00a0dog")
+    result = CliRunner().invoke(main, ["ls", str(bank)])
+    assert result.exit_code == 0, result.output
+    names = [line.split("  ")[0] for line in result.stdout.splitlines()]
+    assert len(names) == 2 and names[0] != names[1], names
+    report = CliRunner().invoke(main, ["report", str(bank), "--code", "cat\u00a0dog"])
+    assert report.exit_code == 0, report.output
+    assert report.stdout.splitlines()[0].startswith("code cat\\xa0dog:"), report.stdout
+
+
+def test_a_report_shows_a_forged_name_on_one_line(tmp_path):
+    result = CliRunner().invoke(main, ["report", str(_renamed(tmp_path, "x\nmax-cos      0.0 (forged)"))])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("code x\\nmax-cos"), result.stdout
+    assert not any(line.startswith("max-cos") for line in result.stdout.splitlines())
+
+
+def test_a_plot_title_is_never_read_as_mathematics(tmp_path):
+    bank = _renamed(tmp_path, "frac", method="$\\frac{$")
+    result = CliRunner().invoke(main, ["report", str(bank), "--plot", str(tmp_path / "plot.png")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_error_line_stays_one_line_whatever_a_name_holds(tmp_path):
+    result = CliRunner().invoke(main, ["rm", str(_renamed(tmp_path, "a")), "--code", "b\nError: forged\x1b[2J"])
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "\x1b" not in lines[0], lines
+
+
+def test_a_registry_name_with_a_newline_cannot_forge_a_catalog_row(tmp_path):
+    registry = _publish(tmp_path / "catalog", {CATALOG_BANK: _catalog_bank_bytes(tmp_path)})
+    registry["entries"][0]["name"] = "x\nforged-d3-k10  3  10  tammes  0.1  [1.0, 1.0]  0  1 KB  bundled"
+    (tmp_path / "catalog" / "registry.json").write_text(json.dumps(registry))
+    result = CliRunner().invoke(main, ["catalog", "list", "--url", str(tmp_path / "catalog")],
+                                env={"SPHERECODES_CACHE": str(tmp_path / "cache")})
+    assert result.exit_code == 0, result.output
+    assert not [line for line in result.stdout.splitlines() if line.startswith("forged")], result.stdout
+    assert "x\\nforged-d3-k10" in result.stdout
+
+
+# --------------------------------------------------------------------------- sizes checked before allocating
+
+
+def _sparse_npy(path: Path, shape) -> Path:
+    """A .npy file whose header declares ``shape`` of float64, as long as that says but holding no block on disk."""
+    header = _npy_header(shape)
+    with open(path, "wb") as fh:
+        fh.write(header)
+        fh.truncate(len(header) + 8 * int(np.prod(shape)))
+    return path
+
+
+def _one_error_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert "Traceback" not in stderr and len(lines) == 1 and lines[0].startswith("Error: "), stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["certify", "class-means", "init"])
+def test_a_sparse_npy_declaring_40_GB_is_refused_before_allocating(tmp_path, command):
+    """The header and the file length agree (40 GB), but the file holds no data: the memory check refuses it."""
+    x = _sparse_npy(tmp_path / "x.npy", (5, 1_000_000_000))
+    args = {"certify": ["certify", x],
+            "class-means": ["assign", _bank(tmp_path), "--class-means", x],
+            "init": ["generate", "--d", "5", "--k", "1000000000", "--method", "tammes", "--init", x,
+                     "--out", tmp_path / "new.h5"]}[command]
+    result = CliRunner().invoke(main, [str(a) for a in args])  # unchecked, 40 GB would not fit: MemoryError
+    assert result.exit_code == 1, result.output
+    assert re.search("x.npy.*needs about|needs about.*x.npy", _one_error_line(result.stderr)), result.stderr
+
+
+def test_a_sparse_npy_within_memory_but_past_max_memory_is_refused(tmp_path):
+    x = _sparse_npy(tmp_path / "x.npy", (1000, 10_000))  # 80 MB
+    result = CliRunner().invoke(main, ["certify", str(x), "--max-memory", "50MB"])
+    assert result.exit_code == 1
+    assert re.search(r"x\.npy.*--max-memory", _one_error_line(result.stderr)), result.stderr
+
+
+@pytest.mark.parametrize("kind", ["expanded-huge", "expanded-past-max-memory", "sparse-coo", "sparse-csr", "meta"])
+def test_torch_tensors_that_are_not_plain_data_are_refused_in_one_line(tmp_path, kind):
+    if kind == "expanded-huge":
+        tensor = torch.zeros(1, dtype=torch.float64).expand(100_000, 100_000)  # 80 GB from one number
+    elif kind == "expanded-past-max-memory":
+        tensor = torch.randn(1, 10_000, dtype=torch.float64).expand(2_000, 10_000)  # 80 KB on disk, 160 MB
+    elif kind == "sparse-coo":
+        tensor = torch.eye(4).to_sparse()
+    elif kind == "sparse-csr":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "in beta state"
+            tensor = torch.eye(4).to_sparse_csr()
+    else:
+        tensor = torch.empty(4, 4, device="meta")
+    torch.save(tensor, tmp_path / "x.pt")
+    args = ["certify", str(tmp_path / "x.pt")] + (["--max-memory", "100MB"] if "expanded" in kind else [])
+    result = CliRunner().invoke(main, args)  # unchecked, the 80 GB copy would not fit: MemoryError
+    assert result.exit_code == 1, result.output
+    line = _one_error_line(result.stderr)
+    expected = {"expanded-huge": "needs about", "expanded-past-max-memory": "--max-memory", "sparse-coo": "sparse",
+                "sparse-csr": "sparse", "meta": "meta"}[kind]
+    assert expected in line and "x.pt" in line, line
+
+
+# --------------------------------------------------------------------------- no false claims
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e-200])
+def test_certify_normalize_rescales_rows_whose_squares_overflow_or_vanish(tmp_path, scale):
+    """Three orthogonal rows, one scaled by 1e200 or 1e-200: normalised, max-cos 0 and rho sqrt(3/2)."""
+    w = np.eye(3)
+    w[1] *= scale
+    np.save(tmp_path / "x.npy", w)
+    result = CliRunner().invoke(main, ["certify", str(tmp_path / "x.npy"), "--normalize", "--json", "--quiet"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["max_cos"] == 0
+    assert report["rho"]["lower"] == pytest.approx(1.5**0.5, abs=1e-9)
+
+
+# --------------------------------------------------------------------------- clocks and deadlines
+
+
+def test_a_time_limit_holds_however_many_restarts_are_asked_for(tmp_path):
+    """10**30 restarts under a time limit: the work is planned batch by batch, so the limit still ends it."""
+    args = ["generate", "--d", "4", "--k", "40", "--method", "tammes", "--restarts", str(10**30), "--time-limit", "0.2",
+            "--no-certify", "--out", str(tmp_path / "bank.h5"), "--json", "--quiet"]
+    result = subprocess.run([sys.executable, "-m", "spherecodes", *args], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    settings = json.loads(result.stdout)["settings"]
+    assert settings["stop_reason"] == "time_limit", settings
+    assert 0 < settings["restarts_run"] < 10**30
+
+
+# --------------------------------------------------------------------------- writes that cannot complete
+
+
+def _file_size_limit(nbytes):
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, nbytes))
+
+    return limit
+
+
+_WRITE_PAST_THE_CHECK = """
+import sys
+import spherecodes.bank as bank
+from spherecodes.cli import main
+bank._check_room = lambda path, adding: None  # as if the disk filled up while the bank was written
+main(sys.argv[1:], prog_name="spherecodes")
+"""
+
+
+@pytest.mark.parametrize("when", ["refused-before-writing", "failing-while-writing"])
+def test_the_file_size_limit_gives_one_line_and_keeps_the_old_bank(tmp_path, when):
+    """ulimit -f below what the new bank needs: refused up front, or (a disk filling meanwhile) while HDF5 writes."""
+    bank = _bank(tmp_path)
+    before = bank.read_bytes()
+    args = ["generate", "--d", "11", "--k", "12", "--out", str(bank), "-q"]
+    command = [sys.executable, "-m", "spherecodes"] if when == "refused-before-writing" else \
+        [sys.executable, "-c", _WRITE_PAST_THE_CHECK]
+    proc = subprocess.run(command + args, cwd=tmp_path, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT,
+                          preexec_fn=_file_size_limit(len(before) + 1024))
+    assert proc.returncode == 1, proc.stderr  # not a crash (-11) while HDF5 shuts down
+    line = _one_error_line(proc.stderr)
+    assert ("ulimit -f" if when == "refused-before-writing" else "File too large") in line, line
+    assert "unchanged" in line
+    assert bank.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5"]
+
+
+def test_a_full_disk_is_refused_before_writing(tmp_path, monkeypatch):
+    bank = _bank(tmp_path)
+    before = bank.read_bytes()
+    statvfs = os.statvfs
+
+    def nearly_full(path):
+        real = statvfs(path)
+        return os.statvfs_result((real.f_bsize, real.f_frsize, real.f_blocks, 1, 1) + tuple(real)[5:])
+
+    monkeypatch.setattr(os, "statvfs", nearly_full)
+    result = CliRunner().invoke(main, ["generate", "--d", "3", "--k", "4", "--out", str(bank), "-q"])
+    assert result.exit_code == 1
+    assert re.search(r"free in .*unchanged", _one_error_line(result.stderr))
+    assert bank.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5"]
+
+
+@pytest.mark.parametrize("command", ["generate", "rm"])
+def test_a_file_name_too_long_for_the_file_system_is_refused_before_the_work(tmp_path, command):
+    long_name = str(tmp_path / ("x" * 300))
+    args = ["generate", "--d", "3", "--k", "4", "--out", long_name] if command == "generate" else \
+        ["rm", long_name, "--code", "a"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1
+    assert "too long" in _one_error_line(result.stderr)
+    assert list(tmp_path.iterdir()) == []
+
+
+def _default_sigint():
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # as from a terminal: Python then installs its own handler
+
+
+_STARTED = """
+import runpy, sys
+sys.stderr.write("python is up\\n")  # Ctrl-C before this point is Python's own start, not spherecodes'
+sys.stderr.flush()
+sys.argv = ["spherecodes", *sys.argv[1:]]
+runpy.run_module("spherecodes", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.15, 0.3])
+def test_ctrl_c_while_the_tool_is_loading_gives_no_traceback(tmp_path, delay):
+    """Ctrl-C during the imports (about half a second): one line and exit 130, never a traceback."""
+    import signal
+
+    proc = subprocess.Popen([sys.executable, "-c", _STARTED, "bounds", "--d", "3", "--k", "10"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+    assert proc.stderr.readline() == "python is up\n"
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert "Traceback" not in stderr, stderr
+    assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, stderr)
+    if proc.returncode == 130:
+        assert stderr.strip().splitlines() == ["Interrupted; nothing was written."], stderr

@@ -4,7 +4,9 @@ A catalog says how large each of its files is, so a download never needs to
 read more: the body is streamed into a file in chunks no larger than what is
 still allowed plus one byte, and the first byte past the limit ends it.  A
 ``Content-Length`` above the limit is refused before any of the body is read.
-Every failure becomes one line that says what happened (an HTTP status, a
+Besides the wait for each read, the whole download has a deadline, so a server
+that sends one byte a second (which never trips the per-read timeout) is cut
+off too.  Every failure becomes one line that says what happened (an HTTP status, a
 timeout, an unreachable host, a transfer cut short, too many bytes).
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from pathlib import Path
 
 from ..errors import SpherecodesError
@@ -22,7 +25,8 @@ __all__ = ["CHUNK_BYTES", "stream_download"]
 CHUNK_BYTES = 1 << 16
 
 
-def stream_download(url: str, destination: Path, *, limit: int, timeout: float, what: str) -> tuple[int, str]:
+def stream_download(url: str, destination: Path, *, limit: int, timeout: float, what: str,
+                    deadline: float = float("inf"), deadline_name: str = "") -> tuple[int, str]:
     """Write the body at ``url`` into ``destination``, refusing more than ``limit`` bytes.
 
     Parameters
@@ -37,6 +41,11 @@ def stream_download(url: str, destination: Path, *, limit: int, timeout: float, 
         Seconds to wait for the connection and for each read.
     what : str
         Says where the limit comes from in messages, e.g. ``"the catalog lists for it"``.
+    deadline : float
+        Seconds the whole download may take, from the request on; checked
+        after each read, so it ends at most one read (``timeout``) late.
+    deadline_name : str
+        What sets the deadline (an environment variable), for the message.
 
     Returns
     -------
@@ -47,10 +56,12 @@ def stream_download(url: str, destination: Path, *, limit: int, timeout: float, 
     ------
     SpherecodesError
         An HTTP error status, a timeout, an unreachable server, a transfer cut
-        short, or a body larger than ``limit`` (refused at the first byte past it).
+        short, a download past its deadline, or a body larger than ``limit``
+        (refused at the first byte past it).
     """
     import requests
 
+    began = time.monotonic()
     try:
         response = requests.get(url, stream=True, timeout=timeout, headers={"Accept-Encoding": "identity"})
     except requests.RequestException as err:
@@ -72,11 +83,19 @@ def stream_download(url: str, destination: Path, *, limit: int, timeout: float, 
         with open(destination, "wb") as fh:
             while True:
                 try:
-                    chunk = response.raw.read(min(CHUNK_BYTES, limit - size + 1), decode_content=True)
+                    # read1: what has arrived, after one wait at most; read() would wait for the whole chunk.
+                    chunk = response.raw.read1(min(CHUNK_BYTES, limit - size + 1), decode_content=True)
                 except Exception as err:  # urllib3's read errors: timeouts, connections cut short
                     raise SpherecodesError(_failure(url, err, timeout, size, declared)) from None
                 if not chunk:
                     break
+                if time.monotonic() - began > deadline:
+                    of = f" of {declared}" if declared.isdigit() else ""
+                    by = f" ({deadline_name})" if deadline_name else ""
+                    raise SpherecodesError(
+                        f"downloading {url} failed: not finished within the deadline of {deadline:g} s{by}, after "
+                        f"{size + len(chunk)}{of} bytes; nothing was cached"
+                    )
                 size += len(chunk)
                 if size > limit:
                     raise SpherecodesError(

@@ -22,6 +22,7 @@ they have nothing (:mod:`.on_demand`).
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import shutil
@@ -59,6 +60,12 @@ CACHE_ENV = "SPHERECODES_CACHE"
 #: Seconds to wait for a catalog server (to connect, and for each read) before giving up.
 TIMEOUT_S = 60
 
+#: Seconds a whole download (a registry or a bank) may take; the environment variable below overrides it.
+DEADLINE_S = 1800.0
+
+#: Environment variable that sets the deadline of each download, in seconds.
+DEADLINE_ENV = "SPHERECODES_DOWNLOAD_DEADLINE"
+
 #: Most bytes a registry.json may have (about 20,000 entries).
 REGISTRY_LIMIT_BYTES = 16 * 2**20
 
@@ -84,6 +91,31 @@ def cache_dir() -> Path:
     import pooch
 
     return Path(pooch.os_cache("spherecodes"))
+
+
+def download_deadline() -> float:
+    """Seconds each download may take: ``$SPHERECODES_DOWNLOAD_DEADLINE`` if set, else :data:`DEADLINE_S`.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ[DEADLINE_ENV] = "90"
+    >>> download_deadline()
+    90.0
+    >>> del os.environ[DEADLINE_ENV]
+    >>> download_deadline() == DEADLINE_S
+    True
+    """
+    text = os.environ.get(DEADLINE_ENV, "").strip()
+    if not text:
+        return DEADLINE_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise SpherecodesError(f"{DEADLINE_ENV}={text!r} is not a number of seconds; give a positive number, e.g. 3600")
+    return seconds
 
 
 def configured_url(url: str | None = None) -> str | None:
@@ -239,7 +271,8 @@ def open_catalog(location: str, *, offline: bool = False) -> Catalog:
     _usable_cache(cached.parent)
     with replace_atomically(cached) as tmp:
         stream_download(registry_url, tmp, limit=REGISTRY_LIMIT_BYTES, timeout=TIMEOUT_S,
-                        what=f"({REGISTRY_LIMIT_BYTES // 2**20} MiB) a registry may have")
+                        what=f"({REGISTRY_LIMIT_BYTES // 2**20} MiB) a registry may have",
+                        deadline=download_deadline(), deadline_name=DEADLINE_ENV)
         catalog = parse_registry(tmp.read_bytes(), location)
     return catalog
 
@@ -390,7 +423,9 @@ def fetch_bank(name: str | None = None, *, d: int | None = None, k: int | None =
 
 def _structured(d: int, k: int) -> Fetched:
     """The structured code for (d, K), built here (a clear error names the closest option when none fits)."""
-    return Fetched(code=generate(d, k, "structured"), entry=None, path=None, source="structured code")
+    # As built: the fetch command turns an embedded code (and says so) unless asked not to.
+    return Fetched(code=generate(d, k, "structured", rotation="none"), entry=None, path=None,
+                   source="structured code")
 
 
 def _closed_form(d: int, k: int, method: str | None) -> str | None:
@@ -482,7 +517,8 @@ def _download(location: str, entry: CatalogEntry, *, offline: bool) -> Fetched:
     url = base + urllib.parse.quote(entry.file)
     with replace_atomically(target) as tmp:
         size, digest = stream_download(url, tmp, limit=entry.size, timeout=TIMEOUT_S,
-                                       what="the catalog lists for it")
+                                       what="the catalog lists for it", deadline=download_deadline(),
+                                       deadline_name=DEADLINE_ENV)
         if size != entry.size or digest != entry.sha256:
             raise SpherecodesError(
                 f"{url} was refused: its size and SHA-256 must both match the catalog: size expected {entry.size} "

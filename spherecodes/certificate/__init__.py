@@ -28,6 +28,13 @@ transitive group) and of the large subsets of binary codes that
 :mod:`spherecodes.structured` chooses is certified this way with one or two
 products per block of classes, in any rotation.
 
+Next, for a code with K <= d whose Gram matrix is well conditioned (a
+near-orthonormal file, equiangular basis vectors), the classes still open
+go to :mod:`._gram` (NumPy only): projected gradient steps with momentum on
+the whole Gram matrix, the step and momentum from its extreme eigenvalues,
+a block of classes per product.  There the witnesses hold hundreds of
+points, which an active-set solver would add a few per pivot.
+
 The other classes go to the solver (as a batch, on CPU or CUDA through torch):
 
 1. each class gets a candidate set, its ``m`` nearest prototypes, out of
@@ -70,9 +77,11 @@ from .. import memory
 from ..devices import resolve_device, torch_threads
 from ..errors import SpherecodesError
 from ..memory import Estimate, memory_limit, require_memory
+from ..orbit import ORBIT_MIN_K, moved_vectors, sign_orbit
 from ..stats import RATTLER_TOL, validate_prototypes
 from . import _blocks
 from ._blocks import assemble_supports, exact_duplicates, host_memory, per_class_bytes
+from ._gram import GramPass, gram_applies, gram_block_bytes, gram_bytes
 from ._result import CertificateProgress, OneVsRestCertificate
 from ._shell import shell_block_bytes, shell_bounds
 from .witness import WITNESS_SLACK, support_residuals, verify_witness
@@ -213,6 +222,9 @@ def one_vs_rest_distances(
         "cpu",
         limit=max_memory,
     )
+    orbit = sign_orbit(w_np) if k >= ORBIT_MIN_K else None
+    if orbit is not None:
+        return _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, started, progress)
     duplicates, duplicate_of = exact_duplicates(w_np)
     shell_progress = None
     if progress is not None:
@@ -226,6 +238,16 @@ def one_vs_rest_distances(
     if progress is not None:
         progress(CertificateProgress(len(exact), k, time.perf_counter() - started))
     rest = np.flatnonzero(~shell.exact)
+    if rest.size and _gram_fits(k, d, max_memory):
+        def gram_progress(settled):
+            progress(CertificateProgress(len(exact) + settled, k, time.perf_counter() - started))
+
+        gram = GramPass(w_np).bounds(rest, tol=tol, block_bytes=_shell_block_bytes(max_memory),
+                                     progress=None if progress is None else gram_progress)
+        lo[gram.rows], hi[gram.rows] = gram.lo, gram.hi
+        pieces.append((gram.rows, gram.support_indices, gram.support_weights))
+        exact = np.concatenate([exact, gram.rows])
+        rest = np.setdiff1d(rest, gram.rows)
     rounds, where = 1, "cpu"
     if rest.size:
         rounds, where = _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pieces,
@@ -247,6 +269,57 @@ def one_vs_rest_distances(
         device=where,
         wall_time=time.perf_counter() - started,
     )
+
+
+def _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, started, progress):
+    """The certificate of a code that is one orbit of sign changes (:mod:`spherecodes.orbit`), from class 0.
+
+    Class 0 is certified like any class (its nearest shell, else the QP),
+    against all K prototypes; the sign change ``D`` taking ``w_0`` to ``w_c``
+    is an isometry of the code, so ``dist_c = dist_0``, and class 0's witness
+    moved by ``D`` (its indices mapped by the orbit) is a witness of class c
+    with the same weights, whose residual is class 0's moved by ``D``
+    (sign changes are exact in float64).  O(K·d) beyond class 0's scan.
+    """
+    k, d = w_np.shape
+    first = np.zeros(1, dtype=np.int64)
+    shell = shell_bounds(w_np, tol=tol, block_bytes=_shell_block_bytes(max_memory),
+                         max_support=_max_support(k, max_memory), rows=first)
+    lo, hi = shell.lo, shell.hi
+    if shell.exact[0]:
+        indices, weights = shell.support_indices[0], shell.support_weights[0]
+        rounds, where = 1, "cpu"
+    else:
+        pieces = []
+        rounds, where = _solve_rest(w_np, first, np.full(k, -1, dtype=np.int64), m, tol, device, max_memory, lo, hi,
+                                    pieces, progress=None, done=0, started=started)
+        indices, weights = pieces[0][1][0], pieces[0][2][0]
+    used = indices >= 0
+    indices, weights = indices[used], weights[used]
+    require_memory(16.0 * k * len(indices), f"the witnesses of K={k} classes of {len(indices)} points each", "cpu",
+                   limit=max_memory)
+    support_indices = orbit.moved(indices[None, :], np.arange(k)[:, None])
+    support_weights = np.broadcast_to(weights, support_indices.shape).copy()
+    residuals = moved_vectors(w_np, w_np[0] - weights @ w_np[indices])
+    norms = np.sqrt(np.einsum("kd,kd->k", residuals, residuals))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        features = np.where(norms[:, None] > 0, residuals / norms[:, None], np.nan)
+    del residuals
+    if progress is not None:
+        progress(CertificateProgress(k, k, time.perf_counter() - started))
+    return OneVsRestCertificate(
+        lo=np.minimum(lo[0], norms), hi=norms, tol=float(tol), rattler_tol=float(rattler_tol),
+        support_indices=support_indices, support_weights=support_weights, features=features, duplicates=[],
+        rounds=rounds, device=where, wall_time=time.perf_counter() - started,
+    )
+
+
+def _gram_fits(k: int, d: int, max_memory: float | None) -> bool:
+    """Whether the Gram pass applies to a (K, d) code, its Gram matrix and witnesses (up to K × K) fitting too."""
+    if not gram_applies(k, d):
+        return False
+    working = gram_bytes(k) + gram_block_bytes(k, _shell_block_bytes(max_memory)) + 16.0 * k * k
+    return host_memory(k, d) + working <= 0.5 * memory_limit("cpu", max_memory)
 
 
 def _shell_block_bytes(max_memory: float | None) -> float:
@@ -373,6 +446,18 @@ def certificate_estimate(
                    limit=max_memory)
     shell_bytes = host_memory(k, d) + 3 * 8.0 * k * d + shell_block_bytes(k, d, _shell_block_bytes(max_memory))
     seconds = 0.0
+    if w is not None and k >= ORBIT_MIN_K:
+        started = time.perf_counter()
+        if sign_orbit(w) is not None:
+            # Class 0 against all K prototypes, then O(K·d) for the images.
+            first = shell_bounds(w, tol=DEFAULT_TOL, block_bytes=_shell_block_bytes(max_memory),
+                                 max_support=_max_support(k, max_memory), rows=np.zeros(1, dtype=np.int64))
+            if first.exact[0]:
+                seconds = 2.0 * (time.perf_counter() - started)
+                shell_bytes += 16.0 * k * first.support_indices.shape[1]
+                return Estimate(f"certificate of K = {k} classes in d = {d} (one orbit of sign changes: class 0 "
+                                "and its images, no QP)", "cpu", memory.process_peak(shell_bytes),
+                                memory_limit("cpu", max_memory), seconds)
     needs_qp = True
     sample = None
     if w is not None:
@@ -396,6 +481,21 @@ def certificate_estimate(
         needs_qp = not settled.exact[sample].all()
         if not needs_qp:
             shell_bytes += 16.0 * k * settled.support_indices.shape[1]  # the stored witnesses
+        elif _gram_fits(k, d, max_memory):
+            # The Gram matrix and its spectrum once, then the sample's open
+            # classes, whose time scales to all of the code's.
+            started = time.perf_counter()
+            gram = GramPass(w)
+            built = time.perf_counter()
+            open_rows = sample[~settled.exact[sample]]
+            found = gram.bounds(open_rows, tol=DEFAULT_TOL, block_bytes=_shell_block_bytes(max_memory))
+            seconds += (built - started) + (time.perf_counter() - built) * k / len(open_rows)
+            needs_qp = len(found.rows) < len(open_rows)
+            if not needs_qp:
+                shell_bytes += gram_bytes(k) + gram_block_bytes(k, _shell_block_bytes(max_memory)) + 16.0 * k * k
+                return Estimate(f"certificate of K = {k} classes in d = {d} (nearest shells and the Gram matrix, "
+                                "no QP)", "cpu", memory.process_peak(shell_bytes), memory_limit("cpu", max_memory),
+                                seconds)
     if not needs_qp:
         return Estimate(f"certificate of K = {k} classes in d = {d} (nearest shells, no QP)", "cpu",
                         memory.process_peak(shell_bytes), memory_limit("cpu", max_memory), seconds)

@@ -6,7 +6,9 @@ that witness alone both ends of the interval follow again:
 ``hi_k = ‖r_k‖`` with ``r_k = w_k − Σ_j v_j w_j``, and the weak-duality bound
 ``lo_k = min_{j≠k} <w_k − w_j, h_k>`` with ``h_k = r_k/‖r_k‖`` (Jiang et al.
 2024, Lemma C.6; ``docs/certificate.md``).  Re-checking takes one (K, K)
-product in tiles, not a new solve.
+product in tiles (of bounded size, whatever K), not a new solve; for a code
+that is one orbit of sign changes (:mod:`spherecodes.orbit`) whose witnesses
+are class 0's moved by the group, one row of it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SpherecodesError
+from ..orbit import ORBIT_MIN_K, moved_vectors, sign_orbit
 
 __all__ = ["WITNESS_SLACK", "support_residuals", "verify_witness"]
 
@@ -27,8 +30,10 @@ _GATHER_ELEMENTS = 2**22
 #: Supports at least 1/_DENSE_SUPPORT of K wide are summed through a dense weight block.
 _DENSE_SUPPORT = 8
 
-#: Rows of the tiled product of :func:`verify_witness`.
+#: Rows and columns of the tiles of the product of :func:`verify_witness`
+#: (64 MiB of float64 scores a tile, whatever K).
 _TILE = 2048
+_COLUMN_TILE = 4096
 
 
 def support_residuals(prototypes: np.ndarray, indices: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -78,6 +83,17 @@ def support_residuals(prototypes: np.ndarray, indices: np.ndarray, weights: np.n
             gathered = prototypes[np.maximum(indices[part], 0)]  # (rows, s, d)
             residuals[part] -= np.matmul(weights[part, None, :], gathered)[:, 0, :]
     return residuals
+
+
+def _moved_from_first(orbit, idx: np.ndarray) -> bool:
+    """Whether every row of ``idx`` is row 0's moved by the orbit (checked a block of rows at a time)."""
+    first, used = np.maximum(idx[0], 0), idx[0] >= 0
+    rows = max(1, _GATHER_ELEMENTS // max(1, idx.shape[1]))
+    for start in range(0, len(idx), rows):
+        to = np.arange(start, min(start + rows, len(idx)))[:, None]
+        if not (np.where(used, orbit.moved(first[None, :], to), -1) == idx[start : start + rows]).all():
+            return False
+    return True
 
 
 def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the code") -> tuple[np.ndarray, np.ndarray]:
@@ -134,16 +150,31 @@ def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the cod
         raise SpherecodesError(
             f"{where}: the certificate's witness weights do not sum to 1 (largest deviation {np.abs(sums - 1).max():.3g})"
         )
-    residual = support_residuals(w, idx, wt)
+    orbit = sign_orbit(w) if k >= ORBIT_MIN_K else None
+    # A code that is one orbit of sign changes, each witness class 0's moved
+    # by the isometry D that takes w_0 to w_k: then r_k = D r_0 (exactly, in
+    # float64) and lo_k = lo_0, so only class 0's lower end needs the scan
+    # of all K prototypes.
+    moved = orbit is not None and (wt == wt[0]).all() and _moved_from_first(orbit, idx)
+    if moved:
+        residual = moved_vectors(w, w[0] - wt[0] @ w[np.maximum(idx[0], 0)])  # padding has weight 0
+    else:
+        residual = support_residuals(w, idx, wt)
     hi = np.linalg.norm(residual, axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         h = np.where(hi[:, None] > 0, residual / hi[:, None], 0.0)
     lo = np.empty(k)
-    for start in range(0, k, _TILE):
-        block = h[start : start + _TILE] @ w.T  # <w_j, h_k>, rows k, columns j
-        rows = np.arange(start, min(start + _TILE, k))
-        block[np.arange(len(rows)), rows] = -np.inf
-        lo[rows] = (w[rows] * h[rows]).sum(axis=1) - block.max(axis=1)
+    for start in range(0, 1 if moved else k, _TILE):
+        rows = np.arange(start, min(start + _TILE, 1 if moved else k))
+        best = np.full(len(rows), -np.inf)
+        for c0 in range(0, k, _COLUMN_TILE):
+            block = h[rows] @ w[c0 : c0 + _COLUMN_TILE].T  # <w_j, h_k>, rows k, columns j
+            own = np.flatnonzero((rows >= c0) & (rows < c0 + block.shape[1]))
+            block[own, rows[own] - c0] = -np.inf
+            np.maximum(best, block.max(axis=1), out=best)
+        lo[rows] = (w[rows] * h[rows]).sum(axis=1) - best
+    if moved:
+        lo[1:] = lo[0]
     # A duplicated prototype has distance 0 and no separating direction.
     lo[hi == 0] = 0.0
     lo = np.minimum(lo, hi)

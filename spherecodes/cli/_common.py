@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -30,9 +32,10 @@ def tell(quiet: bool, as_json: bool) -> bool:
     return not quiet and (not as_json or sys.stderr.isatty())
 
 
-def certify(prototypes, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL):
-    """The certificate of a code, with its estimate and a progress bar on stderr unless ``quiet``."""
-    if not quiet:  # the certificate checks its memory itself before allocating
+def certify(prototypes, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL, estimate: bool = True):
+    """The certificate of a code, with its estimate (unless ``estimate`` is False: printed before) and a
+    progress bar on stderr unless ``quiet``."""
+    if not quiet and estimate:  # the certificate checks its memory itself before allocating
         click.echo(certificate_estimate(prototypes, device=device, max_memory=max_memory).describe(), err=True)
     with ProgressBar(enabled=not quiet) as progress:
         return one_vs_rest_distances(prototypes, tol=tol, device=device, max_memory=max_memory, progress=progress)
@@ -82,15 +85,21 @@ class ProgressBar:
     """Draws progress on stderr: stage bar, where it is, rate, elapsed time and time left.
 
     Takes the :class:`spherecodes.solvers.Progress` of an optimiser (start,
-    max-cos, steps per second) and the
+    max-cos, steps per second), the
+    :class:`spherecodes.stats.StatisticsProgress` of the statistics and the
     :class:`spherecodes.certificate.CertificateProgress` of a certificate
     (classes per second).  The rate is measured over the current stage (a
     batch of starts, the polish, the certificate) and gives the time left in
-    it.  Only drawn on a terminal (a log file would fill with carriage
-    returns) and at most ten times a second; a no-op when disabled.
+    it.  Between updates (a certificate block can take minutes) a heartbeat
+    redraws the elapsed time every second, so that a phase is never silent.
+    Only drawn on a terminal (a log file would fill with carriage returns)
+    and at most ten times a second; a no-op when disabled.
     """
 
     WIDTH = 24
+
+    #: Seconds without an update after which the heartbeat redraws the line.
+    HEARTBEAT = 1.0
 
     def __init__(self, enabled: bool):
         self.enabled = enabled and sys.stderr.isatty()
@@ -98,18 +107,31 @@ class ProgressBar:
         self.drawn = False
         self.stage = None
         self.stage_start = (0, 0.0)
+        self.latest = None  # (update, time.monotonic() when it came)
+        self.began = time.monotonic()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.ticker = None
 
     def __enter__(self):
+        if self.enabled:
+            self.ticker = threading.Thread(target=self._beat, daemon=True)
+            self.ticker.start()
         return self
 
     def __call__(self, update) -> None:
         if not self.enabled:
             return
+        with self.lock:
+            self.latest = (update, time.monotonic())
+            self._draw(update)
+
+    def _draw(self, update, force: bool = False) -> None:
         stage = (type(update).__name__, getattr(update, "restart", 0), update.steps)
         if stage != self.stage or update.step < self.stage_start[0]:
             self.stage, self.stage_start = stage, (update.step, update.elapsed)
         now = time.monotonic()
-        if now - self.last_draw < 0.1 and update.step < update.steps:
+        if now - self.last_draw < 0.1 and update.step < update.steps and not force:
             return
         self.last_draw = now
         fraction = min(1.0, update.step / max(1, update.steps))
@@ -122,6 +144,8 @@ class ProgressBar:
                      + (f"  rho {update.rho:.6f}" if update.rho is not None else "")
                      + f"  max-cos {update.max_cos:.6f}")
             unit = "steps"
+        elif type(update).__name__ == "StatisticsProgress":
+            where, unit = f"statistics: rows {update.step}/{update.steps}", "rows"
         else:
             where, unit = f"classes {update.step}/{update.steps}", "classes"
         speed = f"  {rate:.3g} {unit}/s" if rate else ""
@@ -129,11 +153,46 @@ class ProgressBar:
         click.echo(f"\r\033[K[{bar}] {fraction:4.0%}  {where}{speed}  {update.elapsed:6.1f} s{left}", nl=False, err=True)
         self.drawn = True
 
-    def __exit__(self, *exc):
+    def _beat(self) -> None:
+        """Redraw the elapsed time while no update comes (the thread started by ``with``)."""
+        while not self.stop.wait(self.HEARTBEAT):
+            with self.lock:
+                now = time.monotonic()
+                if now - self.last_draw < self.HEARTBEAT:
+                    continue
+                if self.latest is None:
+                    self.last_draw = now
+                    click.echo(f"\r\033[K  working: {now - self.began:6.0f} s (progress comes with the first "
+                               "finished block)", nl=False, err=True)
+                    self.drawn = True
+                else:
+                    update, seen = self.latest
+                    self._draw(dataclasses.replace(update, elapsed=update.elapsed + now - seen), force=True)
+
+    def _end_line(self) -> None:
         if self.drawn:
             click.echo(err=True)
             self.drawn = False
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        if self.ticker is not None:
+            self.ticker.join()
+        self._end_line()
         return False
+
+    def announcer(self, enabled: bool):
+        """A callable that prints a phase's first line on stderr (ending the bar drawn before it), or a no-op."""
+
+        def announce(line: str) -> None:
+            if not enabled:
+                return
+            with self.lock:
+                self._end_line()
+                self.latest, self.began, self.last_draw = None, time.monotonic(), time.monotonic()
+                click.echo(line, err=True)
+
+        return announce
 
 
 class BuildProgress:

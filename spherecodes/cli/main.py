@@ -9,16 +9,20 @@ status (1 for bad input, 2 for bad usage, 130 for Ctrl-C).
 from __future__ import annotations
 
 import math
+import os
 import sys
 from pathlib import Path
 
 import click
 
 from .. import __version__
+from ..atomic import written_files
+from ..bank import hdf5_left_unclosed
 from ..checks import SEED_LIMIT
 from ..devices import set_cpu_threads
 from ..errors import SpherecodesError
 from ..memory import parse_size
+from ..report import printable
 from ..semantic import EMBEDDING_FORMATS, MISSING_POLICIES
 
 __all__ = ["BANK", "COUNT", "DIM", "FILE", "MAX_MEMORY_HELP", "SECONDS", "SEED", "URL_HELP", "CatalogLocation",
@@ -31,18 +35,44 @@ class OneLineErrors(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        earlier_writes = len(written_files())  # several commands may run in one process (tests, notebooks)
         try:
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.ClickException as err:
             click.echo(f"Error: {err.format_message()}", err=True)
             sys.exit(err.exit_code)
         except SpherecodesError as err:
-            click.echo(f"Error: {err.for_cli()}", err=True)
+            click.echo(f"Error: {printable(err.for_cli())}", err=True)  # one line, whatever a file's names hold
+            if hdf5_left_unclosed():  # HDF5's clean-up at exit would crash on the file it could not close
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(1)
             sys.exit(1)
         except (KeyboardInterrupt, click.Abort):
-            click.echo("Interrupted; nothing was written.", err=True)
+            click.echo(interrupted_message(written_files()[earlier_writes:]), err=True)
             sys.exit(130)
         sys.exit(result if isinstance(result, int) else 0)
+
+
+def interrupted_message(writes) -> str:
+    """What Ctrl-C left behind, from the files the command set out to write and whether each now holds its write.
+
+    Examples
+    --------
+    >>> interrupted_message([])
+    'Interrupted; nothing was written.'
+    >>> interrupted_message([(Path("bank.h5"), True)])
+    'Interrupted after bank.h5 was written in full (the change is stored).'
+    """
+    if not writes:
+        return "Interrupted; nothing was written."
+    done = ", ".join(str(path) for path, stored in writes if stored)
+    not_done = ", ".join(str(path) for path, stored in writes if not stored)
+    if not not_done:
+        return f"Interrupted after {done} was written in full (the change is stored)."
+    if not done:
+        return f"Interrupted before {not_done} was written; it is unchanged."
+    return f"Interrupted; written in full: {done}; not written (unchanged): {not_done}."
 
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})

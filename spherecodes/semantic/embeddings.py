@@ -11,7 +11,9 @@ the rest of :mod:`spherecodes.semantic`.
 
 from __future__ import annotations
 
+import gc
 import hashlib
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,13 +156,17 @@ def load_embeddings(path, fmt: str = "auto"):
                     "save a KeyedVectors or a Word2Vec/FastText model"
                 )
             return vectors
-        return KeyedVectors.load_word2vec_format(
-            str(path),
-            binary=fmt == "word2vec-binary",
-            no_header=fmt == "glove",
-            # Large published vector files contain a few tokens cut mid-character.
-            unicode_errors="ignore",
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            vectors = KeyedVectors.load_word2vec_format(
+                str(path),
+                binary=fmt == "word2vec-binary",
+                no_header=fmt == "glove",
+                # Large published vector files contain a few tokens cut mid-character.
+                unicode_errors="ignore",
+            )
+            gc.collect()  # gensim's reader of the file is left in a reference cycle: closed here, not at random later
+        return vectors
     except SpherecodesError:
         raise
     except Exception as err:  # gensim reports bad files with many exception types
@@ -191,6 +197,13 @@ def _sniff_embedding_format(path: Path) -> str:
     if len(fields) == 2 and all(f.isdigit() for f in fields):
         count, dim = int(fields[0]), int(fields[1])
         second = rest.split(b"\n", 1)[0]
+        if _is_text_vector_line(second, None) and not _is_text_vector_line(second, dim):
+            # Binary vectors are raw bytes, not numbers as text: this is a text file whose lines disagree with it.
+            held = len(second.decode("utf-8").split()) - 1
+            raise SpherecodesError(
+                f"{path}: the header declares vectors of dimension {dim} but the first vector line holds {held} "
+                "numbers; the header or the file is damaged"
+            )
         fmt = "word2vec-text" if _is_text_vector_line(second, dim) else "word2vec-binary"
         _check_declared_size(path, count, dim, fmt)
         return fmt
@@ -396,7 +409,13 @@ def class_embeddings(names, embeddings, *, missing: str = "error", fmt: str = "a
 def _lookup(embeddings, token: str):
     for candidate in (token, token.lower()):
         if candidate in embeddings.key_to_index:
-            return _unit(np.asarray(embeddings[candidate], dtype=np.float64))
+            vector = _unit(np.asarray(embeddings[candidate], dtype=np.float64))
+            if vector is None:  # the word is there, its vector is not usable: not the same as no vector
+                raise SpherecodesError(
+                    f"the word vector of {candidate!r} is zero or not finite, so it has no direction; "
+                    "the word-vector file is damaged: fix it or use other embeddings"
+                )
+            return vector
     return None
 
 

@@ -396,22 +396,23 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
                 init: np.ndarray | None = None) -> SolverResult:
     """Anneal every start, polish the best few, perturb and re-polish the best (with effort), return the best code."""
     history: list[tuple[float, float, float]] = []
-    spread = np.array([cfg.t_spread ** np.random.default_rng([seed, r, 1]).random() if r else 1.0
-                       for r in range(cfg.restarts)])
     codes = []
     total_steps = refreshes = 0
     stop_reason = "steps"
     compressed = False
-    firsts = list(range(0, cfg.restarts, cfg.batch_size))
-    for n_batch, first in enumerate(firsts):
+    # Batch by batch, never a list over all restarts: a huge --restarts under a time limit must still stop in time.
+    batches = -(-cfg.restarts // cfg.batch_size)
+    for n_batch, first in enumerate(range(0, cfg.restarts, cfg.batch_size)):
         # The first batch always runs, so that a result exists however short the limit.
         if first and clock.expired():
             stop_reason = "time_limit"
             break
         members = list(range(first, min(first + cfg.batch_size, cfg.restarts)))
         starts = _starts(seed, members, k, d, init, cfg)
-        t_start = np.minimum(cfg.t_start * spread[members], cfg.t_end)
-        deadline = _batch_deadline(clock, cfg, len(firsts) - n_batch)
+        spread = np.array([cfg.t_spread ** np.random.default_rng([seed, r, 1]).random() if r else 1.0
+                           for r in members])
+        t_start = np.minimum(cfg.t_start * spread, cfg.t_end)
+        deadline = _batch_deadline(clock, cfg, batches - n_batch)
         if plan is None:
             batch = _anneal_batch(starts, t_start, cfg, dev, first, clock, history, total_steps, deadline)
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ...bank import delete_code, list_codes
+from ...report import printable
 from .._common import print_json
 from ..main import BANK, main
 
@@ -20,11 +21,12 @@ def ls_cmd(bank, as_json):
     if not rows:
         click.echo(f"{bank}: no codes")
         return
-    width = max(len(r["name"]) for r in rows)
-    for r in rows:
+    names = [printable(r["name"]) for r in rows]
+    width = max(len(n) for n in names)
+    for name, r in zip(names, rows):
         click.echo(
-            f"{r['name']:<{width}}  {r['method']:<14}  d={r['d']:<5} K={r['k']:<8} "
-            f"max-cos {r['max_cos']:.10g}  {r['created_utc']}"
+            f"{name:<{width}}  {printable(r['method']):<14}  d={r['d']:<5} K={r['k']:<8} "
+            f"max-cos {r['max_cos']:.10g}  {printable(r['created_utc'])}"
         )
 
 
@@ -34,4 +36,4 @@ def ls_cmd(bank, as_json):
 def rm_cmd(bank, name):
     """Delete a code from BANK (the bank is rewritten atomically)."""
     delete_code(bank, name)
-    click.echo(f"deleted {name} from {bank}")
+    click.echo(f"deleted {printable(name)} from {bank}")

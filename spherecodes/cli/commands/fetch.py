@@ -10,7 +10,7 @@ from ...bank import check_writable_destination, write_code
 from ...catalog import fetch_bank
 from ...errors import SpherecodesError
 from ...export import EXPORT_FORMATS, export_code, rotate_code
-from ...generation import METHODS
+from ...generation import METHODS, unused_dimensions
 from ...report import code_report, format_code_report
 from .._common import print_json
 from ..main import COUNT, DIM, URL_HELP, CatalogLocation, main
@@ -51,6 +51,12 @@ def fetch_cmd(catalog_name, d, k, method, out, rotation, seed, dtype, with_label
     nothing fits, the message gives the 'spherecodes generate' command that
     makes the code.
 
+    A code embedded from a smaller dimension (all-zero columns, e.g. a
+    structured code of R^22 for --d 48) is turned by the random rotation of
+    --seed into all d dimensions, unless --rotation canonical is given
+    explicitly; a closed form keeps its canonical coordinates unless
+    --rotation random is given.
+
     \b
     Examples:
       spherecodes fetch --d 64 --k 1000
@@ -69,6 +75,8 @@ def fetch_cmd(catalog_name, d, k, method, out, rotation, seed, dtype, with_label
         if not matrix_file and out.suffix.lower() not in (".h5", ".hdf5"):
             raise SpherecodesError(f"cannot store the code in {out}: end --out in .h5 (a bank) or in "
                                    f"{', '.join(EXPORT_FORMATS)} (a matrix)")
+        if matrix_file and out.exists() and not overwrite:  # before the fetch, which can take a while
+            raise SpherecodesError(f"{out} exists; pass --overwrite to replace it")
     if (dtype != "float64" or with_labels) and not matrix_file:
         raise SpherecodesError("--dtype and --labels apply to a matrix file: give --out FILE.npy, .pt, .csv or .txt")
     fetched = fetch_bank(catalog_name, d=d, k=k, method=method, url=url, offline=offline)
@@ -84,6 +92,12 @@ def fetch_cmd(catalog_name, d, k, method, out, rotation, seed, dtype, with_label
         origin = f"{fetched.entry.name}: downloaded from {fetched.source}, SHA-256 verified, cached at {fetched.path}"
     else:
         origin = f"{fetched.entry.name}: from {fetched.source}, SHA-256 verified ({fetched.path})"
+    chosen = click.get_current_context().get_parameter_source("rotation") != click.core.ParameterSource.DEFAULT
+    closed_form = fetched.entry is None and fetched.source != "structured code"  # canonical by definition
+    if not chosen and not closed_form and unused_dimensions(code.prototypes):
+        rotation = "random"
+        origin += (f"\n{unused_dimensions(code.prototypes)} of its {code.d} dimensions were unused (all-zero columns): "
+                   "--rotation canonical keeps them so")
     if rotation == "random":
         code = rotate_code(code, seed)
         origin += (f"\nturned by the random rotation of seed {seed}: the same cosines, max-cos, rho and "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import click
@@ -10,11 +11,12 @@ from ...bank import check_writable_destination, list_codes, write_code
 from ...bounds import max_cos_lower_bound
 from ...checks import check_sizes
 from ...errors import SpherecodesError
-from ...best_of import describe_plan, plan_auto
+from ...export import EXPORT_DTYPES, EXPORT_FORMATS, export_code
 from ...generation import (
     METHOD_OPTIONS,
     METHODS,
     NEEDS_CLASS_DATA,
+    ROTATION_CHOICES,
     SINGLE_START,
     generate,
     inapplicable_options,
@@ -22,6 +24,7 @@ from ...generation import (
     planned_code_name,
     resolve_method,
 )
+from ...run_estimate import estimate_run
 from ... import semantic
 from ...loading import load_code
 from ...semantic import (
@@ -64,10 +67,13 @@ from ..main import (
               help="Seed of the optimiser's random starts or of the random rotation.")
 @click.option(
     "--rotation",
-    type=click.Choice(("canonical", "random")),
-    default="canonical",
+    type=click.Choice(ROTATION_CHOICES),
+    default="auto",
     show_default=True,
-    help="Closed forms only: canonical coordinates or a seeded Haar-random rotation.",
+    help="Every method. auto: a code embedded from a smaller dimension (zero columns, e.g. a structured code "
+    "of R^64 for --d 100) is turned by the seeded Haar-random rotation into all d dimensions, everything else "
+    "is kept as made; none (or canonical): keep every code as made (sparse where embedded); random: turn "
+    "every code. Cosines, max-cos and rho do not change; the bank records the rotation and its seed.",
 )
 @click.option("--device", default="auto", show_default=True,
               help="Optimisers only: auto (CUDA when present), cpu, cuda or cuda:N.")
@@ -76,9 +82,11 @@ from ..main import (
 @click.option("--restarts", type=click.IntRange(min=1), default=None,
               help="Optimisers only: number of random starts. Default: chosen from (d, K).")
 @click.option("--time-limit", type=SECONDS, default=None,
-              metavar="SECONDS", help="Optimisers and auto: stop then and store the best code so far "
-              "(Ctrl-C does the same). For auto it is the budget: the optimisers that could win run while "
-              "their predicted time fits, sharing it. Default for auto: 1.5 x the predicted winner's time + 2 s.")
+              metavar="SECONDS", help="Bounds the whole run: the optimisers get what the estimated statistics "
+              "and certificate leave of it, then stop and store the best code so far (Ctrl-C does the same); a "
+              "run whose statistics and certificate alone do not fit is refused before any work. For auto it is "
+              "the budget the optimisers that could win share. Default for auto: 1.5 x the predicted winner's "
+              "time + 2 s.")
 @click.option("--catalog/--no-catalog", "use_catalog", default=True, show_default=True,
               help="auto only: count the bundled catalog's code of this size among the candidates.")
 @click.option("--max-memory", type=MemorySize(), default=None, help=MAX_MEMORY_HELP)
@@ -102,8 +110,12 @@ from ..main import (
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Bank file to write into (created if missing). Default: spherecodes_d<D>_k<K>.h5.",
+    help="Bank file to write into (.h5, created if missing), or a matrix file for a training script "
+    "(.npy, .pt, .pth, .csv, .txt: the (K, d) prototypes, float32 unless --dtype float64). "
+    "Default: spherecodes_d<D>_k<K>.h5.",
 )
+@click.option("--dtype", type=click.Choice(EXPORT_DTYPES), default=None,
+              help="With --out FILE.npy/.pt/.csv/.txt: number type of the matrix. Default: float32.")
 @click.option("--name", default=None, help="Code name inside the bank. Default: <method>-d<D>-k<K>[-s<seed>].")
 @click.option("--overwrite", is_flag=True, help="Replace a code of the same name in the bank.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -130,8 +142,8 @@ from ..main import (
 @threads_option
 def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_limit, use_catalog, max_memory, effort,
                  init_path,
-                 init_code, neighbours, refresh, out, name, overwrite, as_json, certify, quiet, classes, embeddings,
-                 embeddings_format, missing_words, semantic_weight, max_cos_tolerance, triplets):
+                 init_code, neighbours, refresh, out, dtype, name, overwrite, as_json, certify, quiet, classes,
+                 embeddings, embeddings_format, missing_words, semantic_weight, max_cos_tolerance, triplets):
     """Compute a code for (d, K), store it in a bank, and print its report.
 
     \b
@@ -145,12 +157,18 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
       spherecodes generate --d 3 --k 120 --effort high
       spherecodes generate --d 64 --k 1000 --method tammes --init start.npy
       spherecodes generate --d 7 --k 28 --method lines
+      spherecodes generate --d 512 --k 1000 --out prototypes.npy
 
-    Before the work starts, the memory and time it is expected to take are
-    printed on stderr (not with --quiet; with --json only to a terminal), and
-    a size that cannot fit is refused.  Ctrl-C during the optimisation stores the best code found so
-    far, uncertified, and exits with status 130.
+    Before the work starts, one estimate for the whole run (candidates,
+    float64 statistics, certificate; memory and time, each timed on a sample
+    here) is printed on stderr (not with --quiet; with --json only to a
+    terminal), with what --no-certify would save where the certificate
+    dominates; a size that cannot fit, or a run over a day, is refused with
+    the flags that fit.  Each phase then announces itself and shows progress.
+    Ctrl-C during the optimisation stores the best code found so far,
+    uncertified, and exits with status 130.
     """
+    started = time.perf_counter()
     names = read_class_names(classes) if classes is not None else None
     if k is None:
         if names is None:
@@ -173,9 +191,17 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
             "to place the classes of another code on its prototypes use 'spherecodes assign'"
         )
     out = check_writable_destination(out or default_bank_path(d, k))
+    matrix_file = out.suffix.lower() in EXPORT_FORMATS
+    if not matrix_file and out.suffix.lower() not in (".h5", ".hdf5"):
+        raise SpherecodesError(f"cannot store the code in {out}: end --out in .h5 (a bank) or in "
+                               f"{', '.join(EXPORT_FORMATS)} (a matrix)")
+    if dtype is not None and not matrix_file:
+        raise SpherecodesError("--dtype applies to a matrix file: give --out FILE.npy, .pt, .csv or .txt")
     name = name or planned_code_name(d, k, method, seed=seed, rotation=rotation)
-    # Refuse an existing code before computing anything: generation can be long.
-    if out.exists() and not overwrite and name in {c["name"] for c in list_codes(out)}:
+    # Refuse an existing code or file before computing anything: generation can be long.
+    if matrix_file and out.exists() and not overwrite:
+        raise SpherecodesError(f"{out} exists; pass --overwrite to replace it")
+    if not matrix_file and out.exists() and not overwrite and name in {c["name"] for c in list_codes(out)}:
         raise SpherecodesError(f"code {name!r} already exists in {out}; pass --overwrite to replace it")
     # Read the embeddings before the long computation, so that a missing name fails fast.
     class_vectors = (
@@ -187,24 +213,21 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
                                  effort=None if effort == "default" else effort)
     if wrong:
         raise click.UsageError(f"{_flags(wrong)} apply to the {' or '.join(METHOD_OPTIONS[wrong[0]])} method")
-    optimiser_runs = resolved == "tammes"
-    if resolved == "auto":
-        plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=time_limit, neighbours=neighbours,
-                         max_memory=max_memory, catalog=use_catalog)
-        if tell(quiet, as_json):
-            click.echo(describe_plan(plan, k), err=True)
-        optimiser_runs = plan.runs_optimiser
-    if optimiser_runs:
-        from ...solvers import tammes_estimate  # torch is loaded only for an optimiser
-
-        # Refuses an impossible size here, before any work.
-        estimate = tammes_estimate(d, k, steps=steps, restarts=restarts, device=device, neighbours=neighbours,
-                                   refresh=refresh, max_memory=max_memory, effort=effort)
-        if tell(quiet, as_json):
-            click.echo(estimate.describe(), err=True)
+    speak = tell(quiet, as_json)
+    # One estimate for the whole run, each phase timed on a sample; refuses what cannot fit, before any work.
+    with ProgressBar(enabled=not quiet) as progress:  # its heartbeat shows that a long timing is under way
+        estimate, _ = estimate_run(d, k, resolved, seed=seed, device=device, steps=steps, restarts=restarts,
+                                   time_limit=time_limit, max_memory=max_memory, neighbours=neighbours,
+                                   refresh=refresh, effort=effort, catalog=use_catalog, certify=certify,
+                                   started=started, announce=progress.announcer(speak))
+    if speak:
+        click.echo(estimate.describe(), err=True)
+    estimate.check()
     with ProgressBar(enabled=not quiet) as progress:
         code = generate(d, k, method, seed=seed, rotation=rotation, name=name, labels=None if privileged else names,
-                        device=device, steps=steps, restarts=restarts, time_limit=time_limit, progress=progress,
+                        device=device, steps=steps, restarts=restarts,
+                        time_limit=estimate.optimiser_time_limit if time_limit is not None else None,
+                        progress=progress, announce=progress.announcer(speak),
                         embeddings=class_vectors, semantic_weight=semantic_weight,
                         max_cos_tolerance=max_cos_tolerance, triplets=triplets or "auto",
                         max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort, init=init,
@@ -212,21 +235,31 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     interrupted = code.settings.get("stop_reason") == "interrupted"
     try:
         if certify and not interrupted:
+            if speak:
+                click.echo(f"certificate: {estimate.phase('certificate').what}", err=True)
             code.certificate = certify_prototypes(code.prototypes, device=device, max_memory=max_memory,
-                                                  quiet=not tell(quiet, as_json))
+                                                  quiet=not speak, estimate=False)
         # The LP bound the bank stores takes seconds at large sizes: computed here (and remembered), so that
         # Ctrl-C during it keeps the code instead of abandoning the write.
         max_cos_lower_bound(d, k)
     except KeyboardInterrupt:
         interrupted = True
-    write_code(out, code, overwrite=overwrite)
+    code.wall_time = time.perf_counter() - started  # the whole run, as the report's "made ... in" says
+    if matrix_file:
+        export_code(code, out, dtype=dtype or "float32", overwrite=overwrite)
+    else:
+        write_code(out, code, overwrite=overwrite)
     if interrupted:
-        click.echo(f"Interrupted; kept the best code so far as {code.name} in {out} (max-cos {code.stats.max_cos:.10g}"
+        where = f"as {code.name} in {out}" if not matrix_file else f"in {out}"
+        click.echo(f"Interrupted; kept the best code so far {where} (max-cos {code.stats.max_cos:.10g}"
                    f"{', uncertified' if code.certificate is None else ''}).", err=True)
         raise click.exceptions.Exit(130)
+    if speak and matrix_file:
+        click.echo(f"wrote the {code.k} x {code.d} prototypes ({dtype or 'float32'}) of {code.name} to {out}",
+                   err=True)
     if as_json or not quiet:
         report = semantic.semantic_report(code, class_vectors) if privileged else None
-        show_report(code, str(out), as_json, report)
+        show_report(code, None if matrix_file else str(out), as_json, report)
 
 
 def _read_start(path, code_name, d: int, k: int, method: str):

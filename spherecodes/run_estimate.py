@@ -1,0 +1,362 @@
+"""The whole of a ``generate`` run estimated before any work: candidates, statistics and certificate.
+
+:func:`estimate_run` times each phase on a sample of its own work on this
+machine (the optimisers through :func:`spherecodes.solvers.tammes_estimate`,
+the certificate through :func:`spherecodes.certificate.certificate_estimate`,
+the float64 statistics by a block of their products), so that the command
+can print one estimate for the whole run, say which phase dominates and
+what ``--no-certify`` would save, split a ``--time-limit`` between the
+optimisers and the phases after them, and refuse a run that would take
+absurdly long, naming the flags that fit.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .best_of import AutoPlan, describe_plan, plan_auto, run_structured, stored_candidate
+from .constructions import construct
+from .errors import SpherecodesError
+from .generation import CLOSED_FORMS, STRUCTURED, resolve_method
+from .memory import format_bytes, format_duration
+from .sphere import DEFAULT_TILE, nearest_others, random_start
+
+#: A run estimated longer than this is refused before any work (a day).
+ABSURD_SECONDS = 24 * 3600.0
+
+#: The certificate "dominates" when it is more than this fraction of the
+#: run and longer than :data:`NOTABLE_SECONDS`: the estimate then says what
+#: ``--no-certify`` would save.
+DOMINANT = 0.5
+NOTABLE_SECONDS = 30.0
+
+#: K·d from which timing the certificate's sample can itself take minutes (a QP block at large d).
+LARGE_CODE = 10**7
+LARGE_TIMING = " (at this size the timing itself can take minutes; --no-certify skips it and the certificate)"
+
+#: Rows and columns of the block of float64 products that times the statistics.
+STATS_SAMPLE_ROWS = 512
+STATS_SAMPLE_COLUMNS = 4096
+STATS_SAMPLE_DIMENSIONS = 1024
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase of a run: what it does, and its expected time and memory.
+
+    Attributes
+    ----------
+    name : str
+        ``"candidates"``, ``"statistics"`` or ``"certificate"``.
+    what : str
+        For people.
+    seconds : float
+        Expected wall time.
+    nbytes, limit : float
+        Expected peak memory of the process and the bytes allowed (0: not estimated).
+    """
+
+    name: str
+    what: str
+    seconds: float
+    nbytes: float = 0.0
+    limit: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    """What a ``generate`` run is expected to take, phase by phase, decided before any work.
+
+    Attributes
+    ----------
+    d, k : int
+    phases : tuple of Phase
+        In the order they run.
+    time_limit : float or None
+        The time limit of the whole run (``--time-limit``).
+    optimiser_time_limit : float or None
+        What the optimisers may use of it: the time limit less the estimate
+        of the phases after them and the time already spent.
+    """
+
+    d: int
+    k: int
+    phases: tuple
+    time_limit: float | None = None
+    optimiser_time_limit: float | None = None
+
+    @property
+    def seconds(self) -> float:
+        """The whole run's expected wall time."""
+        return sum(p.seconds for p in self.phases)
+
+    def phase(self, name: str) -> Phase | None:
+        """The phase of that name, or None."""
+        return next((p for p in self.phases if p.name == name), None)
+
+    def describe(self) -> str:
+        """The estimate as printed before the work: a line per phase, the total, and what dominates.
+
+        Examples
+        --------
+        >>> est = RunEstimate(64, 1000, (Phase("candidates", "BCH", 0.01), Phase("statistics", "pairs", 0.2),
+        ...                              Phase("certificate", "QP", 300.0, 2**30, 2**32)))
+        >>> print(est.describe())
+        estimate for the whole run (d = 64, K = 1000), timed on samples here:
+          candidates   BCH: ~0.0 s
+          statistics   pairs: ~0.2 s
+          certificate  QP: ~5.0 min, ~1.0 GiB of 4.0 GiB allowed
+          total        ~5.0 min; the certificate is 100% of it: --no-certify would finish in ~0.2 s (certify later with 'spherecodes certify BANK --write')
+        """
+        lines = [f"estimate for the whole run (d = {self.d}, K = {self.k}), timed on samples here:"]
+        for p in self.phases:
+            memory = f", ~{format_bytes(p.nbytes)} of {format_bytes(p.limit)} allowed" if p.limit else ""
+            lines.append(f"  {p.name:<12} {p.what}: ~{format_duration(p.seconds)}{memory}")
+        total = f"  {'total':<12} ~{format_duration(self.seconds)}"
+        if self.time_limit is not None:
+            total += f" (--time-limit {format_duration(self.time_limit)} bounds the whole run"
+            total += "" if self.optimiser_time_limit is None else \
+                f"; the optimisers get {format_duration(self.optimiser_time_limit)} of it"
+            total += ")"
+        certificate = self.phase("certificate")
+        if certificate is not None and certificate.seconds > NOTABLE_SECONDS \
+                and certificate.seconds > DOMINANT * self.seconds:
+            total += (f"; the certificate is {certificate.seconds / self.seconds:.0%} of it: --no-certify would "
+                      f"finish in ~{format_duration(self.seconds - certificate.seconds)} (certify later with "
+                      "'spherecodes certify BANK --write')")
+        lines.append(total)
+        return "\n".join(lines)
+
+    def check(self) -> None:
+        """Refuse, naming the flags that fit, a run that would take absurdly long or cannot keep its time limit.
+
+        Examples
+        --------
+        >>> RunEstimate(64, 10**6, (Phase("certificate", "QP", 1e6),)).check()
+        Traceback (most recent call last):
+        ...
+        spherecodes.errors.SpherecodesError: this run is estimated at ~277.8 h, the certificate ~277.8 h of it; ...
+        """
+        certificate = self.phase("certificate")
+        after = sum(p.seconds for p in self.phases if p.name != "candidates")
+        without = self.seconds - (certificate.seconds if certificate is not None else 0.0)
+        no_certify = (f"pass --no-certify (~{format_duration(without)} without it; 'spherecodes certify BANK "
+                      "--write' can certify later, with its own estimate)")
+        if self.time_limit is not None and after > self.time_limit:
+            fix = no_certify if certificate is not None and without < self.time_limit else \
+                "choose a smaller size"
+            raise SpherecodesError(
+                f"--time-limit {format_duration(self.time_limit)} cannot hold this run: the statistics"
+                + (" and the certificate" if certificate is not None else "")
+                + f" alone are estimated at ~{format_duration(after)}; {fix}, or raise --time-limit above "
+                f"~{format_duration(after)}")
+        if self.seconds <= ABSURD_SECONDS:
+            return
+        longest = max(self.phases, key=lambda p: p.seconds)
+        if longest.name == "certificate":
+            fix = no_certify
+        elif longest.name == "candidates":
+            fix = "--time-limit SECONDS bounds the optimiser (the best code so far is kept), or --method structured"
+        else:
+            fix = "choose a smaller K, or --device cuda where a GPU is present"
+        raise SpherecodesError(
+            f"this run is estimated at ~{format_duration(self.seconds)}, the {longest.name} "
+            f"~{format_duration(longest.seconds)} of it; not started (over {format_duration(ABSURD_SECONDS)}): {fix}")
+
+
+def statistics_seconds(d: int, k: int) -> float:
+    """Expected seconds of the float64 statistics of K prototypes in R^d on the CPU (every pair's cosine).
+
+    Times one block of the products (:data:`STATS_SAMPLE_ROWS` rows against
+    :data:`STATS_SAMPLE_COLUMNS`, in at most :data:`STATS_SAMPLE_DIMENSIONS`
+    dimensions) on a random code and scales it to K² (and d).
+
+    Examples
+    --------
+    >>> 0 < statistics_seconds(64, 1000) < statistics_seconds(64, 100_000)
+    True
+    """
+    rows, columns = min(k, STATS_SAMPLE_ROWS), min(k, STATS_SAMPLE_COLUMNS)
+    width = min(d, STATS_SAMPLE_DIMENSIONS)  # the products' cost grows like d: a wider code is scaled, not built
+    sample = random_start(0, 0, columns, width)
+    fastest = math.inf
+    for _ in range(2):  # the faster of two: the first also meets the arrays' first page faults
+        started = time.perf_counter()
+        nearest_others(sample, np.arange(rows), min(DEFAULT_TILE, columns), smallest=True)
+        fastest = min(fastest, time.perf_counter() - started)
+    return fastest * (k / rows) * (k / columns) * (d / width)
+
+
+def estimate_run(
+    d: int, k: int, method: str = "auto", *, seed: int = 0, device: str = "auto", steps: int | None = None,
+    restarts: int | None = None, time_limit: float | None = None, max_memory: float | None = None,
+    neighbours: int | None = None, refresh: int | None = None, effort: str = "default", catalog: bool = True,
+    certify: bool = True, started: float | None = None, announce=None,
+) -> tuple[RunEstimate, AutoPlan | None]:
+    """Estimate every phase of ``generate`` (and the certificate after it) for these settings, before any work.
+
+    Parameters
+    ----------
+    d, k, method, seed, device, steps, restarts, max_memory, neighbours, refresh, effort, catalog
+        As for :func:`spherecodes.generation.generate`.
+    time_limit : float, optional
+        Seconds for the whole run: the optimisers get what the estimated
+        statistics and certificate leave of it (``optimiser_time_limit``).
+    certify : bool
+        Whether the run certifies the code.
+    started : float, optional
+        ``time.perf_counter()`` when the run began (default: now); the time
+        spent since counts against ``time_limit``.
+    announce : callable, optional
+        Called with one line of text before each timing (the plan of
+        ``auto`` first, as :func:`spherecodes.best_of.describe_plan` words
+        it): timing a large certificate can itself take minutes.
+
+    Returns
+    -------
+    (RunEstimate, AutoPlan or None)
+        The estimate, and for ``auto`` the plan that fits the optimisers'
+        share of the time limit (print it with
+        :func:`spherecodes.best_of.describe_plan`).
+
+    Raises
+    ------
+    SpherecodesError
+        A phase that cannot fit in memory (refused by its own estimate).
+
+    Examples
+    --------
+    >>> est, plan = estimate_run(64, 1000, device="cpu")
+    >>> [p.name for p in est.phases], plan.runs_optimiser
+    (['candidates', 'statistics', 'certificate'], False)
+    """
+    started = time.perf_counter() if started is None else started
+    announce = announce or (lambda line: None)
+    method = resolve_method(d, k, method)
+    plan = None
+    if method == "auto":
+        plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=time_limit, neighbours=neighbours,
+                         max_memory=max_memory, catalog=catalog)
+        announce(describe_plan(plan, k))
+    optimising = _optimising(method, plan)
+    # What cannot fit in memory is refused first: the optimiser's working set, or the exact code as it is built.
+    solver = _solver_estimate(d, k, method, device, steps, restarts, neighbours, refresh, max_memory, effort) \
+        if optimising else None
+    points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed)
+    statistics = Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k))
+    # Refused at once where the statistics alone are too long: timing the certificate could take minutes more.
+    RunEstimate(d, k, (statistics,), time_limit).check()
+    if certify and k * d >= LARGE_CODE:  # smaller certificates are timed in seconds: no need to say so
+        announce(f"estimating: statistics ~{format_duration(statistics.seconds)}; timing the certificate on a sample "
+                 f"of its classes{LARGE_TIMING} ...")
+    certificate = _certificate_phase(points, optimising, device, max_memory) if certify else None
+    optimiser_limit = None
+    if time_limit is not None:
+        after = statistics.seconds + (certificate.seconds if certificate is not None else 0.0)
+        optimiser_limit = max(time_limit - after - (time.perf_counter() - started), 1e-3)
+        if plan is not None:
+            plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=optimiser_limit,
+                             neighbours=neighbours, max_memory=max_memory, catalog=catalog)
+            if optimising and not _optimising(method, plan):  # the share left no optimiser: the exact code it is
+                optimising = False
+                announce(f"{describe_plan(plan, k)}\nestimating: timing the certificate of that code ...")
+                points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed)
+                certificate = _certificate_phase(points, optimising, device, max_memory) if certify else None
+    phases = [statistics] + ([certificate] if certificate is not None else [])
+    first = _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, solver, points,
+                              device=device, steps=steps, max_memory=max_memory)
+    estimate = RunEstimate(d, k, (first, *phases), time_limit, optimiser_limit if optimising else None)
+    return estimate, plan
+
+
+def _optimising(method: str, plan: AutoPlan | None) -> bool:
+    """Whether an optimiser runs: the method is one, or ``auto`` plans one."""
+    return method not in CLOSED_FORMS + (STRUCTURED, "auto") or (plan is not None and plan.runs_optimiser)
+
+
+def _solver_estimate(d, k, method, device, steps, restarts, neighbours, refresh, max_memory, effort):
+    """The optimiser's :class:`spherecodes.memory.Estimate`, refusing what cannot fit."""
+    from .solvers import tammes_estimate
+
+    return tammes_estimate(d, k, steps=steps, restarts=restarts, device=device, neighbours=neighbours,
+                           refresh=refresh, max_memory=max_memory,
+                           effort=effort if method == "tammes" else "default")
+
+
+def _code_to_certify(d, k, method, plan, optimising, seed) -> tuple[np.ndarray, float]:
+    """The code the run will certify and the seconds it took to build.
+
+    The code is built here where it is exact (milliseconds to a minute),
+    else it is a random code of the size, the optimiser's first start (its
+    result is not known yet).
+    """
+    if optimising:
+        return random_start(seed, 0, k, d), 0.0
+    built = time.perf_counter()
+    points = _exact_code(d, k, method, plan)
+    return points, time.perf_counter() - built
+
+
+def _certificate_phase(points, optimising, device, max_memory) -> Phase:
+    """The certificate's phase, timed on a sample of its classes by :func:`spherecodes.certificate.certificate_estimate`."""
+    from .certificate import certificate_estimate
+
+    cert = certificate_estimate(points, device=device, max_memory=max_memory)
+    what = cert.what.replace("certificate of ", "", 1)
+    if optimising:
+        what += ", timed on a random code of this size"
+    return Phase("certificate", what, cert.seconds, cert.nbytes, cert.limit)
+
+
+def _exact_code(d: int, k: int, method: str, plan: AutoPlan | None) -> np.ndarray:
+    """The code that a run without optimiser returns (before any rotation, which keeps every cosine)."""
+    if method in CLOSED_FORMS:
+        return construct(method, d, k)
+    if plan is not None and plan.closed_form is not None:
+        return construct(plan.closed_form, d, k)
+    if method == STRUCTURED:
+        return run_structured(d, k).prototypes  # or the error naming the closest structured codes
+    if plan.structured is not None and float(plan.structured.max_cos_bound(k)) == plan.sure:
+        return plan.structured.points(k)
+    for name, value in plan.closed_forms:
+        if value == plan.sure:
+            return construct(name, d, k)
+    return stored_candidate(plan.stored).prototypes
+
+
+def _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, solver, stand_in, *, device, steps,
+                      max_memory) -> Phase:
+    """The first phase: the exact codes built (timed above), or the optimisers (``solver``: their estimate)."""
+    runs = 1
+    if method == "auto":
+        if not plan.runs_optimiser:
+            return Phase("candidates", "exact codes (structured, closed forms, bundled)", build_seconds)
+        runs = sum(1 for o in plan.optimisers if not o.skip)
+    elif method in CLOSED_FORMS + (STRUCTURED,):
+        return Phase("candidates", f"{method}: built", build_seconds)
+    seconds, what = runs * solver.seconds, solver.what
+    if method == "auto":
+        what = f"{runs} optimiser run{'s' if runs > 1 else ''} of {what}"
+    elif method == "softmax":
+        seconds, what = _softmax_seconds(d, k, steps, solver.seconds, stand_in, device, max_memory)
+    elif method != "tammes":
+        what = f"{method}: the start and work of {what} (its cost at this size)"
+    if optimiser_limit is not None:
+        seconds = min(seconds, optimiser_limit)
+    return Phase("candidates", what, seconds, solver.nbytes, solver.limit)
+
+
+def _softmax_seconds(d, k, steps, start_seconds, stand_in, device, max_memory) -> tuple[float, str]:
+    """Softmax Code: its tammes start, then one certificate per ascent step."""
+    from .certificate import certificate_estimate
+    from .solvers import SoftmaxOptions
+
+    cfg, _ = SoftmaxOptions.resolve(d, k, steps=steps)
+    per_step = certificate_estimate(stand_in, device=device, max_memory=max_memory).seconds
+    return (start_seconds + cfg.steps * per_step,
+            f"softmax: the tammes start (~{format_duration(start_seconds)}), then {cfg.steps} ascent steps of one "
+            f"certificate each (~{format_duration(per_step)})")
