@@ -233,8 +233,10 @@ def test_auto_meets_the_targets_set_by_its_own_methods_and_peers(d, k, target):
 
 @pytest.mark.slow
 def test_auto_runs_the_optimiser_where_it_is_predicted_to_win():
-    code = generate(512, 2000)  # the best binary code in R^512 has max-cos 1/21; tammes reaches 0.0277
-    assert code.settings["auto"]["winner_kind"] == "tammes" and code.stats.max_cos <= 0.0277 + EXACT
+    # The best structured code for 20 points in R^6 is 20 of the Schläfli configuration's 27, max-cos 1/4;
+    # random starts do better, so the optimiser must run and win by more than the noise band.
+    code = generate(6, 20)
+    assert code.settings["auto"]["winner_kind"] == "tammes" and code.stats.max_cos < 0.25 - 0.02
 
 
 def test_cli_prints_the_plan_and_its_budget_before_any_work(run):
