@@ -274,11 +274,11 @@ def _normalized_line(settings: dict):
     """What was done to rows that were not unit vectors as read, or None."""
     if not settings.get("normalized"):
         return None
-    stored = f" (stored as {settings['normalized_from']})" if settings.get("normalized_from") else ""
+    stored = f" from {settings['normalized_from']}" if settings.get("normalized_from") else ""
     if settings.get("normalized_because") == "asked":
         return ("note", f"rows rescaled to unit length in float64{stored}, as asked (--normalize): every figure is "
                         "of the rescaled rows")
-    return ("note", f"rows normalised in float64{stored}: their norms were within its rounding of 1")
+    return ("note", f"rows normalised in float64{stored} (their norms were within its rounding of 1)")
 
 
 def _rotation_line(report: dict):
