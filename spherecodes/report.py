@@ -372,13 +372,14 @@ def _normalized_line(settings: dict):
     """What was done to rows that were not unit vectors as read, or None."""
     if not settings.get("normalized"):
         return None
-    stored = f" (stored as {settings['normalized_from']})" if settings.get("normalized_from") else ""
+    stored = f" from {settings['normalized_from']}" if settings.get("normalized_from") else ""
     if settings.get("normalized_because") == "asked":
         return ("note", f"rows rescaled to unit length in float64{stored}, as asked (--normalize): every figure is "
                         "of the rescaled rows")
     missed = settings.get("norm_deviation")
-    within = f" (they missed 1 by at most {missed:.2g})" if isinstance(missed, (int, float)) else ""
-    return ("note", f"rows normalised in float64{stored}: their norms were within 1e-6 of 1, or within the format's rounding{within}")
+    within = f", at most {missed:.2g} from 1" if isinstance(missed, (int, float)) else ""
+    return ("note", f"rows normalised in float64{stored} (their norms were within 1e-6 or the format's rounding "
+                    f"of 1{within})")
 
 
 def _rotation_line(report: dict):

@@ -132,7 +132,8 @@ class RunEstimate:
         return "\n".join(lines)
 
     def check(self) -> None:
-        """Refuse, naming the flags that fit, a run that would take absurdly long or cannot keep its time limit.
+        """Refuse, naming the flags that fit, a run whose statistics and certificate would take absurdly long, or
+        that cannot keep its time limit.
 
         Examples
         --------
@@ -154,15 +155,12 @@ class RunEstimate:
                 + (" and the certificate" if certificate is not None else "")
                 + f" alone are estimated at ~{format_duration(after)}; {fix}, or raise --time-limit above "
                 f"~{format_duration(after)}")
-        if self.seconds <= ABSURD_SECONDS:
+        # The optimisers are not refused: --time-limit or Ctrl-C bounds them and keeps the best code so far.
+        if after <= ABSURD_SECONDS:
             return
-        longest = max(self.phases, key=lambda p: p.seconds)
-        if longest.name == "certificate":
-            fix = no_certify
-        elif longest.name == "candidates":
-            fix = "--time-limit SECONDS bounds the optimiser (the best code so far is kept), or --method structured"
-        else:
-            fix = "choose a smaller K, or --device cuda where a GPU is present"
+        longest = max((p for p in self.phases if p.name != "candidates"), key=lambda p: p.seconds)
+        fix = no_certify if longest.name == "certificate" else \
+            "choose a smaller K, or --device cuda where a GPU is present"
         raise SpherecodesError(
             f"this run is estimated at ~{format_duration(self.seconds)}, the {longest.name} "
             f"~{format_duration(longest.seconds)} of it; not started (over {format_duration(ABSURD_SECONDS)}): {fix}")

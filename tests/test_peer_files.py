@@ -61,7 +61,7 @@ def test_float64_rows_within_the_file_tolerance_are_normalised_and_recorded(tmp_
     gram = unit @ unit.T
     np.fill_diagonal(gram, -np.inf)
     assert report["max_cos"] == pytest.approx(gram.max(), abs=1e-14)
-    assert "normalised in float64 (stored as float64)" in certify(path).stdout
+    assert "normalised in float64 from float64" in certify(path).stdout
 
 
 def test_float64_rows_beyond_the_file_tolerance_need_normalize(tmp_path):

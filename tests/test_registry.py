@@ -63,7 +63,7 @@ def banks_dir(tmp_path_factory):
     folder = tmp_path_factory.mktemp("banks")
     write_code(folder / "tammes-d3-k9.h5", _certified(_spread_code(9, 3, 0), "tammes"))
     write_code(folder / "maxsep-d3-k9.h5", _certified(random_code(9, 3, 1), "maxsep", seed=1))
-    write_code(folder / "tammes-d4-k10.h5", _certified(_spread_code(10, 4, 2), "tammes"))
+    write_code(folder / "tammes-d4-k11.h5", _certified(_spread_code(11, 4, 2), "tammes"))
     return folder
 
 
@@ -145,7 +145,7 @@ def _cached_files(url):
 
 def test_publish_computes_every_number_from_the_stored_prototypes(published):
     folder, cat = published
-    assert sorted(e.name for e in cat.entries) == ["maxsep-d3-k9", "tammes-d3-k9", "tammes-d4-k10"]
+    assert sorted(e.name for e in cat.entries) == ["maxsep-d3-k9", "tammes-d3-k9", "tammes-d4-k11"]
     document = json.loads((folder / REGISTRY_FILE).read_text())
     assert document["format"] == "spherecodes-catalog" and len(document["entries"]) == 3
     for entry in cat.entries:
@@ -169,10 +169,10 @@ def test_publish_best_keeps_the_tammes_and_the_better_rho_code_and_prunes_the_de
     dest = tmp_path / "dest"
     dest.mkdir()
     stale = dest / "old-d2-k3.h5"
-    shutil.copy(folder / "tammes-d4-k10.h5", stale)
+    shutil.copy(folder / "tammes-d4-k11.h5", stale)
     (dest / REGISTRY_FILE).write_text(json.dumps({
         "format": "spherecodes-catalog", "schema_version": 1,
-        "entries": [{**by_name["tammes-d4-k10"].to_dict(), "name": "old", "file": "old-d2-k3.h5"}],
+        "entries": [{**by_name["tammes-d4-k11"].to_dict(), "name": "old", "file": "old-d2-k3.h5"}],
     }))
     keep_mine = dest / "notes.h5"  # never listed by a registry: left alone
     keep_mine.write_bytes(b"x")
@@ -180,8 +180,8 @@ def test_publish_best_keeps_the_tammes_and_the_better_rho_code_and_prunes_the_de
     names = sorted(e.name for e in best.entries)
     # maxsep's random code has a smaller rho than the Tammes code, so it is not kept.
     assert by_name["maxsep-d3-k9"].rho_lower < by_name["tammes-d3-k9"].rho_upper
-    assert names == ["tammes-d3-k9", "tammes-d4-k10"]
-    assert sorted(p.name for p in dest.glob("*.h5")) == ["notes.h5", "tammes-d3-k9.h5", "tammes-d4-k10.h5"]
+    assert names == ["tammes-d3-k9", "tammes-d4-k11"]
+    assert sorted(p.name for p in dest.glob("*.h5")) == ["notes.h5", "tammes-d3-k9.h5", "tammes-d4-k11.h5"]
     assert not stale.exists() and keep_mine.exists()
     assert [e.name for e in open_catalog(str(dest)).entries] == [e.name for e in best.entries]
 
@@ -189,9 +189,9 @@ def test_publish_best_keeps_the_tammes_and_the_better_rho_code_and_prunes_the_de
 def test_publish_max_size_leaves_out_second_codes_largest_first(published, tmp_path):
     folder, cat = published
     sizes = {e.name: e.size for e in cat.entries}
-    firsts = sizes["tammes-d3-k9"] + sizes["tammes-d4-k10"]
+    firsts = sizes["tammes-d3-k9"] + sizes["tammes-d4-k11"]
     fitted = publish(folder, max_size=firsts)
-    assert sorted(e.name for e in fitted.entries) == ["tammes-d3-k9", "tammes-d4-k10"]
+    assert sorted(e.name for e in fitted.entries) == ["tammes-d3-k9", "tammes-d4-k11"]
     assert [e.name for e in fitted.left_out] == ["maxsep-d3-k9"]
     assert len(open_catalog(str(folder)).entries) == 2
     assert len(publish(folder, max_size=firsts + sizes["maxsep-d3-k9"]).entries) == 3
@@ -304,14 +304,14 @@ def test_pyproject_packages_every_subpackage_and_the_banks():
 
 def test_download_verifies_caches_and_then_hits_the_cache(server):
     httpd, url, cat = server
-    entry = next(e for e in cat.entries if e.name == "tammes-d4-k10")
-    first = fetch_bank(d=4, k=10, url=url)
+    entry = next(e for e in cat.entries if e.name == "tammes-d4-k11")
+    first = fetch_bank(d=4, k=11, url=url)
     assert first.downloaded and first.source == url and first.entry.name == entry.name
     assert first.path == catalog_cache_dir(url) / entry.file
     assert file_sha256(first.path) == entry.sha256
     assert first.code.certificate is not None and first.code.sha256 == entry.prototypes_sha256
     assert httpd.requests.count(entry.file) == 1
-    second = fetch_bank("tammes-d4-k10", url=url)
+    second = fetch_bank("tammes-d4-k11", url=url)
     assert not second.downloaded and httpd.requests.count(entry.file) == 1
     np.testing.assert_array_equal(second.code.prototypes, first.code.prototypes)
 
@@ -325,7 +325,7 @@ def test_offline_reads_only_the_cache(server):
     code = spherecodes.fetch(d=3, k=9, url=url, offline=True)
     assert code.method == "tammes"
     with pytest.raises(SpherecodesError, match="not in the cache"):
-        fetch_bank(d=4, k=10, url=url, offline=True)
+        fetch_bank(d=4, k=11, url=url, offline=True)
 
 
 def test_a_tampered_download_is_refused_and_not_cached(server):
@@ -344,9 +344,9 @@ def test_a_tampered_download_is_refused_and_not_cached(server):
 
 def test_a_404_says_so_and_caches_nothing(server):
     httpd, url, cat = server
-    httpd.behaviour["tammes-d4-k10.h5"] = "missing"
+    httpd.behaviour["tammes-d4-k11.h5"] = "missing"
     with pytest.raises(SpherecodesError, match=r"HTTP 404 Not Found; nothing was cached"):
-        fetch_bank(d=4, k=10, url=url)
+        fetch_bank(d=4, k=11, url=url)
     assert _cached_files(url) == [REGISTRY_FILE]
     httpd.behaviour[REGISTRY_FILE] = "forbidden"
     with pytest.raises(SpherecodesError, match=r"registry.json failed: HTTP 403"):
@@ -355,10 +355,10 @@ def test_a_404_says_so_and_caches_nothing(server):
 
 def test_a_truncated_transfer_is_refused_and_not_cached(server):
     httpd, url, cat = server
-    entry = next(e for e in cat.entries if e.name == "tammes-d4-k10")
+    entry = next(e for e in cat.entries if e.name == "tammes-d4-k11")
     httpd.behaviour[entry.file] = "truncate"
     with pytest.raises(SpherecodesError) as err:
-        fetch_bank(d=4, k=10, url=url)
+        fetch_bank(d=4, k=11, url=url)
     message = str(err.value)
     assert "nothing was cached" in message
     assert f"cut short after {entry.size // 2} of {entry.size} bytes" in message or (
@@ -369,9 +369,9 @@ def test_a_truncated_transfer_is_refused_and_not_cached(server):
 
 def test_a_damaged_cached_file_is_replaced(server):
     httpd, url, cat = server
-    first = fetch_bank(d=4, k=10, url=url)
+    first = fetch_bank(d=4, k=11, url=url)
     first.path.write_bytes(b"not a bank")
-    again = fetch_bank(d=4, k=10, url=url)
+    again = fetch_bank(d=4, k=11, url=url)
     assert again.downloaded and file_sha256(again.path) == first.entry.sha256
 
 
@@ -393,15 +393,15 @@ def test_cli_fetch_from_an_http_catalog(server, tmp_path, monkeypatch):
     monkeypatch.setenv("SPHERECODES_BANK_URL", url)
     runner = CliRunner()
     out = tmp_path / "mine.h5"
-    result = runner.invoke(main, ["fetch", "--d", "4", "--k", "10", "--out", str(out)])
+    result = runner.invoke(main, ["fetch", "--d", "4", "--k", "11", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "downloaded from" in result.output and "SHA-256 verified" in result.output
     assert "rho" in result.output and "max-cos" in result.output
-    assert read_code(out).k == 10
-    result = runner.invoke(main, ["fetch", "tammes-d4-k10", "--offline", "--json"])
+    assert read_code(out).k == 11
+    result = runner.invoke(main, ["fetch", "tammes-d4-k11", "--offline", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["fetched"]["downloaded"] is False and data["fetched"]["entry"]["name"] == "tammes-d4-k10"
+    assert data["fetched"]["downloaded"] is False and data["fetched"]["entry"]["name"] == "tammes-d4-k11"
     assert data["rho"]["certified"] is True
     listing = runner.invoke(main, ["catalog", "list", "--json"])
     assert listing.exit_code == 0, listing.output
@@ -419,8 +419,8 @@ def test_cli_fetch_errors_are_one_line(server, tmp_path):
     assert result.exit_code == 1
     assert "spherecodes generate --d 64 --k 999 --method softmax" in result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
-    httpd.behaviour["tammes-d4-k10.h5"] = "tamper"
-    result = runner.invoke(main, ["fetch", "--d", "4", "--k", "10", "--url", url, "--out", str(tmp_path / "x.h5")])
+    httpd.behaviour["tammes-d4-k11.h5"] = "tamper"
+    result = runner.invoke(main, ["fetch", "--d", "4", "--k", "11", "--url", url, "--out", str(tmp_path / "x.h5")])
     assert result.exit_code == 1 and "SHA-256 expected" in result.output
     assert not (tmp_path / "x.h5").exists()
     result = runner.invoke(main, ["fetch", "--d", "4"])
@@ -445,6 +445,6 @@ def test_cli_publish(banks_dir, tmp_path):
     assert result.exit_code == 0, result.output
     assert "2 codes in 2 files" in result.output
     assert not (banks_dir / REGISTRY_FILE).exists()
-    assert {e.name for e in open_catalog(str(dest)).entries} == {"tammes-d3-k9", "tammes-d4-k10"}
+    assert {e.name for e in open_catalog(str(dest)).entries} == {"tammes-d3-k9", "tammes-d4-k11"}
     result = CliRunner().invoke(main, ["catalog", "publish", str(tmp_path / "none")])
     assert result.exit_code == 1 and "not a directory" in result.output
