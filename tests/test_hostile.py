@@ -1007,7 +1007,7 @@ def test_rows_rounded_to_a_short_float_are_normalised_in_float64_and_the_report_
     assert np.dtype(dtype).name in json.dumps(report["settings"])
     text = CliRunner().invoke(main, ["certify", str(tmp_path / "protos.npy"), "--quiet"])
     assert text.exit_code == 0, text.output
-    assert re.search(rf"normali[sz]ed in float64 \(stored as {np.dtype(dtype).name}\)", text.stdout)
+    assert re.search(rf"normali[sz]ed in float64 from {np.dtype(dtype).name}", text.stdout)
 
 
 @pytest.mark.slow
