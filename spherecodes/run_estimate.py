@@ -21,7 +21,7 @@ import numpy as np
 from .best_of import AutoPlan, describe_plan, plan_auto, run_structured, stored_candidate
 from .constructions import construct
 from .errors import SpherecodesError
-from .generation import CLOSED_FORMS, STRUCTURED, resolve_method
+from .generation import CLOSED_FORMS, STRUCTURED, keeps_orbit, resolve_method
 from .memory import format_bytes, format_duration
 from .sphere import DEFAULT_TILE, nearest_others, random_start
 
@@ -193,7 +193,7 @@ def estimate_run(
     d: int, k: int, method: str = "auto", *, seed: int = 0, device: str = "auto", steps: int | None = None,
     restarts: int | None = None, time_limit: float | None = None, max_memory: float | None = None,
     neighbours: int | None = None, refresh: int | None = None, effort: str = "default", catalog: bool = True,
-    certify: bool = True, started: float | None = None, announce=None,
+    certify: bool = True, started: float | None = None, announce=None, rotation: str = "auto",
 ) -> tuple[RunEstimate, AutoPlan | None]:
     """Estimate every phase of ``generate`` (and the certificate after it) for these settings, before any work.
 
@@ -206,6 +206,10 @@ def estimate_run(
         statistics and certificate leave of it (``optimiser_time_limit``).
     certify : bool
         Whether the run certifies the code.
+    rotation : str
+        As for :func:`spherecodes.generation.generate`: a code that is one
+        orbit of sign changes, kept in its coordinates, has its statistics
+        read off one class.
     started : float, optional
         ``time.perf_counter()`` when the run began (default: now); the time
         spent since counts against ``time_limit``.
@@ -245,7 +249,7 @@ def estimate_run(
     solver = _solver_estimate(d, k, method, device, steps, restarts, neighbours, refresh, max_memory, effort) \
         if optimising else None
     points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed)
-    statistics = Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k))
+    statistics = _statistics_phase(d, k, points, optimising, rotation)
     # Refused at once where the statistics alone are too long: timing the certificate could take minutes more.
     RunEstimate(d, k, (statistics,), time_limit).check()
     if certify and k * d >= LARGE_CODE:  # smaller certificates are timed in seconds: no need to say so
@@ -269,6 +273,16 @@ def estimate_run(
                               device=device, steps=steps, max_memory=max_memory)
     estimate = RunEstimate(d, k, (first, *phases), time_limit, optimiser_limit if optimising else None)
     return estimate, plan
+
+
+def _statistics_phase(d: int, k: int, points: np.ndarray, optimising: bool, rotation: str) -> Phase:
+    """The float64 statistics' phase: one row of cosines for a sign-change orbit kept as built, else every pair."""
+    if not optimising and rotation != "random":
+        proved = time.perf_counter()
+        if keeps_orbit(points):  # the statistics repeat this proof, then take one row of the Gram matrix
+            return Phase("statistics", "one orbit of sign changes: the cosines of one class",
+                         time.perf_counter() - proved)
+    return Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k))
 
 
 def _optimising(method: str, plan: AutoPlan | None) -> bool:

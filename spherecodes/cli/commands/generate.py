@@ -220,7 +220,7 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
         estimate, _ = estimate_run(d, k, resolved, seed=seed, device=device, steps=steps, restarts=restarts,
                                    time_limit=time_limit, max_memory=max_memory, neighbours=neighbours,
                                    refresh=refresh, effort=effort, catalog=use_catalog, certify=certify,
-                                   started=started, announce=progress.announcer(speak))
+                                   started=started, announce=progress.announcer(speak), rotation=rotation)
     if speak:
         click.echo(estimate.describe(), err=True)
     estimate.check()
