@@ -2,7 +2,7 @@
 
     python benchmarks/bench_records.py --dims 3 --n 5..130
     python benchmarks/bench_records.py --dims 3,4 --n 5..32 --effort high --time-limit 30 --json out.json -v
-    python benchmarks/bench_records.py --table ../shared/records/spherical_code_records.csv --dims 5,6 --effort high
+    python benchmarks/bench_records.py --table records.csv --dims 5,6 --effort high
 
 For every (dimension, N) in ``tests/data/records/records.csv``, or in the table
 given with ``--table`` (either layout: see ``_records.load_rows``), the best row

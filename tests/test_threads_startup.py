@@ -83,3 +83,13 @@ def test_stored_closed_forms_are_certified_exactly(tmp_path):
     # Jiang et al. (2024) Thm 3.3: K vertices of the cross-polytope, d + 2 <= K <= 2d, have rho = 1.
     assert code.certificate.certified and code.certificate.width <= 1e-12
     assert abs(code.certificate.rho_lower - 1) <= 1e-12
+
+
+def test_a_thread_count_beyond_any_machine_is_one_error_line():
+    from click.testing import CliRunner
+
+    from spherecodes.cli import main
+
+    result = CliRunner().invoke(main, ["generate", "--d", "3", "--k", "6", "--threads", str(10**20)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "'--threads'" in result.output and "1<=x<=4096" in result.output

@@ -97,12 +97,17 @@ def _apply_threads(ctx, param, value):
     return set_cpu_threads(value)
 
 
+#: More threads than any machine has cores: torch and OpenMP take a C int, and a larger count only oversubscribes.
+MAX_THREADS = 4096
+
+
 def threads_option(command):
     """The ``--threads`` option of every command that computes."""
     return click.option(
-        "--threads", type=click.IntRange(min=1), default=None, callback=_apply_threads, expose_value=False,
-        help="CPU threads for the computation. Default: the cores this process may use (its CPU affinity "
-        "and container quota).",
+        "--threads", type=click.IntRange(min=1, max=MAX_THREADS), default=None, callback=_apply_threads,
+        expose_value=False,
+        help=f"CPU threads for the computation, 1 to {MAX_THREADS}. Default: the cores this process may use (its "
+        "CPU affinity and container quota).",
     )(command)
 
 
