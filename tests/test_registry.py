@@ -265,7 +265,10 @@ def test_bundled_registry_lists_exactly_the_shipped_banks_with_matching_hashes()
 def test_every_bundled_bank_passes_the_certificate(entry):
     code = read_code(_bundled_root() / entry.file, entry.code)
     assert (code.d, code.k, code.method, code.sha256) == (entry.d, entry.k, entry.method, entry.prototypes_sha256)
-    assert separation_statistics(code.prototypes).max_cos == entry.max_cos
+    # BLAS picks its summation order by CPU, so another machine's max-cos may differ from the one
+    # published: each is within d·2⁻⁵³ of the exact inner product of unit vectors (Higham's bound for
+    # a length-d dot product), so the two agree within twice that.
+    assert separation_statistics(code.prototypes).max_cos == pytest.approx(entry.max_cos, rel=0, abs=2 * code.d * 2.0**-53)
     lo, hi = verify_witness(code.prototypes, code.certificate)  # the stored witness, re-evaluated against all K prototypes
     assert lo.min() == pytest.approx(entry.rho_lower, abs=1e-12) and hi.min() == pytest.approx(entry.rho_upper, abs=1e-12)
     assert entry.rho_certified and code.certificate.certified
