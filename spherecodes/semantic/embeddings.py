@@ -53,8 +53,9 @@ def read_class_names(path) -> list[str]:
     Raises
     ------
     SpherecodesError
-        The file is missing or not UTF-8 text, holds fewer than two names, or
-        repeats a name (every repeated name is listed with its line numbers).
+        The file is missing or not UTF-8 text, holds fewer than two names,
+        a name holding a NUL character, or repeats a name (every repeated
+        name is listed with its line numbers).
 
     Examples
     --------
@@ -76,6 +77,9 @@ def read_class_names(path) -> list[str]:
     names, lines_of = [], {}
     for number, line in enumerate(text.splitlines(), start=1):
         name = line.strip()
+        if "\0" in name:  # checked before any work: a bank cannot store it as a label
+            raise SpherecodesError(f"{path}: the class name on line {number} holds a NUL character (byte 0), which "
+                                   "a name cannot hold; remove it")
         if name:
             names.append(name)
             lines_of.setdefault(name, []).append(number)
@@ -145,6 +149,8 @@ def load_embeddings(path, fmt: str = "auto"):
     path = check_input_file(path, "word-vector file (word2vec, GloVe or a gensim save)")
     if fmt == "auto":
         fmt = _sniff_embedding_format(path)
+    if fmt in ("word2vec-text", "glove"):
+        _check_text_lines(path)
     try:
         if fmt == "gensim":
             loaded = KeyedVectors.load(str(path))
@@ -226,6 +232,49 @@ def _check_declared_size(path: Path, count: int, dim: int, fmt: str) -> None:
             "the header or the file is damaged"
         )
     require_memory(1.5 * needed, f"the {count} x {dim} vectors of {path}")
+
+
+#: Longest line of a word-vector text file: a word and its numbers (a 300-dimensional GloVe line has about
+#: 3 KB; 1 MiB holds some 50,000 numbers).  gensim reads a line whole, so a longer one is refused first.
+MAX_LINE_BYTES = 2**20
+
+
+def _check_text_lines(path: Path) -> None:
+    """Refuse a text file of word vectors with a line too long to be one, or more vectors than memory holds.
+
+    A 2 KB ``.bz2`` file can hold a single line of a gigabyte: gensim would
+    read it whole and split it (some 4 GB).  The file is read once here, in
+    1 MiB blocks (decompressed as it streams), before gensim allocates
+    anything; the lines are measured and counted in NumPy.
+    """
+    from gensim import utils
+
+    lines, carry, dim = 0, 0, None  # carry: the length so far of the line still open at the end of a block
+    try:
+        with utils.open(str(path), "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+                lengths = np.diff(ends, prepend=-1) - 1
+                if ends.size:
+                    lengths[0] += carry
+                    carry = len(block) - 1 - int(ends[-1])
+                else:
+                    carry += len(block)
+                too_long = np.flatnonzero(lengths > MAX_LINE_BYTES)
+                if too_long.size or carry > MAX_LINE_BYTES:
+                    number = lines + 1 + (int(too_long[0]) if too_long.size else ends.size)
+                    raise SpherecodesError(f"{path}: line {number} is longer than {MAX_LINE_BYTES // 2**20} MiB; "
+                                           "a line of word vectors holds one word and its numbers")
+                if dim is None and ends.size:
+                    dim = max(len(line.split()) - 1 for line in block[: int(ends[min(1, ends.size - 1)])].split(b"\n"))
+                lines += ends.size
+                # gensim keeps float32 vectors and a Python dict of the words (some 100 bytes a word).
+                require_memory(1.5 * lines * (4 * max(dim or 1, 1) + 100),
+                               f"the {lines}+ lines of {dim}-dimensional vectors of {path}", hint="check the file")
+    except SpherecodesError:
+        raise
+    except (OSError, EOFError, ValueError) as err:  # a damaged .gz or .bz2 stream
+        raise SpherecodesError(f"cannot read {path}: {str(err).splitlines()[0][:160] if str(err) else err}") from None
 
 
 def _is_text_vector_line(line: bytes, dim: int | None) -> bool:
