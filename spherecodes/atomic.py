@@ -24,6 +24,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import tempfile
 import threading
 import time
@@ -179,9 +180,16 @@ def exclusive_lock(path, waiting=None):
     said = waiting is None
     while True:
         try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            # Never through a link: the holder writes into the lock file, which must not be someone else's file.
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)
         except OSError as err:
-            raise SpherecodesError(f"cannot lock {path} for writing: {lock} cannot be created ({_reason(err)})") from None
+            raise SpherecodesError(f"cannot lock {path} for writing: {lock} cannot be created ({_reason(err)}); "
+                                   "remove it if it is not a lock file") from None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:  # 0: its holder has just removed it
+            os.close(fd)
+            raise SpherecodesError(f"cannot lock {path} for writing: {lock} is not a plain file of its own (a "
+                                   "hard link, a fifo, a device); remove it")
         try:
             if not _lock_within(fd, LOCK_QUIET_S if not said else 0.0):
                 if not said:

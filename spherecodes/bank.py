@@ -103,6 +103,8 @@ def _check_root(fh: h5py.File, path) -> None:
         )
     if version is None or not np.issubdtype(np.asarray(version).dtype, np.integer) or np.ndim(version) != 0:
         raise SpherecodesError(f"{path} has no integer schema_version attribute; the bank is damaged")
+    if int(version) < 1:
+        raise SpherecodesError(f"{path} has schema_version {int(version)}; versions start at 1, the bank is damaged")
     if int(version) > SCHEMA_VERSION:
         raise SpherecodesError(
             f"{path} uses bank schema version {int(version)}, newer than the version {SCHEMA_VERSION} "

@@ -114,6 +114,8 @@ def read_npy(path, what: str = ".npy array", *, max_memory: float | None = None)
             message = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
             raise SpherecodesError(f"{path} is not a readable .npy file ({message}); save a {what} with numpy.save") from None
         check_real_dtype(dtype, f"{path}")
+        if any(n < 0 for n in shape):  # numpy would read "as many as there are" for a count of -1
+            raise SpherecodesError(f"{path} declares the shape {shape}, with a negative length; its header is damaged")
         count = math.prod(shape)
         needed = count * dtype.itemsize
         held = size - fh.tell()

@@ -202,6 +202,9 @@ def _sniff_embedding_format(path: Path) -> str:
     fields = first.split()
     if len(fields) == 2 and all(f.isdigit() for f in fields):
         count, dim = int(fields[0]), int(fields[1])
+        if count == 0 or dim == 0:
+            raise SpherecodesError(f"{path}: the header declares {count} vectors of dimension {dim}; the file holds "
+                                   "no word vectors")
         second = rest.split(b"\n", 1)[0]
         if _is_text_vector_line(second, None) and not _is_text_vector_line(second, dim):
             # Binary vectors are raw bytes, not numbers as text: this is a text file whose lines disagree with it.
