@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import SpherecodesError
 from ..inputs import check_input_file
-from ..memory import require_memory
+from ..memory import format_bytes, require_memory
 
 #: Formats :func:`load_embeddings` reads; ``auto`` recognises each from the file's first bytes.
 EMBEDDING_FORMATS = ("auto", "word2vec-binary", "word2vec-text", "glove", "gensim")
@@ -215,6 +215,8 @@ def _sniff_embedding_format(path: Path) -> str:
             )
         fmt = "word2vec-text" if _is_text_vector_line(second, dim) else "word2vec-binary"
         _check_declared_size(path, count, dim, fmt)
+        if fmt == "word2vec-binary":
+            _check_binary_words(path, dim)
         return fmt
     if _is_text_vector_line(first, None):
         return "glove"
@@ -238,7 +240,8 @@ def _check_declared_size(path: Path, count: int, dim: int, fmt: str) -> None:
 
 
 #: Longest line of a word-vector text file: a word and its numbers (a 300-dimensional GloVe line has about
-#: 3 KB; 1 MiB holds some 50,000 numbers).  gensim reads a line whole, so a longer one is refused first.
+#: 3 KB; 1 MiB holds some 50,000 numbers), and longest word of a binary one.  gensim reads a line whole, and
+#: scans a binary file's growing buffer for the space after each word, so a longer one is refused first.
 MAX_LINE_BYTES = 2**20
 
 
@@ -246,34 +249,61 @@ def _check_text_lines(path: Path) -> None:
     """Refuse a text file of word vectors with a line too long to be one, or more vectors than memory holds.
 
     A 2 KB ``.bz2`` file can hold a single line of a gigabyte: gensim would
-    read it whole and split it (some 4 GB).  The file is read once here, in
-    1 MiB blocks (decompressed as it streams), before gensim allocates
-    anything; the lines are measured and counted in NumPy.
+    read it whole and split it (some 4 GB).  The lines are measured before
+    gensim allocates anything (:func:`_scan_runs`), and the lines counted so
+    far checked against the free memory at each block: gensim keeps float32
+    vectors and a Python dict of the words (some 100 bytes a word).
     """
+    dim = None
+
+    def check(lines: int, head: bytes) -> None:
+        nonlocal dim
+        if dim is None:  # the longer of the first two lines: a word2vec header, or a vector
+            dim = max(len(line.split()) - 1 for line in head.split(b"\n")[:2])
+        require_memory(1.5 * lines * (4 * max(dim, 1) + 100), f"the {lines}+ lines of {dim}-dimensional vectors "
+                       f"of {path}", hint="check the file")
+
+    _scan_runs(path, b"\n", MAX_LINE_BYTES, "line", "a line of word vectors holds one word and its numbers", check)
+
+
+def _check_binary_words(path: Path, dim: int) -> None:
+    """Refuse a binary word2vec file holding more bytes without a space than a word and a vector can.
+
+    Each word ends in a space, so between two spaces lie at most a word, the
+    ``4 dim`` bytes of a vector and the next word.  gensim looks for that
+    space in a buffer it grows by 100 KB at a time, scanning it whole each
+    time: a gigabyte without one (a megabyte of ``.gz``) would take hours.
+    """
+    _scan_runs(path, b" ", 2 * MAX_LINE_BYTES + 4 * dim, None, "a word of a binary word2vec file ends at a space",
+               lambda count, head: None)
+
+
+def _scan_runs(path: Path, separator: bytes, limit: int, unit: str | None, why: str, check) -> None:
+    """Read ``path`` once in 1 MiB blocks (decompressed as it streams) and refuse a run of more than ``limit``
+    bytes without ``separator`` (the ``unit`` numbered in the message, if any; ``why`` it is refused);
+    ``check(separators so far, first block)`` is called after each block.  The runs are measured in NumPy."""
     from gensim import utils
 
-    lines, carry, dim = 0, 0, None  # carry: the length so far of the line still open at the end of a block
+    count, carry, head = 0, 0, b""  # carry: the length so far of the run still open at the end of a block
     try:
         with utils.open(str(path), "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
-                ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+                head = head or block
+                ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == separator[0])
                 lengths = np.diff(ends, prepend=-1) - 1
                 if ends.size:
                     lengths[0] += carry
                     carry = len(block) - 1 - int(ends[-1])
                 else:
                     carry += len(block)
-                too_long = np.flatnonzero(lengths > MAX_LINE_BYTES)
-                if too_long.size or carry > MAX_LINE_BYTES:
-                    number = lines + 1 + (int(too_long[0]) if too_long.size else ends.size)
-                    raise SpherecodesError(f"{path}: line {number} is longer than {MAX_LINE_BYTES // 2**20} MiB; "
-                                           "a line of word vectors holds one word and its numbers")
-                if dim is None and ends.size:
-                    dim = max(len(line.split()) - 1 for line in block[: int(ends[min(1, ends.size - 1)])].split(b"\n"))
-                lines += ends.size
-                # gensim keeps float32 vectors and a Python dict of the words (some 100 bytes a word).
-                require_memory(1.5 * lines * (4 * max(dim or 1, 1) + 100),
-                               f"the {lines}+ lines of {dim}-dimensional vectors of {path}", hint="check the file")
+                too_long = np.flatnonzero(lengths > limit)
+                if too_long.size or carry > limit:
+                    number = count + 1 + (int(too_long[0]) if too_long.size else ends.size)
+                    what = (f"{unit} {number} is longer than {format_bytes(limit)}" if unit else
+                            f"more than {format_bytes(limit)} in a row hold no {separator.decode()!r}")
+                    raise SpherecodesError(f"{path}: {what}; {why}")
+                count += ends.size
+                check(count, head)
     except SpherecodesError:
         raise
     except (OSError, EOFError, ValueError) as err:  # a damaged .gz or .bz2 stream
