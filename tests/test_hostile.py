@@ -953,6 +953,32 @@ _damaged("bank-schema-version-negative", lambda g: g.file.attrs.__setitem__("sch
          ("schema_version -5",))
 
 
+def _hard_links(group):
+    """The code's group under 100 more names: stored once, each name a copy when a writer rewrites the bank."""
+    for i in range(100):
+        group.parent[f"copy{i}"] = group
+
+
+@case("bank-one-code-under-100-names-generate", says=("stored once under 101 names", "hard links"))
+def _(f, web):
+    return ["generate", "--d", "3", "--k", "4", "--out", _bank(f, edit=_hard_links)]
+
+
+@case("bank-one-code-under-100-names-ls", says=("stored once under 101 names",))
+def _(f, web):
+    return ["ls", _bank(f, edit=_hard_links)]
+
+
+@case("bank-prototypes-hard-linked-into-another-code", says=("prototypes", "stored once under 2 names"))
+def _(f, web):
+    def edit(group):
+        group.parent.copy(group, "other")
+        del group.parent["other/prototypes"]
+        group.parent["other/prototypes"] = group["prototypes"]
+
+    return ["rm", _bank(f, edit=edit), "--code", GOOD_CODE]
+
+
 def _declared_gigabyte(compressed: bool):
     """Prototypes declaring (131072, 1024) float64 (1 GiB): gzip chunks of one repeated row, or never written."""
     def edit(group):
