@@ -1092,6 +1092,16 @@ def _(f, web):
     return ["generate", "--d", "3", "--k", "7", "--threads", str(10**20), "--out", f / "new.h5"]
 
 
+@case("catalog-build-workers-10-to-the-21", exit=2, says=("--workers", "4096"))
+def _(f, web):
+    return ["catalog", "build", "--grid", "d=3 k=7", "--out", f / "built", "--workers", str(10**21)]
+
+
+@case("export-seed-past-2-63", exit=2, says=("--seed", "9223372036854775807"))
+def _(f, web):
+    return ["export", _bank(f), "--out", f / "x.npy", "--rotation", "random", "--seed", HUGE_SEED]
+
+
 @case("generate-out-name-of-300-bytes", says=("too long", "255 bytes"))
 def _(f, web):
     return ["generate", "--d", "3", "--k", "7", "--out", f / ("x" * 297 + ".h5")]

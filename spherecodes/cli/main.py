@@ -25,8 +25,8 @@ from ..memory import parse_size
 from ..report import printable
 from ..semantic import EMBEDDING_FORMATS, MISSING_POLICIES
 
-__all__ = ["BANK", "COUNT", "DIM", "FILE", "MAX_MEMORY_HELP", "SECONDS", "SEED", "URL_HELP", "CatalogLocation",
-           "DimensionRange", "FiniteFloat", "MemorySize", "embedding_options", "main", "threads_option"]
+__all__ = ["BANK", "COUNT", "DIM", "FILE", "MAX_MEMORY_HELP", "MAX_SIZE", "MAX_THREADS", "SECONDS", "SEED", "URL_HELP",
+           "CatalogLocation", "DimensionRange", "FiniteFloat", "MemorySize", "embedding_options", "main", "threads_option"]
 
 
 class OneLineErrors(click.Group):
