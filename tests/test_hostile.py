@@ -1513,6 +1513,37 @@ def test_concurrent_writers_of_one_bank_take_turns_and_lose_nothing(tmp_path, se
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5"]  # no lock or temporary file left
 
 
+_HOLDER = """
+import sys, time
+from spherecodes.atomic import exclusive_lock
+with exclusive_lock(sys.argv[1]):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_ctrl_c_while_waiting_for_the_lock_says_so_and_changes_nothing(tmp_path):
+    import signal
+
+    bank = _bank(tmp_path)
+    before = bank.read_bytes()
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(bank)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        waiter = subprocess.Popen([sys.executable, "-m", "spherecodes", "rm", str(bank), "--code", GOOD_CODE],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+        notice = waiter.stderr.readline()  # after a second of waiting
+        assert notice.startswith(f"{bank} is being written by another spherecodes process (process {holder.pid})")
+        waiter.send_signal(signal.SIGINT)
+        _, rest = waiter.communicate(timeout=60)
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert waiter.returncode == 130 and rest.strip() == "Interrupted; nothing was written.", rest
+    assert bank.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5"]
+
+
 def test_a_symlinked_out_is_written_through_to_its_target(tmp_path):
     (tmp_path / "store").mkdir()
     target = _bank(tmp_path / "store")
