@@ -287,12 +287,12 @@ def _code_fields(codes: h5py.Group, name: str, path) -> _Fields:
         raise fields.damaged("its entry in /codes", "is not a group")
     # HDF5 hard links: one stored group or dataset under many names, which a rewrite of the bank would copy once
     # each (a 1 MB bank naming one code 10,000 times became 180 MB).
-    shared = [(group.name.rsplit("/", 1)[-1], h5py.h5o.get_info(group.id).rc)]
-    group.visititems(lambda member, obj: shared.append((member, h5py.h5o.get_info(obj.id).rc)) and None)
-    member, names = max(shared, key=lambda item: item[1])
-    if names > 1:
-        field = "its group" if member == shared[0][0] and names == shared[0][1] else member
-        raise fields.damaged(field, f"is stored once under {names} names (hard links); each code has its own data")
+    members = [("its group", group)]
+    group.visititems(lambda member, obj: members.append((member, obj)) and None)
+    for field, obj in members:
+        names = h5py.h5o.get_info(obj.id).rc
+        if names > 1:
+            raise fields.damaged(field, f"is stored once under {names} names (hard links); each code has its own data")
     return _Fields(group, fields.where)
 
 
