@@ -420,6 +420,11 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str) -> O
     k = prototypes.shape[0]
     if fields.attr("prototypes_sha256", "str") != sha256:
         raise fields.damaged("certificate", "belongs to other prototypes")
+    stored = fields.member("support_indices")
+    if isinstance(stored, h5py.Dataset) and stored.ndim == 2 and stored.shape[1] > k:
+        # A support draws on the other K - 1 prototypes: a wider (compressed) array would only cost decompressing.
+        raise fields.damaged("certificate/support_indices", f"have {stored.shape[1]} columns; a support has at most "
+                             f"K = {k}")
     indices = fields.array("support_indices", "iu", (k, None))
     weights = fields.array("support_weights", "f", indices.shape)
     if indices.size and (indices.min() < -1 or indices.max() >= k):

@@ -979,6 +979,19 @@ def _(f, web):
     return ["rm", _bank(f, edit=edit), "--code", GOOD_CODE]
 
 
+def _wide_supports(group):
+    """Supports of 10 classes declared 10^7 wide (800 MB each, a few KB of gzip)."""
+    for name, dtype in (("support_indices", "<i8"), ("support_weights", "<f8")):
+        del group["certificate"][name]
+        data = group["certificate"].create_dataset(name, shape=(10, 10**7), dtype=dtype, compression="gzip",
+                                                   chunks=(10, 2**16), fillvalue=-1 if dtype == "<i8" else 0)
+        data[:, :1] = 0
+
+
+_damaged("bank-certificate-supports-declared-10-million-wide", _wide_supports,
+         ("certificate/support_indices", "10000000 columns", "at most K = 10"))
+
+
 def _declared_gigabyte(compressed: bool):
     """Prototypes declaring (131072, 1024) float64 (1 GiB): gzip chunks of one repeated row, or never written."""
     def edit(group):
