@@ -1021,8 +1021,8 @@ def _(f, web):
 
 @case("bank-gzip-prototypes-as-generate-init", says=("prototypes", "compressed"))
 def _(f, web):
-    return ["generate", "--d", "1024", "--k", "131072", "--method", "tammes", "--init", _bank(f, edit=_declared_gigabyte(True)),
-            "--out", f / "new.h5"]
+    start = _bank(f, edit=_declared_gigabyte(True))
+    return ["generate", "--d", "1024", "--k", "131072", "--method", "tammes", "--init", start, "--out", f / "new.h5"]
 
 
 # ---- word vectors and arrays: what a line or a header declares

@@ -26,7 +26,8 @@ from ..report import printable
 from ..semantic import EMBEDDING_FORMATS, MISSING_POLICIES
 
 __all__ = ["BANK", "COUNT", "DIM", "FILE", "MAX_MEMORY_HELP", "MAX_SIZE", "MAX_THREADS", "SECONDS", "SEED", "URL_HELP",
-           "CatalogLocation", "DimensionRange", "FiniteFloat", "MemorySize", "embedding_options", "main", "threads_option"]
+           "CatalogLocation", "DimensionRange", "FiniteFloat", "MemorySize", "embedding_options", "main",
+           "threads_option"]
 
 
 class OneLineErrors(click.Group):
