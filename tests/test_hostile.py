@@ -795,6 +795,20 @@ def _(f, web):
     return ["catalog", "list", "--url", web.url + "trickle/"]
 
 
+@case("registry-content-length-negative", says=("registry.json", "'-5'", "not a number of bytes"))
+def _(f, web):
+    """A reader trusting the length would wait for the read timeout (60 s) for bytes that never come."""
+    def negative(h):
+        h.send_response(200)
+        h.send_header("Content-Length", "-5")
+        h.end_headers()
+        h.write_counted(b'{"entries": []}')
+        h.close_connection = True
+
+    web.routes["/negative/registry.json"] = negative
+    return ["catalog", "list", "--url", web.url + "negative/"]
+
+
 @case("registry-unreachable", says=("cannot reach",))
 def _(f, web):
     with socket.socket() as s:
