@@ -24,8 +24,10 @@ import os
 import re
 import signal
 import socket
+import stat
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from .errors import SpherecodesError
@@ -131,22 +133,32 @@ def resolve_output(path) -> Path:
     return path
 
 
+#: Seconds a writer waits for another one's lock before saying that it waits.
+LOCK_QUIET_S = 1.0
+
+
 @contextlib.contextmanager
-def exclusive_lock(path):
+def exclusive_lock(path, waiting=None):
     """Hold an advisory lock on ``path`` so that read-modify-write cycles of it run one at a time.
 
     The lock is ``fcntl.flock`` on a hidden file beside ``path``
     (``.NAME.lock``), taken by every spherecodes writer of that file and
-    released by the kernel when its holder exits, however it exits.  The lock
-    file is removed on release; a writer that finds the lock file it locked
-    already removed or replaced takes the new one.  A second writer waits
-    (Ctrl-C stops the wait and changes nothing).
+    released by the kernel when its holder exits, however it exits.  The
+    holder writes its process id into the lock file, which is removed on
+    release; a writer that finds the lock file it locked already removed or
+    replaced takes the new one.  A second writer waits (Ctrl-C stops the wait
+    and changes nothing); after :data:`LOCK_QUIET_S` seconds of waiting it
+    says so once, through ``waiting``.
 
     Parameters
     ----------
     path : str or Path
         The file about to be read, changed and replaced (a symbolic link is
         locked at its target).
+    waiting : callable, optional
+        Called with one line of text (which file, which process holds it)
+        when the wait passes :data:`LOCK_QUIET_S` seconds; e.g. a function
+        that prints it on stderr.
 
     Raises
     ------
@@ -165,13 +177,26 @@ def exclusive_lock(path):
     """
     path = resolve_output(path)
     lock = path.parent / f".{path.name}.lock"
+    said = waiting is None
     while True:
         try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            # Never through a link: the holder writes into the lock file, which must not be someone else's file.
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)
         except OSError as err:
-            raise SpherecodesError(f"cannot lock {path} for writing: {lock} cannot be created ({_reason(err)})") from None
+            raise SpherecodesError(f"cannot lock {path} for writing: {lock} cannot be created ({_reason(err)}); "
+                                   "remove it if it is not a lock file") from None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:  # 0: its holder has just removed it
+            os.close(fd)
+            raise SpherecodesError(f"cannot lock {path} for writing: {lock} is not a plain file of its own (a "
+                                   "hard link, a fifo, a device); remove it")
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            if not _lock_within(fd, LOCK_QUIET_S if not said else 0.0):
+                if not said:
+                    waiting(f"{path} is being written by another spherecodes process ({_holder(fd)}); waiting for "
+                            "it to finish (Ctrl-C stops waiting and changes nothing)")
+                    said = True
+                fcntl.flock(fd, fcntl.LOCK_EX)
             held = os.fstat(fd)
             try:
                 current = os.stat(lock)
@@ -184,12 +209,39 @@ def exclusive_lock(path):
         if current is not None and (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino):
             break
         os.close(fd)
+    with contextlib.suppress(OSError):  # who holds it, for a writer that waits: information, not a condition
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
     try:
         yield
     finally:
         with contextlib.suppress(OSError):
             os.unlink(lock)
         os.close(fd)
+
+
+def _lock_within(fd: int, seconds: float) -> bool:
+    """Take the lock on ``fd`` if it is free or freed within ``seconds``; whether it was."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+
+def _holder(fd: int) -> str:
+    """The process that wrote its id into a lock file, in words."""
+    try:
+        pid, host = os.pread(fd, 256, 0).decode("ascii").split()
+        if not (pid.isdigit() and re.fullmatch(r"[A-Za-z0-9.-]{1,253}", host)):  # anyone can write the lock file
+            raise ValueError(host)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return "its process id unknown"
+    return f"process {int(pid)}" + (f" on {host}" if host != socket.gethostname() else "")
 
 
 class _Write:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import math
 import os
 import resource
 import stat
@@ -41,6 +42,7 @@ from .certificate import OneVsRestCertificate, support_residuals, verify_witness
 from .checks import SEED_LIMIT
 from .code import Code, check_labels, prototype_checksum
 from .errors import SpherecodesError
+from .inputs import read_json
 from .memory import format_bytes, require_memory
 from .stats import SeparationStats, validate_prototypes
 
@@ -101,6 +103,8 @@ def _check_root(fh: h5py.File, path) -> None:
         )
     if version is None or not np.issubdtype(np.asarray(version).dtype, np.integer) or np.ndim(version) != 0:
         raise SpherecodesError(f"{path} has no integer schema_version attribute; the bank is damaged")
+    if int(version) < 1:
+        raise SpherecodesError(f"{path} has schema_version {int(version)}; versions start at 1, the bank is damaged")
     if int(version) > SCHEMA_VERSION:
         raise SpherecodesError(
             f"{path} uses bank schema version {int(version)}, newer than the version {SCHEMA_VERSION} "
@@ -173,8 +177,13 @@ class _Fields:
             raise self.damaged(self.prefix + name, "is not a group")
         return _Fields(obj, self.where, f"{name}/")
 
-    def array(self, name: str, kinds: str, shape: tuple) -> np.ndarray:
-        """Dataset ``name`` with a dtype kind in ``kinds`` and ``shape`` (``None`` entries: any length)."""
+    def array(self, name: str, kinds: str, shape: tuple, *, compressed_up_to: float = math.inf) -> np.ndarray:
+        """Dataset ``name`` with a dtype kind in ``kinds`` and ``shape`` (``None`` entries: any length).
+
+        Its declared size is checked before anything is read: against the
+        memory free, against the bytes the file really stores for it, and,
+        stored compressed, against ``compressed_up_to`` bytes.
+        """
         field = self.prefix + name
         obj = self.member(name)
         if not isinstance(obj, h5py.Dataset):
@@ -186,7 +195,18 @@ class _Fields:
         if len(obj.shape) != len(shape) or any(want is not None and got != want for got, want in zip(obj.shape, shape)):
             expected = "(" + ", ".join("n" if n is None else str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
             raise self.damaged(field, f"has shape {obj.shape}; expected {expected}")
-        require_memory(2.0 * obj.size * obj.dtype.itemsize, f"reading {field} of {self.where}")
+        nbytes = obj.size * obj.dtype.itemsize
+        if obj.id.get_create_plist().get_nfilters() > 0:
+            # A few kilobytes of gzip can stand for gigabytes of zeros: decompressing them is the cost.
+            if nbytes > compressed_up_to:
+                raise self.damaged(field, f"are stored compressed although they take {format_bytes(nbytes)}; "
+                                   f"spherecodes stores them uncompressed beyond {format_bytes(compressed_up_to)}, "
+                                   "so they are not decompressed")
+        elif obj.dtype.kind in "iuf" and obj.id.get_storage_size() < nbytes:
+            # Never written: HDF5 would hand out its fill value for the missing bytes, a sparse file's trick.
+            raise self.damaged(field, f"declare shape {obj.shape} ({format_bytes(nbytes)}) but the file stores only "
+                               f"{format_bytes(obj.id.get_storage_size())} of them")
+        require_memory(2.0 * nbytes, f"reading {field} of {self.where}")
         try:
             data = obj[()]
         except (OSError, ValueError, TypeError) as err:
@@ -265,6 +285,14 @@ def _code_fields(codes: h5py.Group, name: str, path) -> _Fields:
     group = fields.member(name)
     if not isinstance(group, h5py.Group):
         raise fields.damaged("its entry in /codes", "is not a group")
+    # HDF5 hard links: one stored group or dataset under many names, which a rewrite of the bank would copy once
+    # each (a 1 MB bank naming one code 10,000 times became 180 MB).
+    members = [("its group", group)]
+    group.visititems(lambda member, obj: members.append((member, obj)) and None)
+    for field, obj in members:
+        names = h5py.h5o.get_info(obj.id).rc
+        if names > 1:
+            raise fields.damaged(field, f"is stored once under {names} names (hard links); each code has its own data")
     return _Fields(group, fields.where)
 
 
@@ -334,7 +362,7 @@ def _read_group(fields: _Fields, name: str) -> Code:
         raise fields.damaged("prototypes", f"have shape {(k, d)} but the attributes say "
                              f"K={fields.attr('k', 'int')}, d={fields.attr('d', 'int')}")
     require_memory(8.0 * k * d * 3, f"reading {where} (K={k}, d={d})")
-    prototypes = fields.array("prototypes", "f", (k, d))
+    prototypes = fields.array("prototypes", "f", (k, d), compressed_up_to=_COMPRESS_UP_TO_BYTES)
     if prototypes.dtype != np.float64:
         raise fields.damaged("prototypes", f"must be float64, found {prototypes.dtype}")
     stored = fields.attr("sha256", "str")
@@ -362,10 +390,10 @@ def _read_group(fields: _Fields, name: str) -> Code:
     seed = fields.attr("seed", "int", -1)
     if not -1 <= seed < SEED_LIMIT:
         raise fields.damaged("attribute seed", f"is {seed}; a seed lies in [0, 2**63) (-1: none)")
-    try:
-        settings = json.loads(fields.attr("settings", "str", "{}"))
-    except json.JSONDecodeError as err:
-        raise fields.damaged("attribute settings", f"is not JSON ({err})") from None
+    try:  # settings may record NaN or infinity (a run's energy, say): JSON as Python writes it
+        settings = read_json(fields.attr("settings", "str", "{}"), "its settings", finite=False)
+    except SpherecodesError as err:
+        raise fields.damaged("attribute settings", f"is not readable JSON ({err})") from None
     if not isinstance(settings, dict):
         raise fields.damaged("attribute settings", f"must be a JSON object, found {type(settings).__name__}")
     wall_time = fields.attr("wall_time_s", "float", 0.0)
@@ -392,6 +420,11 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str) -> O
     k = prototypes.shape[0]
     if fields.attr("prototypes_sha256", "str") != sha256:
         raise fields.damaged("certificate", "belongs to other prototypes")
+    stored = fields.member("support_indices")
+    if isinstance(stored, h5py.Dataset) and stored.ndim == 2 and stored.shape[1] > k:
+        # A support draws on the other K - 1 prototypes: a wider (compressed) array would only cost decompressing.
+        raise fields.damaged("certificate/support_indices", f"have {stored.shape[1]} columns; a support has at most "
+                             f"K = {k}")
     indices = fields.array("support_indices", "iu", (k, None))
     weights = fields.array("support_weights", "f", indices.shape)
     if indices.size and (indices.min() < -1 or indices.max() >= k):
@@ -402,8 +435,9 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str) -> O
     if tol <= 0:
         raise fields.damaged("attribute certificate/tol", f"is {tol}; a tolerance is positive")
     try:
-        duplicates = [tuple(int(i) for i in group) for group in json.loads(fields.attr("duplicates", "str", "[]"))]
-    except (json.JSONDecodeError, TypeError, ValueError) as err:
+        duplicates = [tuple(int(i) for i in group)
+                      for group in read_json(fields.attr("duplicates", "str", "[]"), "the list of duplicates")]
+    except (SpherecodesError, TypeError, ValueError) as err:
         raise fields.damaged("attribute certificate/duplicates", f"is not a JSON list of index lists ({err})") from None
     if any(not 0 <= i < k for group in duplicates for i in group):
         raise fields.damaged("attribute certificate/duplicates", f"names indices outside [0, {k})")
@@ -465,7 +499,7 @@ def _read_stats(fields: _Fields, prototypes: np.ndarray) -> SeparationStats:
 # --------------------------------------------------------------------------- writing
 
 
-def write_code(path, code: Code, *, overwrite: bool = False) -> None:
+def write_code(path, code: Code, *, overwrite: bool = False, waiting=None) -> None:
     """Store ``code`` in the bank at ``path``, creating the bank if needed.
 
     The bank is rewritten into a temporary file beside it and renamed into
@@ -479,6 +513,10 @@ def write_code(path, code: Code, *, overwrite: bool = False) -> None:
         From :func:`spherecodes.code.make_code` or :func:`read_code`.
     overwrite : bool
         Replace a code of the same name instead of refusing.
+    waiting : callable, optional
+        Told in one line when another spherecodes process is writing the
+        bank and this one waits for it (after a second; see
+        :func:`spherecodes.atomic.exclusive_lock`).
 
     Examples
     --------
@@ -496,7 +534,7 @@ def write_code(path, code: Code, *, overwrite: bool = False) -> None:
     _names_beside(path, code.name, overwrite)  # refused before the bounds are computed
     # Everything stored is computed before the temporary file exists: Ctrl-C meanwhile leaves nothing behind.
     bounds = _bounds_of(code)
-    with exclusive_lock(path):
+    with exclusive_lock(path, waiting):
         existing = _names_beside(path, code.name, overwrite)  # again: another writer may have added it
         _check_room(path, _stored_bytes(code))
         _rewrite(path, keep=[n for n in existing if n != code.name], add=(code, bounds))
@@ -552,8 +590,11 @@ def _names_beside(path: Path, name: str, overwrite: bool) -> list[str]:
     return existing
 
 
-def delete_code(path, name: str) -> None:
+def delete_code(path, name: str, *, waiting=None) -> None:
     """Remove a code from a bank (atomically; the file is compacted).
+
+    ``waiting`` is told when another spherecodes process is writing the bank
+    and this one waits for it, as for :func:`write_code`.
 
     Examples
     --------
@@ -568,7 +609,7 @@ def delete_code(path, name: str) -> None:
     """
     path = resolve_output(path)
     check_writable_destination(path)
-    with exclusive_lock(path):
+    with exclusive_lock(path, waiting):
         existing = _existing_names(path, must_exist=True)
         if name not in existing:
             available = ", ".join(sorted(existing)) or "none"
@@ -612,7 +653,9 @@ def _existing_names(path: Path, must_exist: bool = False) -> list[str]:
     check_writable_destination(path)
     if not path.exists() and not must_exist:
         return []
-    with _open_bank(path) as fh:
+    with _reading(path), _open_bank(path) as fh:
+        for name in fh["codes"]:
+            _code_fields(fh["codes"], name, path)  # what the rewrite copies: each code stored once
         return list(fh["codes"])
 
 

@@ -57,7 +57,7 @@ def prototype_checksum(prototypes: np.ndarray) -> str:
     True
     """
     data = np.ascontiguousarray(prototypes, dtype="<f8")
-    return hashlib.sha256(data.tobytes()).hexdigest()
+    return hashlib.sha256(data.data).hexdigest()  # the array's own buffer: no copy of a gigabyte code
 
 
 @dataclass
@@ -269,6 +269,9 @@ def check_labels(labels, k: int) -> list[str] | None:
     labels = [str(x) for x in labels]
     if len(labels) != k:
         raise SpherecodesError(f"got {len(labels)} labels for {k} prototypes; give one per row")
+    held = next((x for x in labels if "\0" in x), None)
+    if held is not None:  # HDF5 strings end at a NUL: the bank could not store it
+        raise SpherecodesError(f"label {held!r} holds a NUL character, which a label cannot hold")
     seen = set()
     duplicates = sorted({x for x in labels if x in seen or seen.add(x)})
     if duplicates:

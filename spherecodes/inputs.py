@@ -8,12 +8,17 @@ and the shape it declares must match the bytes the file holds, so a
 928-byte file claiming 26 GiB is refused without allocating anything.  A
 sparse file (a few kilobytes on disk, 40 GB long) passes that check, so the
 memory the array needs is checked too, against ``max_memory`` or what is free.
+JSON documents (registries, a bank's settings) are parsed with bounds on what
+Python's own parser would turn into a traceback: integers of thousands of
+digits, nesting thousands of levels deep, numbers that overflow a float.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import stat
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +26,12 @@ import numpy as np
 from .errors import SpherecodesError
 from .memory import require_memory
 
-__all__ = ["check_input_file", "check_real_dtype", "read_npy"]
+__all__ = ["JSON_MAX_DIGITS", "check_input_file", "check_real_dtype", "read_json", "read_npy"]
+
+#: Most digits an integer in a JSON document may have: Python's own limit on
+#: converting text to an integer (4300 by default), past which it would raise
+#: an exception no reader expects.
+JSON_MAX_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 4300)() or 4300
 
 _SPECIAL_FILES = (
     (stat.S_ISFIFO, "a fifo"),
@@ -104,6 +114,8 @@ def read_npy(path, what: str = ".npy array", *, max_memory: float | None = None)
             message = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
             raise SpherecodesError(f"{path} is not a readable .npy file ({message}); save a {what} with numpy.save") from None
         check_real_dtype(dtype, f"{path}")
+        if any(n < 0 for n in shape):  # numpy would read "as many as there are" for a count of -1
+            raise SpherecodesError(f"{path} declares the shape {shape}, with a negative length; its header is damaged")
         count = math.prod(shape)
         needed = count * dtype.itemsize
         held = size - fh.tell()
@@ -135,3 +147,71 @@ def check_real_dtype(dtype: np.dtype, where: str) -> None:
         raise SpherecodesError(f"{where} holds complex numbers ({dtype}); give real numbers")
     if dtype.kind not in "iuf" or dtype.fields is not None:
         raise SpherecodesError(f"{where} holds {dtype} values; give real numbers (floating-point or integer)")
+
+
+def read_json(text: str | bytes, where: str, *, finite: bool = True):
+    """Parse a JSON document from a file anyone may write, or raise a one-line error naming ``where``.
+
+    Parameters
+    ----------
+    text : str or bytes
+        The document.
+    where : str
+        What it is, for messages (``"the registry of https://..."``).
+    finite : bool
+        Refuse ``NaN``, ``Infinity`` and numbers beyond the float64 range
+        (such as ``1e400``), which standard JSON does not have. ``False``
+        keeps them as floats (documents that record them on purpose).
+
+    Raises
+    ------
+    SpherecodesError
+        Not JSON, not UTF-8, an integer of more than :data:`JSON_MAX_DIGITS`
+        digits, nesting deeper than Python's recursion limit, or (with
+        ``finite``) a number that is not a finite float64. Whether an
+        integer fits what it counts is for the caller to check.
+
+    Examples
+    --------
+    >>> read_json('{"k": 12, "max_cos": -0.09}', "x.json")
+    {'k': 12, 'max_cos': -0.09}
+    >>> read_json('{"k": ' + '9' * 5000 + '}', "x.json")
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: x.json is damaged: it holds an integer of 5000 digits; at most 4300 are read
+    >>> read_json('[' * 100000, "x.json")
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: x.json is damaged: it nests lists or objects too deeply to read
+    """
+
+    def integer(digits: str) -> int:
+        if len(digits.lstrip("-")) > JSON_MAX_DIGITS:
+            raise _Refused(f"it holds an integer of {len(digits.lstrip('-'))} digits; at most {JSON_MAX_DIGITS} "
+                           "are read")
+        return int(digits)
+
+    def real(digits: str) -> float:
+        value = float(digits)
+        if finite and not math.isfinite(value):
+            raise _Refused(f"it holds the number {digits[:24]}{'...' if len(digits) > 24 else ''}, beyond the "
+                           "range of a float64")
+        return value
+
+    def constant(name: str) -> float:
+        if finite:
+            raise _Refused(f"it holds {name}, which is not a JSON number")
+        return float(name)
+
+    try:
+        return json.loads(text, parse_int=integer, parse_float=real, parse_constant=constant)
+    except _Refused as err:
+        raise SpherecodesError(f"{where} is damaged: {err}") from None
+    except RecursionError:
+        raise SpherecodesError(f"{where} is damaged: it nests lists or objects too deeply to read") from None
+    except (ValueError, UnicodeDecodeError) as err:  # json.JSONDecodeError is a ValueError
+        raise SpherecodesError(f"{where} is not valid JSON ({err})") from None
+
+
+class _Refused(Exception):
+    """Raised from inside the JSON parser's hooks: the parser does not catch it, so it ends the parse."""

@@ -795,6 +795,20 @@ def _(f, web):
     return ["catalog", "list", "--url", web.url + "trickle/"]
 
 
+@case("registry-content-length-negative", says=("registry.json", "'-5'", "not a number of bytes"))
+def _(f, web):
+    """A reader trusting the length would wait for the read timeout (60 s) for bytes that never come."""
+    def negative(h):
+        h.send_response(200)
+        h.send_header("Content-Length", "-5")
+        h.end_headers()
+        h.write_counted(b'{"entries": []}')
+        h.close_connection = True
+
+    web.routes["/negative/registry.json"] = negative
+    return ["catalog", "list", "--url", web.url + "negative/"]
+
+
 @case("registry-unreachable", says=("cannot reach",))
 def _(f, web):
     with socket.socket() as s:
@@ -873,6 +887,288 @@ def _(f, web):
     if subprocess.run(["chattr", "+i", str(bank)], capture_output=True).returncode != 0:
         pytest.skip("chattr +i is not available here")
     return ["fetch", "--d", "11", "--k", "12", "--url", "", "--out", bank, "--overwrite"]
+
+
+# ---- registries: what Python's JSON parser would turn into a traceback
+
+
+def _registry_with(f, edit=None, text=None) -> Path:
+    """A catalog folder whose registry lists the good bank, its JSON text then edited (``text(json_text)``)."""
+    registry = _publish(f / "catalog", {CATALOG_BANK: _catalog_bank_bytes(f)})
+    if edit is not None:
+        edit(registry["entries"][0])
+    document = json.dumps(registry)
+    (f / "catalog" / "registry.json").write_text(text(document) if text else document)
+    return f / "catalog"
+
+
+@case("registry-integer-of-5000-digits", says=("registry", "5000 digits"))
+def _(f, web):
+    catalog = _registry_with(f, edit=lambda e: e.update(size=-7), text=lambda t: t.replace("-7", "9" * 5000))
+    return ["catalog", "list", "--url", catalog]
+
+
+@case("registry-nested-200000-deep", says=("registry", "nests"))
+def _(f, web):
+    catalog = _registry_with(f, edit=lambda e: e.update(seed=-7),
+                             text=lambda t: t.replace("-7", "[" * 200_000 + "]" * 200_000))
+    return ["catalog", "list", "--url", catalog]
+
+
+@case("registry-1-and-400-zeros", says=("registry", "max_cos|finite"))
+def _(f, web):
+    catalog = _registry_with(f, edit=lambda e: e.update(max_cos=-7), text=lambda t: t.replace("-7", "1" + "0" * 400))
+    return ["catalog", "list", "--url", catalog]
+
+
+@case("registry-1e400", says=("registry", "1e400", "float64"))
+def _(f, web):
+    catalog = _registry_with(f, edit=lambda e: e.update(max_cos=-7), text=lambda t: t.replace("-7", "1e400"))
+    return ["fetch", CATALOG_ENTRY, "--url", catalog]
+
+
+@case("registry-nan", says=("registry", "NaN"))
+def _(f, web):
+    catalog = _registry_with(f, edit=lambda e: e["rho"].update(lower=-7), text=lambda t: t.replace("-7", "NaN"))
+    return ["catalog", "list", "--url", catalog]
+
+
+@case("registry-number-as-a-string", says=("registry", "damaged entry", "number"))
+def _(f, web):
+    return ["catalog", "list", "--url", _registry_with(f, edit=lambda e: e.update(max_cos="nan"))]
+
+
+@case("registry-of-34000-entries-one-repeated", says=("registry", "more than once", "tammes-d5-k1234"))
+def _(f, web):
+    """A long registry is checked in one pass (a pairwise check of its names took minutes)."""
+    catalog = _registry_with(f)
+    registry = json.loads((catalog / "registry.json").read_text())
+    keep = ("d", "k", "method", "seed", "code", "sha256", "size", "max_cos", "rho", "max_cos_lower_bound",
+            "prototypes_sha256")  # what an entry must have: 34,000 of them within the 16 MiB a registry may take
+    template = {key: registry["entries"][0][key] for key in keep}
+    template.update(max_cos=0.4, rho={"lower": 0.6, "upper": 0.6, "certified": True},
+                    max_cos_lower_bound={"value": 0.1, "method": "LP", "gap": 0.3})
+    registry["entries"] = [{**template, "name": f"tammes-d{3 + i // 5000}-k{10 + i % 5000}", "file": f"b{i}.h5"}
+                           for i in range(34_000)] + [{**template, "name": "tammes-d5-k1234", "file": "b.h5"}]
+    (catalog / "registry.json").write_text(json.dumps(registry, separators=(",", ":")))  # within the 16 MiB
+    return ["catalog", "list", "--url", catalog]
+
+
+# ---- banks: JSON attributes and datasets that would cost more than they hold
+
+
+_damaged("bank-settings-integer-of-5000-digits", _set_attr("", "settings", '{"steps": ' + "9" * 5000 + "}"),
+         ("settings", "5000 digits"))
+_damaged("bank-settings-nested-50000-deep", _set_attr("", "settings", "[" * 50_000 + "]" * 50_000),
+         ("settings", "nests"))
+_damaged("bank-duplicates-nested-50000-deep", _set_attr("certificate", "duplicates", "[" * 50_000 + "]" * 50_000),
+         ("duplicates", "nests"))
+_damaged("bank-schema-version-negative", lambda g: g.file.attrs.__setitem__("schema_version", np.int64(-5)),
+         ("schema_version -5",))
+
+
+def _hard_links(group):
+    """The code's group under 100 more names: stored once, each name a copy when a writer rewrites the bank."""
+    for i in range(100):
+        group.parent[f"copy{i}"] = group
+
+
+@case("bank-one-code-under-100-names-generate", says=("stored once under 101 names", "hard links"))
+def _(f, web):
+    return ["generate", "--d", "3", "--k", "4", "--out", _bank(f, edit=_hard_links)]
+
+
+@case("bank-one-code-under-100-names-ls", says=("stored once under 101 names",))
+def _(f, web):
+    return ["ls", _bank(f, edit=_hard_links)]
+
+
+@case("bank-prototypes-hard-linked-into-another-code", says=("prototypes", "stored once under 2 names"))
+def _(f, web):
+    def edit(group):
+        group.parent.copy(group, "other")
+        del group.parent["other/prototypes"]
+        group.parent["other/prototypes"] = group["prototypes"]
+
+    return ["rm", _bank(f, edit=edit), "--code", GOOD_CODE]
+
+
+def _wide_supports(group):
+    """Supports of 10 classes declared 10^7 wide (800 MB each, a few KB of gzip)."""
+    for name, dtype in (("support_indices", "<i8"), ("support_weights", "<f8")):
+        del group["certificate"][name]
+        data = group["certificate"].create_dataset(name, shape=(10, 10**7), dtype=dtype, compression="gzip",
+                                                   chunks=(10, 2**16), fillvalue=-1 if dtype == "<i8" else 0)
+        data[:, :1] = 0
+
+
+_damaged("bank-certificate-supports-declared-10-million-wide", _wide_supports,
+         ("certificate/support_indices", "10000000 columns", "at most K = 10"))
+
+
+def _declared_gigabyte(compressed: bool):
+    """Prototypes declaring (131072, 1024) float64 (1 GiB): gzip chunks of one repeated row, or never written."""
+    def edit(group):
+        del group["prototypes"]
+        if compressed:
+            data = group.create_dataset("prototypes", shape=(131072, 1024), dtype="<f8", compression="gzip",
+                                        chunks=(1024, 1024))
+            block = np.zeros((1024, 1024))
+            block[:, 0] = 1
+            data[:1024] = block  # one chunk stored (a few KB); the rest would decompress as the fill value
+        else:
+            group.create_dataset("prototypes", shape=(131072, 1024), dtype="<f8")
+        group.attrs["k"], group.attrs["d"] = 131072, 1024
+
+    return edit
+
+
+@case("bank-gzip-prototypes-declaring-1-GiB", says=("prototypes", "compressed", "1.0 GiB"))
+def _(f, web):
+    return ["report", _bank(f, edit=_declared_gigabyte(True))]
+
+
+@case("bank-prototypes-declared-never-written", says=("prototypes", "1.0 GiB", "stores only 0 B"))
+def _(f, web):
+    return ["report", _bank(f, edit=_declared_gigabyte(False))]
+
+
+@case("bank-gzip-prototypes-as-generate-init", says=("prototypes", "compressed"))
+def _(f, web):
+    start = _bank(f, edit=_declared_gigabyte(True))
+    return ["generate", "--d", "1024", "--k", "131072", "--method", "tammes", "--init", start, "--out", f / "new.h5"]
+
+
+# ---- word vectors and arrays: what a line or a header declares
+
+
+@case("glove-bz2-one-line-of-4-MiB", says=(r"vectors\.txt\.bz2", "line 1", "longer than 1.0 MiB"))
+def _(f, web):
+    import bz2
+
+    (f / "vectors.txt.bz2").write_bytes(bz2.compress(b"class0 " + b"0 " * (2 * 2**20) + b"\n"))  # 300 bytes
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", f / "vectors.txt.bz2", "--dry-run"]
+
+
+@case("glove-gz-third-line-of-2-MiB", says=(r"vectors\.txt\.gz", "line 3", "longer than 1.0 MiB"))
+def _(f, web):
+    body = b"class0 0.1 0.2\nclass1 0.3 0.4\nclass2 " + b"1" * (2 * 2**20) + b"\n"
+    (f / "vectors.txt.gz").write_bytes(gzip.compress(body))
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", f / "vectors.txt.gz", "--dry-run"]
+
+
+@case("word2vec-binary-gz-word-of-8-MiB", says=(r"vectors\.bin\.gz", "2.0 MiB in a row hold no ' '", "ends at a space"))
+def _(f, web):
+    """gensim grows its buffer by 100 KB looking for the space after a word: a gigabyte-long word took hours."""
+    body = b"2 3\n" + b"x" * (8 * 2**20) + b" " + bytes(12) + b"class1 " + bytes(12)
+    (f / "vectors.bin.gz").write_bytes(gzip.compress(body))  # 8 KB
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", f / "vectors.bin.gz", "--dry-run"]
+
+
+@case("word2vec-header-dimension-zero", says=(r"vectors\.txt", "dimension 0"))
+def _(f, web):
+    (f / "vectors.txt").write_text("5 0\nclass0\nclass1\n")
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", f / "vectors.txt", "--dry-run"]
+
+
+@case("npy-negative-length", says=(r"x\.npy", r"\(-1, 3\)", "negative"))
+def _(f, web):
+    (f / "x.npy").write_bytes(_npy_header((-1, 3)) + bytes(72))  # numpy reads a count of -1 as "all there is"
+    return ["certify", f / "x.npy"]
+
+
+@case("npy-length-of-41-digits", says=(r"x\.npy", "truncated|header"))
+def _(f, web):
+    (f / "x.npy").write_bytes(_npy_header((10**40, 3)))
+    return ["certify", f / "x.npy"]
+
+
+@case("torch-pickle-nested-100000-deep", says=(r"deep\.pt",))
+def _(f, web):
+    import zipfile
+
+    torch.save(torch.eye(3), f / "plain.pt")
+    with zipfile.ZipFile(f / "plain.pt") as z, zipfile.ZipFile(f / "deep.pt", "w") as out:
+        for name in z.namelist():
+            out.writestr(name, b"\x80\x02" + b"(" * 100_000 + b"l" * 100_000 + b"." if name.endswith("data.pkl")
+                         else z.read(name))
+    (f / "plain.pt").unlink()
+    return ["certify", f / "deep.pt"]
+
+
+# ---- flags at the extremes: refused where they enter, before any work
+
+
+@case("generate-k-10-to-the-19", exit=2, says=("--k", "9223372036854775807"))
+def _(f, web):
+    return ["generate", "--d", "3", "--k", str(10**19), "--out", f / "new.h5"]
+
+
+@case("generate-k-just-below-2-to-the-63", says=("K=9000000000000000000", "needs about"))
+def _(f, web):
+    return ["generate", "--d", "3", "--k", str(9 * 10**18), "--method", "tammes", "--out", f / "new.h5"]
+
+
+@case("bounds-d-10-to-the-21", exit=2, says=("--d", "9223372036854775807"))
+def _(f, web):
+    return ["bounds", "--d", str(10**21), "--k", "10"]
+
+
+@case("generate-threads-10-to-the-20", exit=2, says=("--threads", "4096"))
+def _(f, web):
+    return ["generate", "--d", "3", "--k", "7", "--threads", str(10**20), "--out", f / "new.h5"]
+
+
+@case("catalog-build-workers-10-to-the-21", exit=2, says=("--workers", "4096"))
+def _(f, web):
+    return ["catalog", "build", "--grid", "d=3 k=7", "--out", f / "built", "--workers", str(10**21)]
+
+
+@case("export-seed-past-2-63", exit=2, says=("--seed", "9223372036854775807"))
+def _(f, web):
+    return ["export", _bank(f), "--out", f / "x.npy", "--rotation", "random", "--seed", HUGE_SEED]
+
+
+@case("generate-out-name-of-300-bytes", says=("too long", "255 bytes"))
+def _(f, web):
+    return ["generate", "--d", "3", "--k", "7", "--out", f / ("x" * 297 + ".h5")]
+
+
+@case("classes-holding-nul", says=(r"classes\.txt", "line 2", "NUL"))
+def _(f, web):
+    (f / "classes.txt").write_bytes(b"cat\ndo\x00g\nbird\n")
+    # tammes for (64, 3) runs its optimiser: refused before it, not when the labels are stored
+    return ["generate", "--d", "64", "--method", "tammes", "--classes", f / "classes.txt", "--out", f / "new.h5"]
+
+
+@case("classes-holding-nul-assign", says=(r"classes\.txt", "line 3", "NUL"))
+def _(f, web):
+    (f / "classes.txt").write_bytes(b"\n".join(c.encode() for c in CLASSES[:2]) + b"\nx\x00y\n")
+    return ["assign", _bank(f), "--classes", f / "classes.txt", "--embeddings", f / "none.txt"]
+
+
+# ---- the bank's lock file: a writer takes a lock beside the bank and writes its process id into it
+
+
+def _lock_file(kind):
+    def setup(f, web):
+        bank = _bank(f)
+        (f / "victim.txt").write_text("precious")
+        lock = f / ".bank.h5.lock"
+        if kind == "symlink":
+            lock.symlink_to(f / "victim.txt")
+        elif kind == "hardlink":
+            os.link(f / "victim.txt", lock)
+        else:
+            os.mkfifo(lock)
+        return ["rm", bank, "--code", GOOD_CODE]
+
+    return setup
+
+
+case("lock-file-is-a-symlink-to-another-file", says=("cannot lock", "bank.h5.lock"))(_lock_file("symlink"))
+case("lock-file-is-a-hard-link-to-another-file", says=("cannot lock", "hard link"))(_lock_file("hardlink"))
+case("lock-file-is-a-fifo", says=("cannot lock", "fifo"))(_lock_file("fifo"))
 
 
 # --------------------------------------------------------------------------- running a case
@@ -975,7 +1271,7 @@ def test_hostile_input_gets_one_line_and_changes_nothing(name, tmp_path, web, mo
 
 
 def test_the_table_is_large_enough():
-    assert len(CASES) >= 40
+    assert len(CASES) >= 120
 
 
 # --------------------------------------------------------------------------- what must still work
@@ -1233,12 +1529,46 @@ def test_concurrent_writers_of_one_bank_take_turns_and_lose_nothing(tmp_path, se
                 else ["rm", str(bank), "--code", "etf-d3-k4"])
         other = subprocess.run([sys.executable, "-m", "spherecodes", *args], capture_output=True, text=True, timeout=60)
         assert other.returncode == 0, other.stderr
+        # The second writer waited 2 s for the first: it said so (rm), or kept quiet as asked (generate -q).
+        notice = f"{bank} is being written by another spherecodes process (process {first.pid}); waiting"
+        assert (notice in other.stderr) == (second == "rm"), other.stderr
     finally:
         out, err = first.communicate(timeout=60)
     assert first.returncode == 0, err
     expected = {GOOD_CODE, "etf-d4-k5"} | ({"etf-d3-k4", "etf-d5-k6"} if second == "generate" else set())
     assert _codes_in(bank) == expected
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5"]  # no lock or temporary file left
+
+
+_HOLDER = """
+import sys, time
+from spherecodes.atomic import exclusive_lock
+with exclusive_lock(sys.argv[1]):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_ctrl_c_while_waiting_for_the_lock_says_so_and_changes_nothing(tmp_path):
+    import signal
+
+    bank = _bank(tmp_path)
+    before = bank.read_bytes()
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(bank)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        waiter = subprocess.Popen([sys.executable, "-m", "spherecodes", "rm", str(bank), "--code", GOOD_CODE],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+        notice = waiter.stderr.readline()  # after a second of waiting
+        assert notice.startswith(f"{bank} is being written by another spherecodes process (process {holder.pid})")
+        waiter.send_signal(signal.SIGINT)
+        _, rest = waiter.communicate(timeout=60)
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert waiter.returncode == 130 and rest.strip() == "Interrupted; nothing was written.", rest
+    assert bank.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5"]
 
 
 def test_a_symlinked_out_is_written_through_to_its_target(tmp_path):
@@ -1335,8 +1665,10 @@ def test_a_report_shows_a_forged_name_on_one_line(tmp_path):
     assert not any(line.startswith("max-cos") for line in result.stdout.splitlines())
 
 
-def test_a_plot_title_is_never_read_as_mathematics(tmp_path):
-    bank = _renamed(tmp_path, "frac", method="$\\frac{$")
+@pytest.mark.parametrize("where", ["method", "code name"])
+def test_a_plot_title_is_never_read_as_mathematics(tmp_path, where):
+    bank = _renamed(tmp_path, "$\\frac{$", method="tammes") if where == "code name" else \
+        _renamed(tmp_path, "frac", method="$\\frac{$")
     result = CliRunner().invoke(main, ["report", str(bank), "--plot", str(tmp_path / "plot.png")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -1388,7 +1720,9 @@ def test_a_sparse_npy_declaring_40_GB_is_refused_before_allocating(tmp_path, com
                      "--out", tmp_path / "new.h5"]}[command]
     result = CliRunner().invoke(main, [str(a) for a in args])  # unchecked, 40 GB would not fit: MemoryError
     assert result.exit_code == 1, result.output
-    assert re.search("x.npy.*needs about|needs about.*x.npy", _one_error_line(result.stderr)), result.stderr
+    # generate refuses a code of (10^9, 5) itself (40 GB of prototypes) before it reads the start file
+    expected = "the code itself.*needs about" if command == "init" else "x.npy.*needs about|needs about.*x.npy"
+    assert re.search(expected, _one_error_line(result.stderr)), result.stderr
 
 
 def test_a_sparse_npy_within_memory_but_past_max_memory_is_refused(tmp_path):
@@ -1450,6 +1784,23 @@ def test_a_time_limit_holds_however_many_restarts_are_asked_for(tmp_path):
     settings = json.loads(result.stdout)["settings"]
     assert settings["stop_reason"] == "time_limit", settings
     assert 0 < settings["restarts_run"] < 10**30
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flag", ["--restarts", "--steps"])
+def test_a_time_limit_holds_for_a_tiny_code_and_a_count_of_31_digits(tmp_path, flag):
+    """K = 7 in R^3: a batch may hold 21,399 starts, whose drawing and float64 measuring alone took 10 s under a
+    3 s limit; the batch is now sized to the time left, so the run ends near its limit."""
+    args = ["generate", "--d", "3", "--k", "7", "--method", "tammes", flag, str(10**30), "--time-limit", "2",
+            "--out", str(tmp_path / "bank.h5"), "--json", "--quiet"]
+    result = subprocess.run([sys.executable, "-m", "spherecodes", *args], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["settings"]["stop_reason"] == "time_limit", report["settings"]
+    # The run's own clock (from the command's start, the imports of torch included): 2 s and the loading's slack.
+    import spherecodes
+
+    assert spherecodes.read_code(tmp_path / "bank.h5").wall_time < 2 + 3, report["settings"]
 
 
 # --------------------------------------------------------------------------- writes that cannot complete

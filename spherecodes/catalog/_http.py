@@ -73,6 +73,9 @@ def stream_download(url: str, destination: Path, *, limit: int, timeout: float, 
                 f"downloading {url} failed: HTTP {response.status_code} {reason}".rstrip() + "; nothing was cached"
             )
         declared = (response.headers.get("Content-Length") or "").strip()
+        if declared and not declared.isdigit():  # a negative length would leave the reader waiting for the timeout
+            raise SpherecodesError(f"{url} announces the length {declared[:40]!r}, which is not a number of bytes; "
+                                   "refused before reading it; nothing was cached")
         if declared.isdigit() and int(declared) > limit:
             raise SpherecodesError(
                 f"{url} announces {int(declared)} bytes, more than the {limit} bytes {what}; refused before "

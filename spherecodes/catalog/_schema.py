@@ -10,9 +10,10 @@ max-cos).  Shared by the other modules of :mod:`spherecodes.catalog`.
 from __future__ import annotations
 
 import hashlib
-import json
+import math
 import re
 import urllib.parse
+from collections import Counter
 from dataclasses import dataclass
 
 from .. import __version__
@@ -20,6 +21,7 @@ from ..bounds import theorem_3_9
 from ..checks import check_sizes
 from ..code import name_pattern
 from ..errors import SpherecodesError
+from ..inputs import read_json
 
 #: Name of the registry file of a catalog.
 REGISTRY_FILE = "registry.json"
@@ -158,13 +160,13 @@ class CatalogEntry:
                 code=str(data["code"]),
                 sha256=str(data["sha256"]).lower(),
                 size=_integer(data["size"]),
-                max_cos=float(data["max_cos"]),
-                rho_lower=float(data["rho"]["lower"]),
-                rho_upper=float(data["rho"]["upper"]),
+                max_cos=_real(data["max_cos"]),
+                rho_lower=_real(data["rho"]["lower"]),
+                rho_upper=_real(data["rho"]["upper"]),
                 rho_certified=bool(data["rho"]["certified"]),
-                lp_bound=float(data["max_cos_lower_bound"]["value"]),
+                lp_bound=_real(data["max_cos_lower_bound"]["value"]),
                 lp_bound_method=str(data["max_cos_lower_bound"]["method"]),
-                lp_gap=float(data["max_cos_lower_bound"]["gap"]),
+                lp_gap=_real(data["max_cos_lower_bound"]["gap"]),
                 prototypes_sha256=str(data["prototypes_sha256"]).lower(),
                 source=source,
             )
@@ -196,6 +198,19 @@ def _integer(value) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"expected an integer, got {value!r}")
     return value
+
+
+def _real(value) -> float:
+    """A finite number as a float (an integer too large for a float64 is not one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"expected a number, got {value!r}")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ValueError(f"expected a finite number, got {str(value)[:24]}{'...' if len(str(value)) > 24 else ''}")
+    return number
 
 
 @dataclass(frozen=True)
@@ -259,10 +274,7 @@ def parse_registry(text: str | bytes, source: str) -> Catalog:
     ...
     spherecodes.errors.SpherecodesError: the registry of x is not a spherecodes catalog (format 'other', expected 'spherecodes-catalog')
     """
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise SpherecodesError(f"the registry of {source} is not valid JSON ({err})") from None
+    data = read_json(text, f"the registry of {source}")
     if not isinstance(data, dict) or data.get("format") != CATALOG_FORMAT:
         found = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise SpherecodesError(
@@ -280,8 +292,7 @@ def parse_registry(text: str | bytes, source: str) -> Catalog:
     if not isinstance(raw, list):
         raise SpherecodesError(f"the registry of {source} has no list of entries; it is damaged")
     entries = tuple(CatalogEntry.from_dict(item, source) for item in raw)
-    names = [e.name for e in entries]
-    repeated = sorted({n for n in names if names.count(n) > 1})
+    repeated = sorted(name for name, count in Counter(e.name for e in entries).items() if count > 1)
     if repeated:
         raise SpherecodesError(f"the registry of {source} lists {', '.join(repeated)} more than once")
     return Catalog(location=source, entries=entries)

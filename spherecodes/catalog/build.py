@@ -263,7 +263,7 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
     out : str or Path
         Folder of the banks (created if missing).
     workers : int, optional
-        Workers of the local cluster; default one per CPU core, at most one per task.
+        Workers of the local cluster, at most one per task; default one per CPU core.
     scheduler : str, optional
         Address of an existing Dask scheduler (``tcp://host:8786``) to run on
         instead of a local cluster.
@@ -361,7 +361,8 @@ def _client(scheduler: str | None, workers: int | None, processes: bool, tasks: 
             client.close()
         return
     cores = os.cpu_count() or 1
-    n = workers if workers is not None else max(1, min(cores, tasks))
+    # A worker without a task still costs a process: never more workers than tasks.
+    n = min(workers if workers is not None else cores, max(1, tasks))
     # No dashboard; the scheduler's small HTTP server takes a free local port rather than 8787.
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, dashboard_address=None,
                            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, silence_logs=logging.ERROR)

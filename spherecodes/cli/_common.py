@@ -14,12 +14,17 @@ import click
 from ..bank import read_code
 from ..certificate import DEFAULT_TOL, certificate_estimate, one_vs_rest_distances, verify_witness
 from ..errors import SpherecodesError
-from ..report import code_report, format_code_report, format_duration
+from ..report import code_report, format_code_report, format_duration, printable
 
 
 def print_json(data) -> None:
     """Print ``data`` as indented JSON (NaN and infinity refused: they are not JSON)."""
     click.echo(json.dumps(data, indent=2, allow_nan=False))
+
+
+def lock_notice(enabled: bool):
+    """What a bank writer calls when it waits for another process's lock: one line on stderr (or nothing)."""
+    return (lambda line: click.echo(printable(line), err=True)) if enabled else None
 
 
 def default_bank_path(d: int, k: int) -> Path:

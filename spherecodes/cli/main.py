@@ -25,8 +25,9 @@ from ..memory import parse_size
 from ..report import printable
 from ..semantic import EMBEDDING_FORMATS, MISSING_POLICIES
 
-__all__ = ["BANK", "COUNT", "DIM", "FILE", "MAX_MEMORY_HELP", "SECONDS", "SEED", "URL_HELP", "CatalogLocation",
-           "DimensionRange", "FiniteFloat", "MemorySize", "embedding_options", "main", "threads_option"]
+__all__ = ["BANK", "COUNT", "DIM", "FILE", "MAX_MEMORY_HELP", "MAX_SIZE", "MAX_THREADS", "SECONDS", "SEED", "URL_HELP",
+           "CatalogLocation", "DimensionRange", "FiniteFloat", "MemorySize", "embedding_options", "main",
+           "threads_option"]
 
 
 class OneLineErrors(click.Group):
@@ -111,8 +112,10 @@ def threads_option(command):
     )(command)
 
 
-DIM = click.IntRange(min=1)
-COUNT = click.IntRange(min=2)
+#: Largest dimension or number of prototypes: a bank stores them as 64-bit integers.
+MAX_SIZE = 2**63 - 1
+DIM = click.IntRange(min=1, max=MAX_SIZE)
+COUNT = click.IntRange(min=2, max=MAX_SIZE)
 FILE = click.Path(dir_okay=False, path_type=Path)
 #: Seeds fit in a signed 64-bit integer (NumPy's generators and the bank's seed attribute take them).
 SEED = click.IntRange(min=0, max=SEED_LIMIT - 1)
@@ -186,8 +189,8 @@ class DimensionRange(click.ParamType):
             bounds_ = (int(lo), int(hi) if sep else int(lo))
         except ValueError:
             self.fail(f"{value!r} is not a dimension or a range A..B of dimensions", param, ctx)
-        if bounds_[0] < 1 or bounds_[1] < bounds_[0]:
-            self.fail(f"{value!r}: dimensions are >= 1 and a range A..B needs A <= B", param, ctx)
+        if bounds_[0] < 1 or bounds_[1] < bounds_[0] or bounds_[1] > MAX_SIZE:
+            self.fail(f"{value!r}: dimensions are 1 to {MAX_SIZE} and a range A..B needs A <= B", param, ctx)
         if bounds_[1] - bounds_[0] >= self.MAX_SPAN:
             self.fail(f"{value!r}: a range A..B may span at most {self.MAX_SPAN:,} dimensions", param, ctx)
         return bounds_

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import SpherecodesError
 from ..inputs import check_input_file
-from ..memory import require_memory
+from ..memory import format_bytes, require_memory
 
 #: Formats :func:`load_embeddings` reads; ``auto`` recognises each from the file's first bytes.
 EMBEDDING_FORMATS = ("auto", "word2vec-binary", "word2vec-text", "glove", "gensim")
@@ -53,8 +53,9 @@ def read_class_names(path) -> list[str]:
     Raises
     ------
     SpherecodesError
-        The file is missing or not UTF-8 text, holds fewer than two names, or
-        repeats a name (every repeated name is listed with its line numbers).
+        The file is missing or not UTF-8 text, holds fewer than two names,
+        a name holding a NUL character, or repeats a name (every repeated
+        name is listed with its line numbers).
 
     Examples
     --------
@@ -76,6 +77,9 @@ def read_class_names(path) -> list[str]:
     names, lines_of = [], {}
     for number, line in enumerate(text.splitlines(), start=1):
         name = line.strip()
+        if "\0" in name:  # checked before any work: a bank cannot store it as a label
+            raise SpherecodesError(f"{path}: the class name on line {number} holds a NUL character (byte 0), which "
+                                   "a name cannot hold; remove it")
         if name:
             names.append(name)
             lines_of.setdefault(name, []).append(number)
@@ -145,6 +149,8 @@ def load_embeddings(path, fmt: str = "auto"):
     path = check_input_file(path, "word-vector file (word2vec, GloVe or a gensim save)")
     if fmt == "auto":
         fmt = _sniff_embedding_format(path)
+    if fmt in ("word2vec-text", "glove"):
+        _check_text_lines(path)
     try:
         if fmt == "gensim":
             loaded = KeyedVectors.load(str(path))
@@ -196,6 +202,9 @@ def _sniff_embedding_format(path: Path) -> str:
     fields = first.split()
     if len(fields) == 2 and all(f.isdigit() for f in fields):
         count, dim = int(fields[0]), int(fields[1])
+        if count == 0 or dim == 0:
+            raise SpherecodesError(f"{path}: the header declares {count} vectors of dimension {dim}; the file holds "
+                                   "no word vectors")
         second = rest.split(b"\n", 1)[0]
         if _is_text_vector_line(second, None) and not _is_text_vector_line(second, dim):
             # Binary vectors are raw bytes, not numbers as text: this is a text file whose lines disagree with it.
@@ -206,6 +215,8 @@ def _sniff_embedding_format(path: Path) -> str:
             )
         fmt = "word2vec-text" if _is_text_vector_line(second, dim) else "word2vec-binary"
         _check_declared_size(path, count, dim, fmt)
+        if fmt == "word2vec-binary":
+            _check_binary_words(path, dim)
         return fmt
     if _is_text_vector_line(first, None):
         return "glove"
@@ -226,6 +237,77 @@ def _check_declared_size(path: Path, count: int, dim: int, fmt: str) -> None:
             "the header or the file is damaged"
         )
     require_memory(1.5 * needed, f"the {count} x {dim} vectors of {path}")
+
+
+#: Longest line of a word-vector text file: a word and its numbers (a 300-dimensional GloVe line has about
+#: 3 KB; 1 MiB holds some 50,000 numbers), and longest word of a binary one.  gensim reads a line whole, and
+#: scans a binary file's growing buffer for the space after each word, so a longer one is refused first.
+MAX_LINE_BYTES = 2**20
+
+
+def _check_text_lines(path: Path) -> None:
+    """Refuse a text file of word vectors with a line too long to be one, or more vectors than memory holds.
+
+    A 2 KB ``.bz2`` file can hold a single line of a gigabyte: gensim would
+    read it whole and split it (some 4 GB).  The lines are measured before
+    gensim allocates anything (:func:`_scan_runs`), and the lines counted so
+    far checked against the free memory at each block: gensim keeps float32
+    vectors and a Python dict of the words (some 100 bytes a word).
+    """
+    dim = None
+
+    def check(lines: int, head: bytes) -> None:
+        nonlocal dim
+        if dim is None:  # the longer of the first two lines: a word2vec header, or a vector
+            dim = max(len(line.split()) - 1 for line in head.split(b"\n")[:2])
+        require_memory(1.5 * lines * (4 * max(dim, 1) + 100), f"the {lines}+ lines of {dim}-dimensional vectors "
+                       f"of {path}", hint="check the file")
+
+    _scan_runs(path, b"\n", MAX_LINE_BYTES, "line", "a line of word vectors holds one word and its numbers", check)
+
+
+def _check_binary_words(path: Path, dim: int) -> None:
+    """Refuse a binary word2vec file holding more bytes without a space than a word and a vector can.
+
+    Each word ends in a space, so between two spaces lie at most a word, the
+    ``4 dim`` bytes of a vector and the next word.  gensim looks for that
+    space in a buffer it grows by 100 KB at a time, scanning it whole each
+    time: a gigabyte without one (a megabyte of ``.gz``) would take hours.
+    """
+    _scan_runs(path, b" ", 2 * MAX_LINE_BYTES + 4 * dim, None, "a word of a binary word2vec file ends at a space",
+               lambda count, head: None)
+
+
+def _scan_runs(path: Path, separator: bytes, limit: int, unit: str | None, why: str, check) -> None:
+    """Read ``path`` once in 1 MiB blocks (decompressed as it streams) and refuse a run of more than ``limit``
+    bytes without ``separator`` (the ``unit`` numbered in the message, if any; ``why`` it is refused);
+    ``check(separators so far, first block)`` is called after each block.  The runs are measured in NumPy."""
+    from gensim import utils
+
+    count, carry, head = 0, 0, b""  # carry: the length so far of the run still open at the end of a block
+    try:
+        with utils.open(str(path), "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                head = head or block
+                ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == separator[0])
+                lengths = np.diff(ends, prepend=-1) - 1
+                if ends.size:
+                    lengths[0] += carry
+                    carry = len(block) - 1 - int(ends[-1])
+                else:
+                    carry += len(block)
+                too_long = np.flatnonzero(lengths > limit)
+                if too_long.size or carry > limit:
+                    number = count + 1 + (int(too_long[0]) if too_long.size else ends.size)
+                    what = (f"{unit} {number} is longer than {format_bytes(limit)}" if unit else
+                            f"more than {format_bytes(limit)} in a row hold no {separator.decode()!r}")
+                    raise SpherecodesError(f"{path}: {what}; {why}")
+                count += ends.size
+                check(count, head)
+    except SpherecodesError:
+        raise
+    except (OSError, EOFError, ValueError) as err:  # a damaged .gz or .bz2 stream
+        raise SpherecodesError(f"cannot read {path}: {str(err).splitlines()[0][:160] if str(err) else err}") from None
 
 
 def _is_text_vector_line(line: bytes, dim: int | None) -> bool:

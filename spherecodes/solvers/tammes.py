@@ -412,28 +412,47 @@ def _batch_groups(cfg: TammesOptions) -> tuple[tuple[int, int, bool], ...]:
             (first_riesz + cfg.riesz_starts, cfg.restarts, False))
 
 
-def _batches(cfg: TammesOptions):
+def _batches(cfg: TammesOptions, size: int):
     """The starts annealed together: (restarts, whether they are energy-continuation starts), in order.
 
     Starts ``[restarts - symmetric_starts - riesz_starts, restarts - symmetric_starts)``
     minimise the Riesz energy with a rising exponent (:func:`_anneal_batch`);
-    a batch never mixes them with the others, and holds at most ``batch_size``.
+    a batch never mixes them with the others, and holds at most ``size``.
     A generator: ``restarts`` may be far more than could ever run.
 
     Examples
     --------
     >>> cfg = TammesOptions.resolve(22, 100, device="cpu", restarts=5, riesz_starts=2, batch_size=2)
-    >>> list(_batches(cfg)), _batch_count(cfg)
+    >>> list(_batches(cfg, cfg.batch_size)), _batch_count(cfg, cfg.batch_size)
     ([([0, 1], False), ([2], False), ([3, 4], True)], 3)
     """
     for start, stop, riesz in _batch_groups(cfg):
-        for first in range(start, stop, cfg.batch_size):
-            yield list(range(first, min(first + cfg.batch_size, stop))), riesz
+        for first in range(start, stop, size):
+            yield list(range(first, min(first + size, stop))), riesz
 
 
-def _batch_count(cfg: TammesOptions) -> int:
+def _batch_count(cfg: TammesOptions, size: int) -> int:
     """How many batches :func:`_batches` yields, by integer arithmetic."""
-    return sum(-(-(stop - start) // cfg.batch_size) for start, stop, _ in _batch_groups(cfg) if stop > start)
+    return sum(-(-(stop - start) // size) for start, stop, _ in _batch_groups(cfg) if stop > start)
+
+
+def _batch_size(seed: int, k: int, d: int, init: np.ndarray | None, cfg: TammesOptions, clock: Clock) -> int:
+    """``cfg.batch_size``, or fewer starts where the time limit leaves no time for so many.
+
+    Each start costs some time whatever the schedule: it is drawn, and its
+    result is measured in float64.  For a small K the batch can hold 10^5
+    starts (as many as fit the memory), whose drawing and measuring alone
+    would take seconds: the cost of one start is timed here (on a start that
+    is drawn again when its turn comes, so the run is the same) and the batch
+    holds at most as many as fit half of the time left for annealing.
+    """
+    if clock.limit is None or cfg.batch_size == 1:
+        return cfg.batch_size
+    began = time.perf_counter()
+    max_cos(normalise_rows(_starts(seed, [0], k, d, init, cfg)[0]))
+    per_start = max(time.perf_counter() - began, 1e-6)
+    left = clock.begin + ANNEAL_SHARE[bool(cfg.polish)] * clock.limit - time.perf_counter()
+    return int(min(cfg.batch_size, max(1.0, 0.5 * left / per_start)))
 
 
 def _batch_deadline(clock: Clock, cfg: TammesOptions, batches_left: int) -> float:
@@ -458,8 +477,9 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
     stop_reason = "steps"
     compressed = False
     # Batch by batch, never a list over all restarts: a huge --restarts under a time limit must still stop in time.
-    batches = _batch_count(cfg)
-    for n_batch, (members, riesz) in enumerate(_batches(cfg)):
+    size = _batch_size(seed, k, d, init, cfg, clock) if plan is None else cfg.batch_size
+    batches = _batch_count(cfg, size)
+    for n_batch, (members, riesz) in enumerate(_batches(cfg, size)):
         first = members[0]
         # The first batch always runs, so that a result exists however short the limit.
         if first and clock.expired():

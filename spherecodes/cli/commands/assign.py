@@ -8,7 +8,7 @@ from ...bank import read_code, write_code
 from ...report import format_assignment
 from ... import semantic
 from ...semantic import class_embeddings, read_class_names
-from .._common import print_json
+from .._common import lock_notice, print_json
 from ..main import BANK, FILE, SECONDS, SEED, embedding_options, main, threads_option
 
 @main.command()
@@ -56,7 +56,7 @@ def assign(bank, name, classes, embeddings, class_means, embeddings_format, miss
     else:
         new, result = semantic.assign_code(code, class_means=semantic.load_class_means(class_means), names=names, seed=seed)
     if not dry_run:
-        write_code(bank, new, overwrite=True)
+        write_code(bank, new, overwrite=True, waiting=lock_notice(True))
     if as_json:
         print_json({"bank": str(bank), "code": new.name, "written": not dry_run, **result.report()})
     else:

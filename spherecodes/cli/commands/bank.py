@@ -6,7 +6,7 @@ import click
 
 from ...bank import delete_code, list_codes
 from ...report import printable
-from .._common import print_json
+from .._common import lock_notice, print_json
 from ..main import BANK, main
 
 @main.command(name="ls")
@@ -35,5 +35,5 @@ def ls_cmd(bank, as_json):
 @click.option("--code", "name", required=True, help="Code to delete.")
 def rm_cmd(bank, name):
     """Delete a code from BANK (the bank is rewritten atomically)."""
-    delete_code(bank, name)
+    delete_code(bank, name, waiting=lock_notice(True))
     click.echo(f"deleted {printable(name)} from {bank}")

@@ -12,7 +12,7 @@ from ...catalog import publish as publish_catalog
 from ...memory import parse_size
 from ...report import format_bytes, format_entries, format_offers
 from .._common import BuildProgress, print_json
-from ..main import SECONDS, SEED, URL_HELP, CatalogLocation, main
+from ..main import MAX_THREADS, SECONDS, SEED, URL_HELP, CatalogLocation, main
 
 @main.group(name="catalog")
 def catalog_cmd():
@@ -100,8 +100,9 @@ def catalog_publish(directory, best, into, max_size, as_json):
               help="Comma-separated optimisers, one bank per (d, K, method).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder of the banks (created if missing); banks finished there by an earlier run are skipped.")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Workers of the local Dask cluster. Default: one per CPU core (at most one per bank).")
+@click.option("--workers", type=click.IntRange(min=1, max=MAX_THREADS), default=None,
+              help=f"Workers of the local Dask cluster, 1 to {MAX_THREADS} (never more than banks to build). "
+              "Default: one per CPU core (at most one per bank).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Run on an existing Dask cluster (e.g. tcp://10.0.0.5:8786) instead of a local one; "
               "--out must then be on a file system every worker sees under the same path.")

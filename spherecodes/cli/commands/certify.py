@@ -13,7 +13,7 @@ from ...lines import line_report
 from ...loading import load_code
 from ...report import format_line_report
 from .._common import certify as certify_prototypes
-from .._common import print_json, read_with_certificate_check, show_report, tell
+from .._common import lock_notice, print_json, read_with_certificate_check, show_report, tell
 from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, main, threads_option
 
 @main.command()
@@ -74,7 +74,7 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_l
     code.certificate = certify_prototypes(code.prototypes, device=device, max_memory=max_memory,
                                            quiet=not tell(quiet, as_json), tol=tol)
     if write:
-        write_code(file, code, overwrite=True)
+        write_code(file, code, overwrite=True, waiting=lock_notice(not quiet))
     show_report(code, str(file) if is_bank else None, as_json)
     if bad_certificate is not None and write:
         click.echo(f"replaced a stored certificate that did not check ({bad_certificate})", err=True)

@@ -7,7 +7,7 @@ import click
 from ...bank import read_code
 from ...constructions import ROTATIONS
 from ...export import EXPORT_DTYPES, export_code
-from ..main import BANK, FILE, main
+from ..main import BANK, FILE, SEED, main
 
 
 def export_options(command):
@@ -17,7 +17,7 @@ def export_options(command):
                      help="random: turn the code by a seeded random rotation first. Every cosine, max-cos, rho "
                      "and one-vs-rest distance stays the same; the coordinates change, so a closed form no "
                      "longer leaves most of them at zero."),
-        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+        click.option("--seed", type=SEED, default=0, show_default=True,
                      help="Seed of the random rotation."),
         click.option("--dtype", type=click.Choice(EXPORT_DTYPES), default="float64", show_default=True,
                      help="Number type of an exported .npy/.pt/.csv/.txt file (float64: the stored numbers exactly)."),

@@ -12,7 +12,7 @@ from ...errors import SpherecodesError
 from ...export import EXPORT_FORMATS, export_code, rotate_code
 from ...generation import METHODS, unused_dimensions
 from ...report import code_report, format_code_report
-from .._common import print_json
+from .._common import lock_notice, print_json
 from ..main import COUNT, DIM, URL_HELP, CatalogLocation, main
 from .export import export_options
 
@@ -106,7 +106,7 @@ def fetch_cmd(catalog_name, d, k, method, out, rotation, seed, dtype, with_label
         export_code(code, out, dtype=dtype, labels=with_labels, overwrite=overwrite)
         origin += f"\nwrote its {code.k} x {code.d} prototypes ({dtype}) to {out}"
     elif out is not None:
-        write_code(out, code, overwrite=overwrite)
+        write_code(out, code, overwrite=overwrite, waiting=lock_notice(not quiet))
         origin += f"\nstored as {code.name} in {out}"
     if as_json:
         report = code_report(code, bank=_bank_of(out, matrix_file, fetched, rotation == "random"))

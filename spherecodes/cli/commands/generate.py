@@ -27,6 +27,7 @@ from ...generation import (
 from ...run_estimate import estimate_run
 from ... import semantic
 from ...loading import load_code
+from ...memory import require_memory
 from ...semantic import (
     DEFAULT_MAX_COS_TOLERANCE,
     DEFAULT_SEMANTIC_WEIGHT,
@@ -34,7 +35,7 @@ from ...semantic import (
     class_embeddings,
     read_class_names,
 )
-from .._common import ProgressBar, default_bank_path, show_report, tell
+from .._common import ProgressBar, default_bank_path, lock_notice, show_report, tell
 from .._common import certify as certify_prototypes
 from ..main import (
     COUNT, DIM, FILE, MAX_MEMORY_HELP, SECONDS, SEED, FiniteFloat, MemorySize, embedding_options, main, threads_option,
@@ -177,6 +178,8 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
         k = len(names)
     elif names is not None and len(names) != k:
         raise SpherecodesError(f"--k is {k} but {classes} holds {len(names)} class names; give one name per prototype")
+    # Whatever method makes it, the code ends as K x d float64 numbers in memory: refused first where they cannot fit.
+    require_memory(8.0 * k * d, f"the code itself (K={k} x d={d} float64 prototypes)")
     privileged = method in NEEDS_CLASS_DATA
     if privileged:
         if names is None or embeddings is None:
@@ -249,7 +252,7 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     if matrix_file:
         export_code(code, out, dtype=dtype or "float32", overwrite=overwrite)
     else:
-        write_code(out, code, overwrite=overwrite)
+        write_code(out, code, overwrite=overwrite, waiting=lock_notice(not quiet))
     if interrupted:
         where = f"as {code.name} in {out}" if not matrix_file else f"in {out}"
         click.echo(f"Interrupted; kept the best code so far {where} (max-cos {code.stats.max_cos:.10g}"
