@@ -27,6 +27,7 @@ from ...generation import (
 from ...run_estimate import estimate_run
 from ... import semantic
 from ...loading import load_code
+from ...memory import format_duration
 from ...semantic import (
     DEFAULT_MAX_COS_TOLERANCE,
     DEFAULT_SEMANTIC_WEIGHT,
@@ -34,7 +35,7 @@ from ...semantic import (
     class_embeddings,
     read_class_names,
 )
-from .._common import ProgressBar, default_bank_path, show_report, tell
+from .._common import OutOfTime, ProgressBar, default_bank_path, show_report, tell
 from .._common import certify as certify_prototypes
 from ..main import (
     COUNT, DIM, FILE, MAX_MEMORY_HELP, SECONDS, SEED, FiniteFloat, MemorySize, embedding_options, main, threads_option,
@@ -232,14 +233,23 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
                         embeddings=class_vectors, semantic_weight=semantic_weight,
                         max_cos_tolerance=max_cos_tolerance, triplets=triplets or "auto",
                         max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort, init=init,
-                        catalog=use_catalog)
+                        catalog=use_catalog, built=estimate.built)
     interrupted = code.settings.get("stop_reason") == "interrupted"
+    deadline = None if time_limit is None else started + time_limit
+    out_of_time = None
     try:
         if certify and not interrupted:
-            if speak:
-                click.echo(f"certificate: {estimate.phase('certificate').what}", err=True)
-            code.certificate = certify_prototypes(code.prototypes, device=device, max_memory=max_memory,
-                                                  quiet=not speak, estimate=False)
+            if deadline is not None and time.perf_counter() >= deadline:
+                out_of_time = "before the certificate"
+            else:
+                if speak:
+                    click.echo(f"certificate: {estimate.phase('certificate').what}", err=True)
+                try:
+                    code.certificate = certify_prototypes(code.prototypes, device=device, max_memory=max_memory,
+                                                          quiet=not speak, estimate=False, deadline=deadline)
+                except OutOfTime as stop:
+                    update = stop.args[0]
+                    out_of_time = f"during the certificate ({update.step:,} of {update.steps:,} classes settled)"
         # The LP bound the bank stores takes seconds at large sizes: computed here (and remembered), so that
         # Ctrl-C during it keeps the code instead of abandoning the write.
         max_cos_lower_bound(d, k)
@@ -250,6 +260,10 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
         export_code(code, out, dtype=dtype or "float32", overwrite=overwrite)
     else:
         write_code(out, code, overwrite=overwrite)
+    if out_of_time is not None:
+        later = f"spherecodes certify {out}" + ("" if matrix_file else " --write")
+        click.echo(f"--time-limit {format_duration(time_limit)} reached {out_of_time}: the code is stored "
+                   f"uncertified; certify it later with '{later}' (it prints its own estimate).", err=True)
     if interrupted:
         where = f"as {code.name} in {out}" if not matrix_file else f"in {out}"
         click.echo(f"Interrupted; kept the best code so far {where} (max-cos {code.stats.max_cos:.10g}"
