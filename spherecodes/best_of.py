@@ -529,7 +529,7 @@ def best_of(d: int, k: int, plan: AutoPlan, *, seed: int, device, steps, restart
     ('Kerdock n = 64, 4000 of 4096 points', Fraction(1, 8), ['structured'])
     """
     begin = time.perf_counter()
-    candidates = list(exact_candidates(d, k, plan, max_memory) if built is None else built)
+    candidates = list(built) if built else exact_candidates(d, k, plan, max_memory)
     options = {"device": device, "steps": steps, "restarts": restarts, "progress": progress,
                "neighbours": neighbours, "refresh": refresh, "max_memory": max_memory, "seed": seed}
     to_run = [opt for opt in plan.optimisers if not opt.skip]

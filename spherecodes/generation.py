@@ -419,8 +419,8 @@ def generate(
 
 
 def _checked_built(built, d: int, k: int):
-    """``built`` as a list, each candidate's prototypes checked to be (K, d); or None."""
-    if built is None:
+    """``built`` as a list, each candidate's prototypes checked to be (K, d); or None (nothing built)."""
+    if not built:
         return None
     built = list(built)
     for candidate in built:

@@ -84,11 +84,12 @@ class RunEstimate:
     optimiser_time_limit : float or None
         What the optimisers may use of it: the time limit less the estimate
         of the phases after them and the time already spent.
-    built : tuple of spherecodes.best_of.Candidate
+    built : tuple of spherecodes.best_of.Candidate or None
         The exact codes built for the estimate where no optimiser runs (the
         certificate was timed on them): pass them to
         :func:`spherecodes.generation.generate` (``built``) so that the run
-        does not build them again.
+        does not build them again.  None where the estimate built none (an
+        optimiser runs: the run builds its candidates itself).
     """
 
     d: int
@@ -96,7 +97,7 @@ class RunEstimate:
     phases: tuple
     time_limit: float | None = None
     optimiser_time_limit: float | None = None
-    built: tuple = field(default=(), repr=False, compare=False)
+    built: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def seconds(self) -> float:
@@ -318,7 +319,7 @@ def _code_to_certify(d, k, method, plan, optimising, seed, max_memory) -> tuple[
     (its result is not known yet), and nothing is built.
     """
     if optimising:
-        return (), random_start(seed, 0, k, d), 0.0
+        return None, random_start(seed, 0, k, d), 0.0
     began = time.perf_counter()
     built = tuple(_exact_codes(d, k, method, plan, max_memory))
     # The best of them is the code returned (a tie goes to the earlier, as auto breaks ties of large codes).

@@ -188,3 +188,15 @@ def test_auto_plans_no_optimiser_beyond_the_measured_sizes_without_a_time_limit(
     assert plan_auto(128, 2**17, time_limit=3600).runs_optimiser
     # At a measured size where tammes beats every binary code it still runs (Table: (256, 1000), 0.0335).
     assert plan_auto(256, 1000, catalog=False).runs_optimiser
+
+
+def test_auto_with_an_optimiser_builds_its_candidates_itself(run, tmp_path):
+    # E8 in R^10 and one step of tammes from it: the estimate builds nothing (the optimiser's code is not known).
+    result = run("generate", "--d", 10, "--k", 240, "--steps", 1, "--restarts", 1, "--time-limit", 60,
+                 "--no-certify", "--out", "e8.npy")
+    assert result.exit_code == 0, result.output
+    assert "optimiser 1/" in result.output
+    w = np.load(tmp_path / "e8.npy").astype(np.float64)
+    gram = w @ w.T
+    np.fill_diagonal(gram, -1)
+    assert gram.max() <= 0.5 + 1e-6  # never above the E8 roots' 1/2 (Conway & Sloane, ch. 4)

@@ -68,7 +68,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Callable
 
@@ -527,39 +526,33 @@ def certificate_estimate(
 def _time_shells(w: np.ndarray, sample: np.ndarray, max_memory: float | None):
     """The nearest-shell pass timed on ``sample``: (the classes timed, their bounds, fixed seconds, seconds per class).
 
-    Where the pass is quick (milliseconds per class: one product with all K
-    prototypes), 8 classes and the whole sample are timed: the difference
-    is the cost per class, without the fixed cost that a small sample would
-    multiply by K; the 8 are timed twice and the faster run kept (on a busy
-    machine a pause in that short run would otherwise cancel the
-    difference).  Where each class costs seconds (NNLS on large shells at
-    large d), one class, then more one at a time until
-    :data:`SHELL_TIMING_SECONDS` have passed, are timed, and the fixed cost
-    counts as part of each class's (an over-estimate by a fraction of a
-    second per class).
+    A pass costs a fixed part (the rows hashed once, O(K·d)) and a part per
+    class (one product with all K prototypes, then its shell: milliseconds,
+    or seconds where NNLS works on large shells at large d).  The first 1,
+    2, 4, ... classes of the sample are timed, doubling until the whole
+    sample or :data:`SHELL_TIMING_SECONDS` is reached; the last two runs
+    give the cost per class (their difference, free of the fixed cost) and
+    the fixed cost.  A first class that alone takes longer than the cap is
+    the only one timed, its fixed cost counted as the class's (an
+    over-estimate, by the fixed cost per class).
     """
     k = len(w)
-
-    def timed(rows):
-        started = time.perf_counter()
-        bounds = shell_bounds(w, tol=DEFAULT_TOL, block_bytes=_shell_block_bytes(max_memory),
-                              max_support=_max_support(k, max_memory), rows=rows)
-        return time.perf_counter() - started, bounds
-
     began = time.perf_counter()
-    first, settled = timed(sample[:1])
-    if first * len(sample) > SHELL_TIMING_SECONDS:
-        done, exact = 1, settled.exact.copy()
-        while done < len(sample) and time.perf_counter() - began < SHELL_TIMING_SECONDS:
-            exact |= timed(sample[done : done + 1])[1].exact
-            done += 1
-        return sample[:done], replace(settled, exact=exact), 0.0, (time.perf_counter() - began) / done
-    if len(sample) <= 8:
-        seconds, settled = timed(sample)
-        return sample, settled, seconds, 0.0
-    eight = min(timed(sample[:8])[0] for _ in range(2))
-    whole, settled = timed(sample)
-    return sample, settled, eight, max(whole - eight, 0.0) / (len(sample) - 8)
+    runs = []  # (classes, seconds)
+    n = 1
+    while True:
+        started = time.perf_counter()
+        settled = shell_bounds(w, tol=DEFAULT_TOL, block_bytes=_shell_block_bytes(max_memory),
+                               max_support=_max_support(k, max_memory), rows=sample[:n])
+        runs.append((n, time.perf_counter() - started))
+        if n == len(sample) or time.perf_counter() - began > SHELL_TIMING_SECONDS:
+            break
+        n = min(2 * n, len(sample))
+    if len(runs) == 1:
+        return sample[:n], settled, 0.0, runs[0][1] / n
+    (n_a, t_a), (n_b, t_b) = runs[-2:]
+    per_class = max(t_b - t_a, 0.0) / (n_b - n_a)
+    return sample[:n], settled, max(t_b - n_b * per_class, 0.0), per_class
 
 
 def _time_qp_block(w: np.ndarray, sample: np.ndarray, dev, m: int, block: int, tile: int, workers: int):

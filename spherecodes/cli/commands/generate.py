@@ -85,7 +85,8 @@ from ..main import (
 @click.option("--time-limit", type=SECONDS, default=None,
               metavar="SECONDS", help="Bounds the whole run: the optimisers get what the estimated statistics "
               "and certificate leave of it, then stop and store the best code so far (Ctrl-C does the same); a "
-              "run whose statistics and certificate alone do not fit is refused before any work. For auto it is "
+              "run whose statistics and certificate alone do not fit is refused before any work; a certificate still "
+              "running at the limit stops and the code is stored uncertified. For auto it is "
               "the budget the optimisers that could win share. Default for auto: 1.5 x the predicted winner's "
               "time + 2 s.")
 @click.option("--catalog/--no-catalog", "use_catalog", default=True, show_default=True,
@@ -168,7 +169,9 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     dominates; a size that cannot fit, or a run over a day, is refused with
     the flags that fit.  Each phase then announces itself and shows progress.
     Ctrl-C during the optimisation stores the best code found so far,
-    uncertified, and exits with status 130.
+    uncertified, and exits with status 130; a certificate still running at
+    --time-limit stops after its block of classes and the code is stored
+    uncertified, with the command that certifies it later.
     """
     started = time.perf_counter()
     names = read_class_names(classes) if classes is not None else None
