@@ -154,8 +154,9 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
       spherecodes generate --d 64 --k 1000
       spherecodes generate --d 24 --k 4096 --method structured
       spherecodes generate --d 11 --k 12 --rotation random --seed 3
-      spherecodes generate --d 128 --k 10000 --time-limit 60 --out big.h5
-      spherecodes generate --d 512 --k 1000000 --time-limit 480 --max-memory 60GiB
+      spherecodes generate --d 8 --k 3000 --time-limit 60
+      spherecodes generate --d 128 --k 10000 --out faces.h5
+      spherecodes generate --d 512 --k 100000 --no-certify --max-memory 8GiB
       spherecodes generate --d 64 --method privileged --classes classes.txt --embeddings glove.txt
       spherecodes generate --d 3 --k 120 --effort high
       spherecodes generate --d 64 --k 1000 --method tammes --init start.npy
