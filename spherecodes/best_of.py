@@ -220,6 +220,8 @@ def describe_plan(plan: AutoPlan, k: int) -> str:
 def _predicted(prediction: Prediction) -> str:
     if not prediction.known:
         return f"unknown ({prediction.source})"
+    if prediction.high is None:  # only an easier size bounds it: the best it may reach, not a prediction
+        return f"max-cos at best ~{prediction.low:.4g} ({prediction.source})"
     return f"predicted max-cos ~{prediction.value:.4g} ({prediction.source})"
 
 
@@ -338,10 +340,12 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
         return AutoPlan(None, structured, closed_forms, stored, tuple(replace(o, skip=why) for o in optimisers),
                         0.0, sure)
     # A predicted winner must beat the exact candidates by more than half the noise band: a bundled code is
-    # often this optimiser's own result, which it would only repeat to within rounding.
+    # often this optimiser's own result, which it would only repeat to within rounding.  A bracket with no
+    # upper end (more points than any measured size: only an easier size bounds it, from below) is no
+    # evidence that the optimiser gets below them: it runs only within a time limit given for it.
     first = optimisers[0].prediction
     margin = abs(sure) * NOISE / 2 + TIE
-    winner = optimisers[0] if first.known and first.value < sure - margin else None
+    winner = optimisers[0] if first.high is not None and first.value < sure - margin else None
     budget = time_limit if time_limit is not None else (
         (1.5 * winner.seconds if winner is not None else 0.0) + EXTRA_SECONDS)
     planned, bar, spent = [], sure, 0.0
@@ -477,12 +481,39 @@ def run_structured(d: int, k: int, max_memory: float | None = None) -> Candidate
     return structured_candidate(code, k, max_memory)
 
 
+def exact_candidates(d: int, k: int, plan: AutoPlan, max_memory: float | None = None) -> list[Candidate]:
+    """The exact candidates of ``plan``, built: the structured code, the other closed forms, the bundled code.
+
+    They depend on (d, K) and the catalog only, not on the optimisers'
+    budget, so a run builds them once (for its estimate) and hands them to
+    :func:`best_of`.
+
+    Examples
+    --------
+    >>> [c.kind for c in exact_candidates(8, 240, plan_auto(8, 240, catalog=False))]
+    ['structured', 'closed-form']
+    """
+    candidates = []
+    if plan.structured is not None:
+        candidates.append(structured_candidate(plan.structured, k, max_memory))
+    for method, _ in plan.closed_forms:
+        start = time.perf_counter()
+        points = construct(method, d, k)
+        candidates.append(Candidate(f"closed form {method}", "closed-form", points, max_cos(points),
+                                    seconds=time.perf_counter() - start, settings={"closed_form": method}))
+    if plan.stored is not None:
+        candidates.append(stored_candidate(plan.stored))
+    return candidates
+
+
 def best_of(d: int, k: int, plan: AutoPlan, *, seed: int, device, steps, restarts, time_limit, progress,
-            max_memory, neighbours, refresh, announce=None) -> tuple[Candidate, list[Candidate]]:
+            max_memory, neighbours, refresh, announce=None, built=None) -> tuple[Candidate, list[Candidate]]:
     """Run the candidates of ``plan`` and return (winner, all candidates in the order considered).
 
     The caller (:func:`spherecodes.generation.generate`) has checked the
-    input.  ``announce``, if given, is called with one line as each
+    input.  ``built``, if given, holds the exact candidates that
+    :func:`exact_candidates` returns for (d, K), already built (by the
+    run's estimate), so that they are not built twice.  ``announce``, if given, is called with one line as each
     optimiser starts ("optimiser 1/2: ..."), so that its progress bar is not
     mistaken for another's.  The warm start from the structured code never
     ends above that code: where the optimiser finishes worse (it starts from
@@ -498,16 +529,7 @@ def best_of(d: int, k: int, plan: AutoPlan, *, seed: int, device, steps, restart
     ('Kerdock n = 64, 4000 of 4096 points', Fraction(1, 8), ['structured'])
     """
     begin = time.perf_counter()
-    candidates: list[Candidate] = []
-    if plan.structured is not None:
-        candidates.append(structured_candidate(plan.structured, k, max_memory))
-    for method, _ in plan.closed_forms:
-        start = time.perf_counter()
-        points = construct(method, d, k)
-        candidates.append(Candidate(f"closed form {method}", "closed-form", points, max_cos(points),
-                                    seconds=time.perf_counter() - start, settings={"closed_form": method}))
-    if plan.stored is not None:
-        candidates.append(stored_candidate(plan.stored))
+    candidates = list(built) if built else exact_candidates(d, k, plan, max_memory)
     options = {"device": device, "steps": steps, "restarts": restarts, "progress": progress,
                "neighbours": neighbours, "refresh": refresh, "max_memory": max_memory, "seed": seed}
     to_run = [opt for opt in plan.optimisers if not opt.skip]

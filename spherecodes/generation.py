@@ -294,6 +294,7 @@ def generate(
     init=None,
     catalog: bool = True,
     lines: bool = False,
+    built=None,
 ) -> Code:
     """Compute a K-prototype code in R^d and its float64 statistics.
 
@@ -364,6 +365,12 @@ def generate(
         lines of the best antipodal structured code, kept when they meet the
         Welch or orthoplex bound and otherwise refined by
         :func:`spherecodes.solvers.line_packing` (see :mod:`spherecodes.lines`).
+    built : list of spherecodes.best_of.Candidate, optional
+        ``auto``, ``structured`` and the closed forms: the exact codes of
+        (d, K) already built, as :func:`spherecodes.run_estimate.estimate_run`
+        returns them in ``RunEstimate.built`` (for ``auto`` those of
+        :func:`spherecodes.best_of.exact_candidates`), so that a run with an
+        estimate builds them once.
 
     Returns
     -------
@@ -408,7 +415,19 @@ def generate(
                device=device, steps=steps, restarts=restarts, time_limit=time_limit, progress=progress,
                announce=announce or _silent, embeddings=embeddings, semantic_weight=semantic_weight, max_cos_tolerance=max_cos_tolerance,
                triplets=triplets, max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort,
-               init=init, catalog=catalog)
+               init=init, catalog=catalog, built=_checked_built(built, d, k))
+
+
+def _checked_built(built, d: int, k: int):
+    """``built`` as a list, each candidate's prototypes checked to be (K, d); or None (nothing built)."""
+    if not built:
+        return None
+    built = list(built)
+    for candidate in built:
+        if getattr(candidate, "prototypes", None) is None or candidate.prototypes.shape != (k, d):
+            raise SpherecodesError(f"built must hold the exact candidates of (d, K) = ({d}, {k}), built by "
+                                   "spherecodes.run_estimate.estimate_run")
+    return built
 
 
 def _silent(line: str) -> None:
@@ -439,9 +458,10 @@ def _listed(names, conjunction: str = "and") -> str:
 # spherecodes is imported.
 
 
-def _structured(d, k, method, *, name, labels, seed, used_seed, rotation, max_memory, announce, progress, **_) -> Code:
+def _structured(d, k, method, *, name, labels, seed, used_seed, rotation, max_memory, announce, progress, built,
+                **_) -> Code:
     announce("candidate: the best structured code")
-    candidate = run_structured(d, k, max_memory)
+    candidate = built[0] if built else run_structured(d, k, max_memory)
     settings = {**candidate.settings, "label": candidate.label}
     return _packaged(candidate.prototypes, rotation=rotation, rotation_seed=seed, settings=settings, announce=announce,
                      progress=progress, max_memory=max_memory, method=STRUCTURED, name=name, labels=labels,
@@ -450,13 +470,13 @@ def _structured(d, k, method, *, name, labels, seed, used_seed, rotation, max_me
 
 
 def _auto(d, k, method, *, name, labels, seed, used_seed, rotation, device, steps, restarts, time_limit, progress,
-          announce, max_memory, neighbours, refresh, catalog, **_) -> Code:
+          announce, max_memory, neighbours, refresh, catalog, built, **_) -> Code:
     begin = time.perf_counter()
     plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=time_limit, neighbours=neighbours,
                      max_memory=max_memory, catalog=catalog)
     winner, candidates = best_of(d, k, plan, seed=seed, device=device, steps=steps, restarts=restarts,
                                  time_limit=time_limit, progress=progress, max_memory=max_memory,
-                                 neighbours=neighbours, refresh=refresh, announce=announce)
+                                 neighbours=neighbours, refresh=refresh, announce=announce, built=built)
     settings = {
         **winner.settings,
         "auto": {
@@ -482,12 +502,13 @@ def _where(candidate: Candidate) -> str:
     return candidate.settings.get("device", "cpu")
 
 
-def _closed_form(d, k, method, *, name, labels, seed, used_seed, rotation, max_memory, announce, progress,
+def _closed_form(d, k, method, *, name, labels, seed, used_seed, rotation, max_memory, announce, progress, built,
                  **_) -> Code:
     start = time.perf_counter()
     # A closed form's canonical coordinates are its definition; only --rotation random turns it.
     orientation = "random" if rotation == "random" else "canonical"
-    prototypes = construct(method, d, k, rotation=orientation, seed=seed)
+    prototypes = built[0].prototypes if built and orientation == "canonical" else \
+        construct(method, d, k, rotation=orientation, seed=seed)
     return _packaged(prototypes, rotation="none", rotation_seed=seed, settings={"rotation": orientation},
                      announce=announce, progress=progress, max_memory=max_memory, method=method, name=name,
                      labels=labels, seed=used_seed, device="cpu", wall_time=time.perf_counter() - start)

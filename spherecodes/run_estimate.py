@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .best_of import AutoPlan, describe_plan, plan_auto, run_structured, stored_candidate
+from .best_of import AutoPlan, Candidate, describe_plan, exact_candidates, plan_auto, run_structured
 from .constructions import construct
 from .errors import SpherecodesError
 from .generation import CLOSED_FORMS, STRUCTURED, keeps_orbit, resolve_method
@@ -34,9 +34,8 @@ ABSURD_SECONDS = 24 * 3600.0
 DOMINANT = 0.5
 NOTABLE_SECONDS = 30.0
 
-#: K·d from which timing the certificate's sample can itself take minutes (a QP block at large d).
+#: K·d from which timing the certificate's sample takes seconds (a QP block or NNLS at large d): said first.
 LARGE_CODE = 10**7
-LARGE_TIMING = " (at this size the timing itself can take minutes; --no-certify skips it and the certificate)"
 
 #: Rows and columns of the block of float64 products that times the statistics.
 STATS_SAMPLE_ROWS = 512
@@ -57,7 +56,11 @@ class Phase:
     seconds : float
         Expected wall time.
     nbytes, limit : float
-        Expected peak memory of the process and the bytes allowed (0: not estimated).
+        Expected peak memory of the process and the bytes allowed (0: not
+        estimated).  The limit bounds the phase's own arrays (their blocks
+        are sized to it, and a phase whose arrays cannot fit is refused by
+        its estimate), not the interpreter and libraries around them, so
+        the peak may exceed it.
     """
 
     name: str
@@ -81,6 +84,12 @@ class RunEstimate:
     optimiser_time_limit : float or None
         What the optimisers may use of it: the time limit less the estimate
         of the phases after them and the time already spent.
+    built : tuple of spherecodes.best_of.Candidate or None
+        The exact codes built for the estimate where no optimiser runs (the
+        certificate was timed on them): pass them to
+        :func:`spherecodes.generation.generate` (``built``) so that the run
+        does not build them again.  None where the estimate built none (an
+        optimiser runs: the run builds its candidates itself).
     """
 
     d: int
@@ -88,6 +97,7 @@ class RunEstimate:
     phases: tuple
     time_limit: float | None = None
     optimiser_time_limit: float | None = None
+    built: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def seconds(self) -> float:
@@ -109,12 +119,13 @@ class RunEstimate:
         estimate for the whole run (d = 64, K = 1000), timed on samples here:
           candidates   BCH: ~0.0 s
           statistics   pairs: ~0.2 s
-          certificate  QP: ~5.0 min, ~1.0 GiB of 4.0 GiB allowed
+          certificate  QP: ~5.0 min, process peak ~1.0 GiB (its arrays within the 4.0 GiB allowed)
           total        ~5.0 min; the certificate is 100% of it: --no-certify would finish in ~0.2 s (certify later with 'spherecodes certify BANK --write')
         """
         lines = [f"estimate for the whole run (d = {self.d}, K = {self.k}), timed on samples here:"]
         for p in self.phases:
-            memory = f", ~{format_bytes(p.nbytes)} of {format_bytes(p.limit)} allowed" if p.limit else ""
+            memory = (f", process peak ~{format_bytes(p.nbytes)} (its arrays within the {format_bytes(p.limit)} "
+                      "allowed)") if p.limit else ""
             lines.append(f"  {p.name:<12} {p.what}: ~{format_duration(p.seconds)}{memory}")
         total = f"  {'total':<12} ~{format_duration(self.seconds)}"
         if self.time_limit is not None:
@@ -248,13 +259,13 @@ def estimate_run(
     # What cannot fit in memory is refused first: the optimiser's working set, or the exact code as it is built.
     solver = _solver_estimate(d, k, method, device, steps, restarts, neighbours, refresh, max_memory, effort) \
         if optimising else None
-    points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed)
+    built, points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed, max_memory)
     statistics = _statistics_phase(d, k, points, optimising, rotation)
     # Refused at once where the statistics alone are too long: timing the certificate could take minutes more.
     RunEstimate(d, k, (statistics,), time_limit).check()
     if certify and k * d >= LARGE_CODE:  # smaller certificates are timed in seconds: no need to say so
         announce(f"estimating: statistics ~{format_duration(statistics.seconds)}; timing the certificate on a sample "
-                 f"of its classes{LARGE_TIMING} ...")
+                 "of its classes (seconds; --no-certify skips it and the certificate) ...")
     certificate = _certificate_phase(points, optimising, device, max_memory) if certify else None
     optimiser_limit = None
     if time_limit is not None:
@@ -266,12 +277,12 @@ def estimate_run(
             if optimising and not _optimising(method, plan):  # the share left no optimiser: the exact code it is
                 optimising = False
                 announce(f"{describe_plan(plan, k)}\nestimating: timing the certificate of that code ...")
-                points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed)
+                built, points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed, max_memory)
                 certificate = _certificate_phase(points, optimising, device, max_memory) if certify else None
     phases = [statistics] + ([certificate] if certificate is not None else [])
     first = _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, solver, points,
                               device=device, steps=steps, max_memory=max_memory)
-    estimate = RunEstimate(d, k, (first, *phases), time_limit, optimiser_limit if optimising else None)
+    estimate = RunEstimate(d, k, (first, *phases), time_limit, optimiser_limit if optimising else None, built)
     return estimate, plan
 
 
@@ -299,18 +310,21 @@ def _solver_estimate(d, k, method, device, steps, restarts, neighbours, refresh,
                            effort=effort if method == "tammes" else "default")
 
 
-def _code_to_certify(d, k, method, plan, optimising, seed) -> tuple[np.ndarray, float]:
-    """The code the run will certify and the seconds it took to build.
+def _code_to_certify(d, k, method, plan, optimising, seed, max_memory) -> tuple[tuple, np.ndarray, float]:
+    """The exact codes built, the code the run will certify, and the seconds it took to build them.
 
-    The code is built here where it is exact (milliseconds to a minute),
-    else it is a random code of the size, the optimiser's first start (its
-    result is not known yet).
+    The codes are built here where they are exact (milliseconds to a
+    minute), once: the run takes them over (:attr:`RunEstimate.built`).
+    Else the code is a random code of the size, the optimiser's first start
+    (its result is not known yet), and nothing is built.
     """
     if optimising:
-        return random_start(seed, 0, k, d), 0.0
-    built = time.perf_counter()
-    points = _exact_code(d, k, method, plan)
-    return points, time.perf_counter() - built
+        return None, random_start(seed, 0, k, d), 0.0
+    began = time.perf_counter()
+    built = tuple(_exact_codes(d, k, method, plan, max_memory))
+    # The best of them is the code returned (a tie goes to the earlier, as auto breaks ties of large codes).
+    points = min(built, key=lambda c: c.max_cos).prototypes if len(built) > 1 else built[0].prototypes
+    return built, points, time.perf_counter() - began
 
 
 def _certificate_phase(points, optimising, device, max_memory) -> Phase:
@@ -324,20 +338,16 @@ def _certificate_phase(points, optimising, device, max_memory) -> Phase:
     return Phase("certificate", what, cert.seconds, cert.nbytes, cert.limit)
 
 
-def _exact_code(d: int, k: int, method: str, plan: AutoPlan | None) -> np.ndarray:
-    """The code that a run without optimiser returns (before any rotation, which keeps every cosine)."""
+def _exact_codes(d: int, k: int, method: str, plan: AutoPlan | None, max_memory) -> list[Candidate]:
+    """The codes that a run without optimiser chooses from, as ``generate`` takes them (``built``), before any
+    rotation (which keeps every cosine)."""
     if method in CLOSED_FORMS:
-        return construct(method, d, k)
-    if plan is not None and plan.closed_form is not None:
-        return construct(plan.closed_form, d, k)
+        began = time.perf_counter()
+        points = construct(method, d, k)
+        return [Candidate(f"closed form {method}", "closed-form", points, seconds=time.perf_counter() - began)]
     if method == STRUCTURED:
-        return run_structured(d, k).prototypes  # or the error naming the closest structured codes
-    if plan.structured is not None and float(plan.structured.max_cos_bound(k)) == plan.sure:
-        return plan.structured.points(k)
-    for name, value in plan.closed_forms:
-        if value == plan.sure:
-            return construct(name, d, k)
-    return stored_candidate(plan.stored).prototypes
+        return [run_structured(d, k, max_memory)]  # or the error naming the closest structured codes
+    return exact_candidates(d, k, plan, max_memory)
 
 
 def _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, solver, stand_in, *, device, steps,

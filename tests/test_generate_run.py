@@ -104,3 +104,99 @@ def test_fetch_turns_an_embedded_code_unless_told_not_to(run, tmp_path):
     assert unused_dimensions(np.load(tmp_path / "sparse.npy")) > 0
     refused = run("fetch", "--d", 48, "--k", 500, "--out", "sparse.npy")
     assert refused.exit_code != 0 and "exists" in refused.output
+
+
+def test_the_exact_code_is_built_once_for_the_estimate_and_the_run(run, monkeypatch):
+    from spherecodes.structured import StructuredCode
+
+    calls = []
+    build = StructuredCode.points
+    monkeypatch.setattr(StructuredCode, "points", lambda *a, **kw: calls.append(a) or build(*a, **kw))
+    result = run("generate", "--d", 64, "--k", 1000, "--no-certify", "--out", "p.npy")
+    assert result.exit_code == 0, result.output
+    assert len(calls) == 1
+    # The code stored is the one built for the estimate: the BCH code's exact max-cos 1 - 2*28/64.
+    w = np.load("p.npy").astype(np.float64)
+    gram = w @ w.T
+    np.fill_diagonal(gram, -1)
+    assert gram.max() == pytest.approx(1 / 8, abs=1e-6)
+
+
+def test_the_certificate_estimate_stops_timing_at_its_cap(monkeypatch):
+    import spherecodes.certificate as certificate
+
+    # A random code in R^16 needs the QP (no balanced nearest shell); with no time for it the timing is cut
+    # and the estimate says that its time is a lower bound.
+    w = np.random.default_rng(1).standard_normal((400, 16))
+    w /= np.linalg.norm(w, axis=1, keepdims=True)
+    assert "at least" not in certificate.certificate_estimate(w, device="cpu").what
+    monkeypatch.setattr(certificate, "QP_TIMING_SECONDS", 0.0)
+    cut = certificate.certificate_estimate(w, device="cpu")
+    assert "QP" in cut.what and "at least this" in cut.what and cut.seconds > 0
+
+
+def test_a_slow_shell_pass_is_timed_class_by_class_within_its_cap(monkeypatch):
+    import spherecodes.certificate as certificate
+
+    # With no time for the shell timing, one class is timed and scaled: the 600-cell's nearest shells
+    # settle every class (a symmetric code), so no QP either way.
+    from spherecodes.constructions import construct
+
+    monkeypatch.setattr(certificate, "SHELL_TIMING_SECONDS", 0.0)
+    w = construct("600-cell", 4, 120)
+    est = certificate.certificate_estimate(w, device="cpu")
+    assert "no QP" in est.what and est.seconds > 0
+
+
+def test_the_certificate_stops_at_the_time_limit_and_the_code_is_kept_uncertified(run, monkeypatch, tmp_path):
+    from spherecodes.bank import read_code
+
+    # The estimate would refuse a time limit this short: without that check the run goes on, and the
+    # deadline passes before the certificate.
+    monkeypatch.setattr(RunEstimate, "check", lambda self: None)
+    result = run("generate", "--d", 64, "--k", 1000, "--time-limit", 0.01)
+    assert result.exit_code == 0, result.output
+    assert "--time-limit 0.0 s reached before the certificate: the code is stored uncertified" in result.output
+    assert "spherecodes certify spherecodes_d64_k1000.h5 --write" in result.output
+    code = read_code(tmp_path / "spherecodes_d64_k1000.h5")
+    assert code.certificate is None and code.stats.max_cos == pytest.approx(1 / 8, abs=1e-12)
+
+
+def test_a_certificate_past_its_deadline_stops_after_a_block():
+    from spherecodes.cli._common import OutOfTime, certify
+
+    w = np.random.default_rng(2).standard_normal((300, 8))
+    w /= np.linalg.norm(w, axis=1, keepdims=True)
+    with pytest.raises(OutOfTime) as stop:
+        certify(w, device="cpu", max_memory=None, quiet=True, deadline=0.0)
+    assert stop.value.args[0].step < stop.value.args[0].steps == 300
+
+
+def test_the_memory_line_says_what_the_limit_bounds():
+    # The process peak (interpreter, libraries) may exceed --max-memory; the limit bounds the phase's arrays.
+    line = RunEstimate(8, 3000, (Phase("certificate", "QP", 60.0, 563 * 2**20, 512 * 2**20),)).describe()
+    assert "process peak ~563.0 MiB (its arrays within the 512.0 MiB allowed)" in line
+    assert "563.0 MiB of 512.0 MiB" not in line
+
+
+def test_auto_plans_no_optimiser_beyond_the_measured_sizes_without_a_time_limit():
+    # (128, 2^17): the whole shortened BCH [123,17] code; the table measures tammes up to K = 5000 in R^128,
+    # which bounds it only from below at 2^17 points.
+    plan = plan_auto(128, 2**17)
+    assert not plan.runs_optimiser and plan.budget < 5
+    assert "over the budget; --time-limit raises it" in plan.optimisers[0].skip
+    assert plan_auto(128, 2**17, time_limit=3600).runs_optimiser
+    # At a measured size where tammes beats every binary code it still runs (Table: (256, 1000), 0.0335).
+    assert plan_auto(256, 1000, catalog=False).runs_optimiser
+
+
+def test_auto_with_an_optimiser_builds_its_candidates_itself(run, tmp_path):
+    # E8 in R^10 and one step of tammes from it: the estimate builds nothing (the optimiser's code is not known).
+    result = run("generate", "--d", 10, "--k", 240, "--steps", 1, "--restarts", 1, "--time-limit", 60,
+                 "--no-certify", "--out", "e8.npy")
+    assert result.exit_code == 0, result.output
+    assert "optimiser 1/" in result.output
+    w = np.load(tmp_path / "e8.npy").astype(np.float64)
+    gram = w @ w.T
+    np.fill_diagonal(gram, -1)
+    assert gram.max() <= 0.5 + 1e-6  # never above the E8 roots' 1/2 (Conway & Sloane, ch. 4)

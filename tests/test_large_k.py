@@ -276,7 +276,7 @@ def test_cli_prints_the_estimate_and_keeps_json_clean(tmp_path):
     text = runner.invoke(main, args + ["--out", str(tmp_path / "a.h5")])
     assert text.exit_code == 0, text.output
     assert "candidates   tammes with neighbour lists (m = 16, refresh every 10 steps), 1 x 20 steps" in text.stderr
-    assert "of 512.0 MiB allowed" in text.stderr
+    assert "(its arrays within the 512.0 MiB allowed)" in text.stderr
     assert "certificate  K = 3000 classes in d = 8" in text.stderr
     as_json = runner.invoke(main, args + ["--out", str(tmp_path / "b.h5"), "--json"])
     assert as_json.exit_code == 0 and as_json.stderr == ""  # not a terminal: nothing but the report

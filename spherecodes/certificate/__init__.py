@@ -83,7 +83,7 @@ from . import _blocks
 from ._blocks import assemble_supports, exact_duplicates, host_memory, per_class_bytes
 from ._gram import GramPass, gram_applies, gram_block_bytes, gram_bytes
 from ._result import CertificateProgress, OneVsRestCertificate
-from ._shell import shell_block_bytes, shell_bounds
+from ._shell import classes_before_giving_up, shell_block_bytes, shell_bounds
 from .witness import WITNESS_SLACK, support_residuals, verify_witness
 
 if TYPE_CHECKING:
@@ -101,6 +101,16 @@ DEFAULT_TOL = 1e-9
 #: enough that their cost stands out from the fixed cost of a pass (the
 #: scans of all K prototypes are shared by a block), which is measured apart.
 SHELL_SAMPLE = 128
+
+#: Most seconds that :func:`certificate_estimate` spends timing the QP.  At
+#: d = 1024 one block of two classes can take minutes; a timing cut short
+#: still says that a block takes at least that long, which is what decides a
+#: refusal.
+QP_TIMING_SECONDS = 4.0
+
+#: Seconds after which :func:`certificate_estimate` stops timing a slow
+#: nearest-shell pass (seconds per class: NNLS on large shells at large d).
+SHELL_TIMING_SECONDS = 3.0
 
 #: Working memory of one block of the nearest-shell pass (NumPy, float64).
 SHELL_BLOCK_BYTES = 64 * 2**20
@@ -424,8 +434,10 @@ def certificate_estimate(
     nearest-shell pass first, to tell whether it settles them (then no QP
     and no torch are needed) and to time the work, which is scaled to K;
     where the QP is needed, one block of the real size, spread over the
-    code, is also solved and timed.  Given only ``k`` and ``d``, the QP is
-    assumed and the time is 0 (unknown).
+    code, is also solved and timed, for at most :data:`QP_TIMING_SECONDS`:
+    a block not solved by then makes the time a lower bound (the
+    description says so).  Given only ``k`` and ``d``, the QP is assumed and
+    the time is 0 (unknown).
 
     Examples
     --------
@@ -462,22 +474,10 @@ def certificate_estimate(
     sample = None
     if w is not None:
         sample = np.unique(np.linspace(0, k - 1, min(k, SHELL_SAMPLE)).astype(np.int64))
-        # Timed on 8 classes and on the whole sample: the difference is the
-        # cost per class, without the fixed cost that a small sample would
-        # multiply by K.  The 8 are timed twice and the faster run kept: on a
-        # busy machine a pause in that short run would otherwise cancel the
-        # difference.
-        times = []
-        for rows, runs in ((sample[:8], 2), (sample, 1)):
-            fastest = math.inf
-            for _ in range(runs):
-                started = time.perf_counter()
-                settled = shell_bounds(w, tol=DEFAULT_TOL, block_bytes=_shell_block_bytes(max_memory),
-                                       max_support=_max_support(k, max_memory), rows=rows)
-                fastest = min(fastest, time.perf_counter() - started)
-            times.append(fastest)
-        per_class = max(times[1] - times[0], 0.0) / max(len(sample) - 8, 1)
-        seconds = times[0] + per_class * k if len(sample) > 8 else times[1]
+        sample, settled, fixed, per_class = _time_shells(w, sample, max_memory)
+        # A pass that settles none of its first GIVE_UP_AFTER classes gives up (the QP takes them all).
+        examined = k if settled.exact[sample].any() else classes_before_giving_up(k, d, _shell_block_bytes(max_memory))
+        seconds = fixed + per_class * examined
         needs_qp = not settled.exact[sample].all()
         if not needs_qp:
             shell_bytes += 16.0 * k * settled.support_indices.shape[1]  # the stored witnesses
@@ -514,32 +514,93 @@ def certificate_estimate(
     qp_bytes += 8.0 * k * d if dev.type == "cuda" else host_memory(k, d)
     # Before the timing below, whose arrays would otherwise count twice.
     nbytes = memory.process_peak(max(shell_bytes, qp_bytes), loads_torch=True)
+    cut = ""
     if w is not None:
-        w_t = torch.from_numpy(w).to(dev)
-        w32 = w_t.to(torch.float32)
-        scan_threads = _scan_threads(workers)
-        scratch = torch.empty(block * tile, dtype=torch.float32, device=dev)  # as each worker has
-
-        def timed(rows: np.ndarray) -> float:
-            started = time.perf_counter()
-            certify_block(w_t, w32, torch.from_numpy(rows).to(dev), m, DEFAULT_TOL,
-                          torch.full((len(rows),), -1, dtype=torch.long, device=dev), tile, scratch, scan_threads)
-            if dev.type == "cuda":
-                torch.cuda.synchronize(dev)
-            return time.perf_counter() - started
-
-        with _linalg_threads(dev):
-            # A block's classes are solved side by side, so a block costs
-            # about what its slowest class costs, and much less than its
-            # classes one by one: one real block, spread over the code, is
-            # timed as one worker runs it (the workers share the blocks), after
-            # a run of 8 classes that takes the device's warm-up; the faster
-            # of two runs is kept (the first also meets its arrays' first
-            # page faults).  A fraction of a second each at (64, 10^5); a
-            # quarter of the code where one block holds it all.
-            timed(sample[:8])
-            spread = np.unique(np.linspace(0, k - 1, min(block, max(32, k // 4))).astype(np.int64))
-            seconds += math.ceil(k / block) * min(timed(spread), timed(spread)) / workers
+        block_seconds, cut = _time_qp_block(w, sample, dev, m, block, tile, workers)
+        seconds += math.ceil(k / block) * block_seconds / workers
     blocks = f"{workers} workers, blocks of {block}" if workers > 1 else f"blocks of {block}"
-    return Estimate(f"certificate of K = {k} classes in d = {d} (QP in {blocks})", str(dev), nbytes,
+    return Estimate(f"certificate of K = {k} classes in d = {d} (QP in {blocks}{cut})", str(dev), nbytes,
                     memory_limit(str(dev), max_memory), seconds)
+
+
+def _time_shells(w: np.ndarray, sample: np.ndarray, max_memory: float | None):
+    """The nearest-shell pass timed on ``sample``: (the classes timed, their bounds, fixed seconds, seconds per class).
+
+    A pass costs a fixed part (the rows hashed once, O(K·d)) and a part per
+    class (one product with all K prototypes, then its shell: milliseconds,
+    or seconds where NNLS works on large shells at large d).  The first 1,
+    2, 4, ... classes of the sample are timed, doubling until the whole
+    sample or :data:`SHELL_TIMING_SECONDS` is reached; the last two runs
+    give the cost per class (their difference, free of the fixed cost) and
+    the fixed cost.  A first class that alone takes longer than the cap is
+    the only one timed, its fixed cost counted as the class's (an
+    over-estimate, by the fixed cost per class).
+    """
+    k = len(w)
+    began = time.perf_counter()
+    runs = []  # (classes, seconds)
+    n = 1
+    while True:
+        started = time.perf_counter()
+        settled = shell_bounds(w, tol=DEFAULT_TOL, block_bytes=_shell_block_bytes(max_memory),
+                               max_support=_max_support(k, max_memory), rows=sample[:n])
+        runs.append((n, time.perf_counter() - started))
+        if n == len(sample) or time.perf_counter() - began > SHELL_TIMING_SECONDS:
+            break
+        n = min(2 * n, len(sample))
+    if len(runs) == 1:
+        return sample[:n], settled, 0.0, runs[0][1] / n
+    (n_a, t_a), (n_b, t_b) = runs[-2:]
+    per_class = max(t_b - t_a, 0.0) / (n_b - n_a)
+    return sample[:n], settled, max(t_b - n_b * per_class, 0.0), per_class
+
+
+def _time_qp_block(w: np.ndarray, sample: np.ndarray, dev, m: int, block: int, tile: int, workers: int):
+    """Seconds of one QP block of the real size, spread over the code, as one worker runs it; and a note.
+
+    A block's classes are solved side by side, so a block costs about what
+    its slowest class costs, and much less than its classes one by one.
+    After a run of a few classes that takes the device's warm-up, the block
+    is timed, twice where time allows (the faster kept: the first also meets
+    its arrays' first page faults): a fraction of a second each at (64,
+    10^5); a quarter of the code where one block holds it all.  Everything
+    stops at :data:`QP_TIMING_SECONDS`: the time of a run cut short is a
+    lower bound, and the note (``""`` otherwise) says so.
+    """
+    import torch
+
+    from ._qp import OutOfTime, certify_block
+
+    k = len(w)
+    w_t = torch.from_numpy(w).to(dev)
+    w32 = w_t.to(torch.float32)
+    scratch = torch.empty(block * tile, dtype=torch.float32, device=dev)  # as each worker has
+    deadline = time.perf_counter() + QP_TIMING_SECONDS
+
+    def timed(rows: np.ndarray) -> tuple[float, bool]:
+        started = time.perf_counter()
+        try:
+            certify_block(w_t, w32, torch.from_numpy(rows).to(dev), m, DEFAULT_TOL,
+                          torch.full((len(rows),), -1, dtype=torch.long, device=dev), tile, scratch,
+                          _scan_threads(workers), deadline=deadline)
+        except OutOfTime:
+            return time.perf_counter() - started, False
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        return time.perf_counter() - started, True
+
+    spread = np.unique(np.linspace(0, k - 1, min(block, max(32, k // 4))).astype(np.int64))
+    warm_up = sample[:min(8, len(spread))]
+    with _linalg_threads(dev):
+        seconds, done = timed(warm_up)
+        if not done:  # not even the warm-up's few classes: a block of the code's classes takes longer
+            return seconds, f"; at least this: {len(warm_up)} of its classes were not solved in {seconds:.1f} s"
+        runs = []
+        while len(runs) < 2:
+            seconds, done = timed(spread)
+            if not done:
+                if runs:  # the first run finished: it is the measurement
+                    break
+                return seconds, f"; at least this: a block was not solved in {seconds:.1f} s"
+            runs.append(seconds)
+    return min(runs), ""

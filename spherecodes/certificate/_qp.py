@@ -9,6 +9,7 @@ every path of the solver; they are looked up here at call time.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,7 @@ from ..devices import torch_threads
 from ..sphere import top_matches
 from ._blocks import GLOBAL_ADDITIONS, KNOWN_PER_DIM
 
-__all__ = ["BlockResult", "certify_block", "outside_bound"]
+__all__ = ["BlockResult", "OutOfTime", "certify_block", "outside_bound"]
 
 #: Global optimality checks (rounds of step 3) before giving up on a class.
 MAX_ROUNDS = 50
@@ -67,6 +68,15 @@ SCREEN_KEEP = 4
 SCREEN_SAFETY = 1.5
 
 
+class OutOfTime(Exception):
+    """Raised by :func:`certify_block` given a ``deadline`` that passes before the block is solved."""
+
+
+def _check(deadline: float | None) -> None:
+    if deadline is not None and time.perf_counter() > deadline:
+        raise OutOfTime
+
+
 @dataclass
 class BlockResult:
     lo: np.ndarray
@@ -79,14 +89,16 @@ class BlockResult:
 
 def certify_block(
     w: torch.Tensor, w32: torch.Tensor, rows: torch.Tensor, m: int, tol: float, duplicate_of: torch.Tensor,
-    tile: int, scratch: torch.Tensor | None, scan_threads: int | None = None,
+    tile: int, scratch: torch.Tensor | None, scan_threads: int | None = None, deadline: float | None = None,
 ) -> BlockResult:
     """Solve and certify the QPs of the classes ``rows``.
 
     ``w32`` is ``w`` in float32 for the screening products, ``scratch`` a
     float32 buffer of at least ``len(rows) × tile`` elements, and
     ``scan_threads`` the torch threads of the products with all K prototypes
-    (the small batched solves run with the caller's setting).
+    (the small batched solves run with the caller's setting).  Past
+    ``deadline`` (a ``time.perf_counter()`` value) the block stops between
+    two iterations with :class:`OutOfTime`: a timing that must stay short.
     """
     n = rows.shape[0]
     dev = w.device
@@ -142,10 +154,11 @@ def certify_block(
     scan_floor = torch.full((n,), math.inf, dtype=w.dtype, device=dev)
     rounds = 0
     while True:
+        _check(deadline)
         if todo.any():
             idx = todo.nonzero().squeeze(1)
             pos, weights = _scatter_corrals(pos, weights, idx, *_solve_candidates(
-                wk[idx], w, cand[idx], pos[idx], weights[idx], add_threshold, jammed[idx] & (rounds == 0)
+                wk[idx], w, cand[idx], pos[idx], weights[idx], add_threshold, jammed[idx] & (rounds == 0), deadline
             ))
         # Global check and certificate against all prototypes, for the rows
         # whose point changed.  The weights are put exactly on the simplex (up
@@ -371,6 +384,7 @@ def _solve_candidates(
     weights: torch.Tensor,
     add_threshold: float,
     jammed: torch.Tensor,
+    deadline: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Exact QPs on the candidate sets: Wolfe, restarted from an interior point where slow.
 
@@ -389,7 +403,8 @@ def _solve_candidates(
     finished = jammed.clone()  # jammed rows are handled below, not here
     if quick.numel():
         quick_pos, quick_w, quick_done = _wolfe(
-            wk[quick], w, cand[quick], pos[quick], weights[quick], add_threshold, ADDITIONS, WOLFE_QUICK_ITERATIONS
+            wk[quick], w, cand[quick], pos[quick], weights[quick], add_threshold, ADDITIONS, WOLFE_QUICK_ITERATIONS,
+            deadline,
         )
         new_pos, new_w = _scatter_corrals(new_pos, new_w, quick, quick_pos, quick_w)
         finished[quick] = quick_done
@@ -398,7 +413,7 @@ def _solve_candidates(
         return new_pos, new_w
     start_pos, start_w = _interior_point_start(wk[slow], w[cand[slow]])
     slow_pos, slow_w, _ = _wolfe(
-        wk[slow], w, cand[slow], start_pos, start_w, add_threshold, ADDITIONS, 20 * (d + 2) + 100
+        wk[slow], w, cand[slow], start_pos, start_w, add_threshold, ADDITIONS, 20 * (d + 2) + 100, deadline
     )
     return _scatter_corrals(new_pos, new_w, slow, slow_pos, slow_w)
 
@@ -482,6 +497,7 @@ def _wolfe(
     add_threshold: float,
     additions: int,
     max_iterations: int,
+    deadline: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Batched Wolfe minimum-norm-point iterations on the candidate sets.
 
@@ -506,6 +522,7 @@ def _wolfe(
     done = torch.zeros(n, dtype=torch.bool, device=dev)
     finished: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
     for _ in range(max_iterations):
+        _check(deadline)
         n_done = int(done.sum())
         # Finished rows ride along (their arrays are cheap) until dropping
         # them is worth copying the candidate vectors of the others.

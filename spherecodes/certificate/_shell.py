@@ -44,8 +44,8 @@ from ..sphere import nearest_others
 from ._blocks import assemble_supports, row_hashes
 
 __all__ = [
-    "EXACT_WIDTH", "GATHER_SHELL", "GIVE_UP_AFTER", "PAIR_ATTEMPTS", "SHELL_TOL", "ShellBounds", "shell_block_bytes",
-    "shell_block_rows", "shell_bounds",
+    "EXACT_WIDTH", "GATHER_SHELL", "GIVE_UP_AFTER", "PAIR_ATTEMPTS", "SHELL_TOL", "ShellBounds",
+    "classes_before_giving_up", "shell_block_bytes", "shell_block_rows", "shell_bounds",
 ]
 
 #: Inner products within this of the largest count as the nearest shell.
@@ -109,6 +109,19 @@ SHELL_TILE = 2048
 def _bytes_per_row(k: int, d: int) -> float:
     """A class's share of a block: its row of a (rows × tile) float64 product and mask, and its shell."""
     return 9.0 * min(k, SHELL_TILE) + 16.0 * min(k, 4 * (d + 1)) + 8.0 * (2 * d)
+
+
+def classes_before_giving_up(k: int, d: int, budget_bytes: float) -> int:
+    """Classes :func:`shell_bounds` examines (whole blocks) before it gives up on a code none of whose
+    classes it settles (:data:`GIVE_UP_AFTER`).
+
+    Examples
+    --------
+    >>> classes_before_giving_up(100_000, 1024, 64 * 2**20) == 2 * shell_block_rows(100_000, 1024, 64 * 2**20)
+    True
+    """
+    rows = shell_block_rows(k, d, budget_bytes)
+    return min(k, -(-GIVE_UP_AFTER // rows) * rows)
 
 
 def shell_block_rows(k: int, d: int, budget_bytes: float) -> int:

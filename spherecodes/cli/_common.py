@@ -37,13 +37,25 @@ def tell(quiet: bool, as_json: bool) -> bool:
     return not quiet and (not as_json or sys.stderr.isatty())
 
 
-def certify(prototypes, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL, estimate: bool = True):
+class OutOfTime(Exception):
+    """The run's time limit passed during the certificate: raised at its next progress update (a block of
+    classes), with the :class:`spherecodes.certificate.CertificateProgress` of that update."""
+
+
+def certify(prototypes, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL, estimate: bool = True,
+            deadline: float | None = None):
     """The certificate of a code, with its estimate (unless ``estimate`` is False: printed before) and a
-    progress bar on stderr unless ``quiet``."""
+    progress bar on stderr unless ``quiet``; stopped with :class:`OutOfTime` after the block of classes
+    during which ``time.perf_counter()`` passes ``deadline``."""
     if not quiet and estimate:  # the certificate checks its memory itself before allocating
         click.echo(certificate_estimate(prototypes, device=device, max_memory=max_memory).describe(), err=True)
     with ProgressBar(enabled=not quiet) as progress:
-        return one_vs_rest_distances(prototypes, tol=tol, device=device, max_memory=max_memory, progress=progress)
+        def report(update):
+            progress(update)
+            if deadline is not None and time.perf_counter() > deadline and update.step < update.steps:
+                raise OutOfTime(update)
+
+        return one_vs_rest_distances(prototypes, tol=tol, device=device, max_memory=max_memory, progress=report)
 
 
 def read_with_certificate_check(bank, name: str | None):

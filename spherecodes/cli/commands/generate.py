@@ -27,7 +27,7 @@ from ...generation import (
 from ...run_estimate import estimate_run
 from ... import semantic
 from ...loading import load_code
-from ...memory import require_memory
+from ...memory import format_duration, require_memory
 from ...semantic import (
     DEFAULT_MAX_COS_TOLERANCE,
     DEFAULT_SEMANTIC_WEIGHT,
@@ -35,7 +35,7 @@ from ...semantic import (
     class_embeddings,
     read_class_names,
 )
-from .._common import ProgressBar, default_bank_path, lock_notice, show_report, tell
+from .._common import OutOfTime, ProgressBar, default_bank_path, lock_notice, show_report, tell
 from .._common import certify as certify_prototypes
 from ..main import (
     COUNT, DIM, FILE, MAX_MEMORY_HELP, SECONDS, SEED, FiniteFloat, MemorySize, embedding_options, main, threads_option,
@@ -85,7 +85,8 @@ from ..main import (
 @click.option("--time-limit", type=SECONDS, default=None,
               metavar="SECONDS", help="Bounds the whole run: the optimisers get what the estimated statistics "
               "and certificate leave of it, then stop and store the best code so far (Ctrl-C does the same); a "
-              "run whose statistics and certificate alone do not fit is refused before any work. For auto it is "
+              "run whose statistics and certificate alone do not fit is refused before any work; a certificate still "
+              "running at the limit stops and the code is stored uncertified. For auto it is "
               "the budget the optimisers that could win share. Default for auto: 1.5 x the predicted winner's "
               "time + 2 s.")
 @click.option("--catalog/--no-catalog", "use_catalog", default=True, show_default=True,
@@ -153,8 +154,9 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
       spherecodes generate --d 64 --k 1000
       spherecodes generate --d 24 --k 4096 --method structured
       spherecodes generate --d 11 --k 12 --rotation random --seed 3
-      spherecodes generate --d 128 --k 10000 --time-limit 60 --out big.h5
-      spherecodes generate --d 512 --k 1000000 --time-limit 480 --max-memory 60GiB
+      spherecodes generate --d 8 --k 3000 --time-limit 60
+      spherecodes generate --d 128 --k 10000 --out faces.h5
+      spherecodes generate --d 512 --k 100000 --no-certify --max-memory 8GiB
       spherecodes generate --d 64 --method privileged --classes classes.txt --embeddings glove.txt
       spherecodes generate --d 3 --k 120 --effort high
       spherecodes generate --d 64 --k 1000 --method tammes --init start.npy
@@ -168,7 +170,9 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     dominates; a size that cannot fit, or a run over a day, is refused with
     the flags that fit.  Each phase then announces itself and shows progress.
     Ctrl-C during the optimisation stores the best code found so far,
-    uncertified, and exits with status 130.
+    uncertified, and exits with status 130; a certificate still running at
+    --time-limit stops after its block of classes and the code is stored
+    uncertified, with the command that certifies it later.
     """
     started = time.perf_counter()
     names = read_class_names(classes) if classes is not None else None
@@ -235,14 +239,23 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
                         embeddings=class_vectors, semantic_weight=semantic_weight,
                         max_cos_tolerance=max_cos_tolerance, triplets=triplets or "auto",
                         max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort, init=init,
-                        catalog=use_catalog)
+                        catalog=use_catalog, built=estimate.built)
     interrupted = code.settings.get("stop_reason") == "interrupted"
+    deadline = None if time_limit is None else started + time_limit
+    out_of_time = None
     try:
         if certify and not interrupted:
-            if speak:
-                click.echo(f"certificate: {estimate.phase('certificate').what}", err=True)
-            code.certificate = certify_prototypes(code.prototypes, device=device, max_memory=max_memory,
-                                                  quiet=not speak, estimate=False)
+            if deadline is not None and time.perf_counter() >= deadline:
+                out_of_time = "before the certificate"
+            else:
+                if speak:
+                    click.echo(f"certificate: {estimate.phase('certificate').what}", err=True)
+                try:
+                    code.certificate = certify_prototypes(code.prototypes, device=device, max_memory=max_memory,
+                                                          quiet=not speak, estimate=False, deadline=deadline)
+                except OutOfTime as stop:
+                    update = stop.args[0]
+                    out_of_time = f"during the certificate ({update.step:,} of {update.steps:,} classes settled)"
         # The LP bound the bank stores takes seconds at large sizes: computed here (and remembered), so that
         # Ctrl-C during it keeps the code instead of abandoning the write.
         max_cos_lower_bound(d, k)
@@ -253,6 +266,10 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
         export_code(code, out, dtype=dtype or "float32", overwrite=overwrite)
     else:
         write_code(out, code, overwrite=overwrite, waiting=lock_notice(not quiet))
+    if out_of_time is not None:
+        later = f"spherecodes certify {out}" + ("" if matrix_file else " --write")
+        click.echo(f"--time-limit {format_duration(time_limit)} reached {out_of_time}: the code is stored "
+                   f"uncertified; certify it later with '{later}' (it prints its own estimate).", err=True)
     if interrupted:
         where = f"as {code.name} in {out}" if not matrix_file else f"in {out}"
         click.echo(f"Interrupted; kept the best code so far {where} (max-cos {code.stats.max_cos:.10g}"
