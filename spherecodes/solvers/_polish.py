@@ -22,7 +22,7 @@ from ..sphere import normalise_rows, pairs_above
 from ..stats import max_cos
 from ._core import Clock, PolishBudget
 
-__all__ = ["CONTACT_MARGINS", "Linearisation", "PairCosines", "polish", "solve_contacts"]
+__all__ = ["CONTACT_MARGINS", "DENSE_CONTACTS", "Linearisation", "PairCosines", "polish", "solve_contacts"]
 
 
 @dataclass
@@ -67,8 +67,14 @@ class PairCosines:
         )
 
 
+#: Predicted gain of an LP round, relative to 1 - max-cos, below which
+#: :func:`polish` tries ``refine`` (the contact solve) after the round.
+REFINE_BELOW = 1e-5
+
+
 def polish(
-    w: np.ndarray, model, cfg, clock: Clock, budget: PolishBudget, history: list, step_offset: int
+    w: np.ndarray, model, cfg, clock: Clock, budget: PolishBudget, history: list, step_offset: int,
+    refine=None,
 ) -> tuple[np.ndarray, int, bool]:
     """Sequential linear programming on the near-active functions, in float64.
 
@@ -176,6 +182,11 @@ def polish(
             if value < current:
                 gain = current - value
                 w, current = trial, value
+                if refine is not None and predicted_gain < REFINE_BELOW * (1 - current):
+                    refined = refine(w)
+                    refined_value = model.value(refined)
+                    if refined_value < current:
+                        w, current = refined, refined_value
             else:
                 gain = 0.0
             # Grow r while the linear model predicts the gain well; shrink it
