@@ -436,7 +436,7 @@ def resolve_neighbours(d: int, k: int, device: torch.device, neighbours, max_mem
     return 0
 
 
-#: K·d up to which the LP rounds of the polish get at least 2e8 units of work.
+#: K·d up to which the LP rounds of the polish get at least 1e8 units of work.
 SMALL_LP = 1000
 
 
@@ -444,8 +444,10 @@ def default_polish_work(restarts: int, steps: int, k: int, d: int) -> float:
     """Simplex work (see :class:`spherecodes.solvers._core.PolishBudget`) of the LP rounds of the polish.
 
     Codes with K·d <= :data:`SMALL_LP` (R^3 up to N = 333; (6, 98)) get
-    ``max(2e8, 0.01 * restarts * steps * K^2 d)``, which lets their small LPs
-    run to convergence.  Larger codes get none: near an optimum their LPs
+    ``max(1e8, 0.01 * restarts * steps * K^2 d)``, which lets their small LPs
+    run to convergence (with the contact solve between the rounds, R^3 up
+    to N = 130 needs well under that; 2e8 gained 6e-7 at (4, 130) and 3e-6
+    at (5, 200) for 1.2-2.5 s more).  Larger codes get none: near an optimum their LPs
     hold at least about K·d/2 contacts and are highly degenerate (one round
     at (16, 100) took 0.2–5 s, and two rounds gained 3e-5 where the
     sharpening had gained 4e-4), so they are sharpened and their contact
@@ -453,4 +455,4 @@ def default_polish_work(restarts: int, steps: int, k: int, d: int) -> float:
     """
     if k * d > SMALL_LP:
         return 0.0
-    return max(2e8, 0.01 * restarts * steps * float(k) ** 2 * d)
+    return max(1e8, 0.01 * restarts * steps * float(k) ** 2 * d)

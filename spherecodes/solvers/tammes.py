@@ -126,7 +126,7 @@ def tammes(
         ``polish_top`` (how many of the best starts to sharpen and polish);
         ``polish_work`` (simplex work of the LP rounds of the polish, in LP
         non-zeros times simplex iterations; default for K*d <= 1000: 0.01 x
-        the annealing's K^2 d multiply-adds, at least 2e8; else 0, no LP
+        the annealing's K^2 d multiply-adds, at least 1e8; else 0, no LP
         rounds, see docs/optimisers.md; unlike seconds it does not
         depend on the machine's load, so runs are reproducible); ``polish_time`` (an optional wall-clock cap on the
         polish, in seconds); ``polish_max_nonzeros`` (a round whose LP is larger
