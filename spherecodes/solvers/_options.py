@@ -36,7 +36,8 @@ MIN_STEPS, MAX_STEPS = 100, 2000
 #: times whatever d is, so in low dimension the K^2 d budget above
 #: under-counts the work (at (3, 200) 16 starts annealed for 4.5 s).  The
 #: cap (that of R^3 at N = 81, 64 x 2000 steps) leaves R^3 up to N = 162
-#: and (16, 100) unchanged and gives (3, 200) 10 starts.
+#: and (16, 100) unchanged and gives (3, 200) 10 starts; it never takes the
+#: starts below 4.
 ANNEAL_ENTRIES = 8.4e8
 
 #: K·d up to which a code is "small": polished by default, more softmax steps.
@@ -395,7 +396,7 @@ def tammes_defaults(
     cfg = {name: value for name, value in dataclasses.asdict(TammesOptions()).items()
            if name not in ("steps", "restarts")}
     steps = int(min(max(WORK_BUDGET / work, MIN_STEPS), MAX_STEPS))
-    restarts = max(1, min(restarts, int(ANNEAL_ENTRIES // (steps * float(k) ** 2))))
+    restarts = min(restarts, max(4, int(ANNEAL_ENTRIES // (steps * float(k) ** 2))))
     cfg.update(
         steps=steps,
         restarts=restarts,

@@ -81,7 +81,7 @@ def tammes(
         a start costs about 6.4e10 multiply-adds, at least 100).
     restarts : int, optional
         Random starts (default: 64, 16, 4 or 1 as K^2 d grows past 2e4, 2e5,
-        2e6, and at most 8.4e8 / (steps K^2)).
+        2e6, and at most max(4, 8.4e8 / (steps K^2))).
     time_limit : float, optional
         Seconds.  The annealing's schedule is compressed to fit the time (its
         sharpness and step size follow the elapsed time when that is ahead of
