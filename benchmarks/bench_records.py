@@ -11,7 +11,9 @@ one run of ``tammes(d, N, seed=--seed, device="cpu")`` (plus ``effort=`` when
 ``--effort`` is not ``default``, and ``time_limit=`` when given).  Prints, per
 dimension, how many records are reached (max-cos <= record + tolerance: 1e-9
 in R^3, where the tables give about 12 digits, 1e-6 above, or ``--tol``), the worst
-gap, and the total and median wall time per size, with torch's thread count.
+gap, the total and median wall time per size and the median and largest CPU
+time of the process per size (on a shared machine the wall time follows the
+load; the CPU time much less), with torch's thread count and the load average.
 A code that BEATS a record (max-cos < record - tolerance) is reported loudly and its
 prototypes are saved to ``--beats-dir`` as ``beat_d{d}_n{N}.npy`` so the claim
 can be checked independently (re-normalise the rows, take the largest
@@ -88,7 +90,7 @@ def main(argv=None) -> int:
 
     results, beats = [], []
     for (d, n), record in table.items():
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         try:
             result = tammes(d, n, seed=args.seed, device="cpu", **options)
         except (TypeError, ValueError) as error:
@@ -99,11 +101,12 @@ def main(argv=None) -> int:
                 return 2
             raise
         wall = time.perf_counter() - start
+        cpu = time.process_time() - cpu_start
         value = max_cos(result.prototypes)  # float64, independent of the solver's own figure
         gap = value - record.max_cos
         tol = args.tol if args.tol is not None else TOLERANCE.get(d, OTHER_TOLERANCE)
         row = dict(dimension=d, n=n, max_cos=value, solver_max_cos=float(result.max_cos), record=record.max_cos,
-                   record_source=record.source, gap=gap, reached=gap <= tol, beats=gap < -tol, seconds=wall,
+                   record_source=record.source, gap=gap, reached=gap <= tol, beats=gap < -tol, seconds=wall, cpu_seconds=cpu,
                    stop=getattr(result, "stop_reason", None))
         results.append(row)
         if row["beats"]:
@@ -116,17 +119,19 @@ def main(argv=None) -> int:
         if args.verbose:
             mark = "BEATS" if row["beats"] else ("ok" if row["reached"] else "miss")
             print(f"d={d:2d} N={n:4d}  max-cos {value:.12f}  record {record.max_cos:.12f} ({record.source:>26s})  "
-                  f"gap {gap:+.2e}  {wall:7.2f} s  {row['stop']}  {mark}", flush=True)
+                  f"gap {gap:+.2e}  {wall:7.2f} s (CPU {cpu:6.2f} s)  {row['stop']}  {mark}", flush=True)
 
-    print("\n| d | sizes | records reached (within tolerance) | beaten | worst gap | worst at N | total s | median s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n| d | sizes | records reached (within tolerance) | beaten | worst gap | worst at N | total s | median s | median CPU s | max CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for d in sorted({r["dimension"] for r in results}):
         rows = [r for r in results if r["dimension"] == d]
         worst = max(rows, key=lambda r: r["gap"])
         times = [r["seconds"] for r in rows]
+        cpu_times = [r["cpu_seconds"] for r in rows]
         print(f"| {d} | {len(rows)} | {sum(r['reached'] for r in rows)} / {len(rows)} | "
               f"{sum(r['beats'] for r in rows)} | {worst['gap']:+.3e} | {worst['n']} | {sum(times):.1f} | "
-              f"{statistics.median(times):.2f} |")
+              f"{statistics.median(times):.2f} | {statistics.median(cpu_times):.2f} | {max(cpu_times):.2f} |")
+    print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
     missed = [f"{r['n']}" for r in results if not r["reached"]]
     if missed:
         print(f"\nmissed (N): {', '.join(missed)}")

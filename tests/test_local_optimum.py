@@ -92,3 +92,66 @@ def test_float32_annealing_still_reaches_an_optimum_to_round_off():
     res = tammes(3, 12, seed=0, device="cpu", closed_form=False, restarts=4, steps=500, dtype="float32")
     assert abs(res.max_cos - 1 / math.sqrt(5)) <= 1e-12
     assert math.isclose(res.max_cos, max_cos(res.prototypes), abs_tol=0)
+
+
+def _icosahedron() -> np.ndarray:
+    phi = (1 + math.sqrt(5)) / 2
+    w = np.array([(0, s1, s2 * phi) for s1 in (1, -1) for s2 in (1, -1)], dtype=float)
+    w = np.vstack([np.roll(w, shift, axis=1) for shift in range(3)])
+    return w / np.linalg.norm(w, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("dense", [True, False], ids=["normal equations", "LSQR"])
+def test_contact_solve_reaches_the_icosahedron_both_ways(monkeypatch, dense):
+    # The icosahedron's max-cos is 1/sqrt(5) (Danzer; Fejes Toth); from a code
+    # moved by 1e-6 both linear solvers of the Gauss-Newton steps must bring it
+    # back to round-off (the dense one is damped, since rotations of the whole
+    # code leave every equation unchanged).
+    from spherecodes.solvers import _polish
+
+    monkeypatch.setattr(_polish, "DENSE_CONTACTS", 10**9 if dense else 0)
+    w = _icosahedron() + 1e-6 * np.random.default_rng(0).standard_normal((12, 3))
+    assert max_cos(w / np.linalg.norm(w, axis=1, keepdims=True)) > 1 / math.sqrt(5) + 1e-8
+    assert abs(max_cos(_polish.solve_contacts(w)) - 1 / math.sqrt(5)) <= 1e-14
+
+
+def test_contact_solve_between_lp_rounds_changes_the_rounds_not_the_optimum(monkeypatch):
+    # The contact solve between the LP rounds is a second method for the end of
+    # the polish: with and without it the polish must end at the same local
+    # optimum (to round-off), and with it in fewer LP rounds.
+    from spherecodes.solvers import _polish
+
+    rough = tammes(3, 30, seed=1, device="cpu", restarts=2, steps=400, polish=False).prototypes
+    cfg = TammesOptions.resolve(3, 30, device="cpu")
+    ends = {}
+    for refine in (None, _polish.solve_contacts):
+        clock = _polish.Clock(None, None, 1, 0.0)
+        w, rounds, converged = _polish.polish(rough, _polish.PairCosines(), cfg, clock, _polish.PolishBudget(cfg),
+                                              [], 0, refine=refine)
+        assert converged
+        ends[refine is None] = (max_cos(_polish.solve_contacts(w)), rounds)
+    assert abs(ends[True][0] - ends[False][0]) <= 1e-13
+    assert ends[False][1] < ends[True][1]
+
+
+def test_perturbation_rounds_stop_when_they_stop_helping():
+    # A polish that never improves the code: the rounds end after PATIENCE
+    # rounds in a row without a gain, not after all of them.
+    from spherecodes.solvers import _basin
+    from spherecodes.solvers._core import Clock
+
+    w = _icosahedron()
+    cfg = TammesOptions.resolve(3, 12, device="cpu")
+    calls = []
+
+    def anneal(starts, t_start, local):
+        return list(starts), 1
+
+    def polish(code):
+        calls.append(1)
+        return code, 1
+
+    best, value, record = _basin.perturbation_rounds(w, max_cos(w), 40, 0, cfg, Clock(None, None, 1, 0.0), [], 0,
+                                                      anneal=anneal, polish=polish)
+    assert record["rounds"] == len(calls) == _basin.PATIENCE < 40
+    assert record["improvements"] == 0 and value == max_cos(w)

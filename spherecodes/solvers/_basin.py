@@ -17,7 +17,9 @@ The batch is re-annealed together with a short, fairly sharp schedule with
 small steps, its best code is polished by the float64 linear-programming
 polish, and the result replaces the current code when it is better.  Rounds
 are counted, not timed, so the same seed and settings give the same code; a
-time limit stops the rounds early.
+time limit stops the rounds early, and so do :data:`PATIENCE` rounds in a
+row that bring no gain (the stopping rule of iterated local search: further
+rounds from the same code rarely help, and each costs a polish).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 
 from ..stats import max_cos
 
-__all__ = ["LOCAL_STEPS", "perturb", "perturbation_rounds"]
+__all__ = ["LOCAL_STEPS", "PATIENCE", "perturb", "perturbation_rounds"]
 
 #: Margin (relative to 1 - max-cos) within which a pair counts as a contact.
 _CONTACT_MARGIN = 1e-3
@@ -39,6 +41,9 @@ _HOLE_CANDIDATES = 200
 
 #: Steps of the local re-annealing of a perturbed batch.
 LOCAL_STEPS = 500
+
+#: Rounds in a row without a gain after which the rounds stop.
+PATIENCE = 12
 
 
 def _contacts(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -96,17 +101,18 @@ def perturbation_rounds(w: np.ndarray, value: float, rounds: int, seed: int, cfg
     and returns its codes (float64, unit rows) and steps per start;
     ``polish(code)`` returns the polished code and its LP rounds.  Round r
     draws from the stream ``(seed, r, 3)``.  Returns the best code, its
-    max-cos and a record of the stage (rounds run, improvements, steps, and
+    max-cos and a record of the stage (rounds run, fewer than ``rounds`` when
+    :data:`PATIENCE` rounds without a gain ended it; improvements; steps; and
     whether Ctrl-C ended it: the best code so far is kept).
     """
     k, d = w.shape
     angle = math.acos(min(1.0, max(-1.0, value)))
     batch = max(1, min(16, int(2**20 // k**2)))
-    done = improvements = steps = 0
+    done = improvements = steps = last_gain = 0
     interrupted = False
     try:
         for r in range(rounds):
-            if clock.expired():
+            if clock.expired() or done - last_gain >= PATIENCE:
                 break
             rng = np.random.default_rng([seed, r, 3])
             starts = np.stack([perturb(w, rng, angle) for _ in range(batch)])
@@ -124,10 +130,11 @@ def perturbation_rounds(w: np.ndarray, value: float, rounds: int, seed: int, cfg
             polished, rounds_used = polish(codes[int(np.argmin(values))])
             steps += rounds_used
             polished_value = max_cos(polished)
+            done += 1
             if polished_value < value:
                 w, value = polished, polished_value
                 improvements += 1
-            done += 1
+                last_gain = done
             history.append((step_offset + steps, value, value))
             clock.report(clock.restarts, done, rounds, value)
     except KeyboardInterrupt:

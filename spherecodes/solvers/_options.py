@@ -31,6 +31,15 @@ __all__ = [
 WORK_BUDGET = 6.4e10
 MIN_STEPS, MAX_STEPS = 100, 2000
 
+#: Pair entries (restarts x steps x K^2) that the default starts of a small
+#: code may anneal: each step also passes over the K x K matrices some ten
+#: times whatever d is, so in low dimension the K^2 d budget above
+#: under-counts the work (at (3, 200) 16 starts annealed for 4.5 s).  The
+#: cap (that of R^3 at N = 81, 64 x 2000 steps) leaves R^3 up to N = 162
+#: and (16, 100) unchanged and gives (3, 200) 10 starts; it never takes the
+#: starts below 4.
+ANNEAL_ENTRIES = 8.4e8
+
 #: K·d up to which a code is "small": polished by default, more softmax steps.
 SMALL_CODE = 20_000
 
@@ -386,8 +395,10 @@ def tammes_defaults(
         restarts = 1
     cfg = {name: value for name, value in dataclasses.asdict(TammesOptions()).items()
            if name not in ("steps", "restarts")}
+    steps = int(min(max(WORK_BUDGET / work, MIN_STEPS), MAX_STEPS))
+    restarts = min(restarts, max(4, int(ANNEAL_ENTRIES // (steps * float(k) ** 2))))
     cfg.update(
-        steps=int(min(max(WORK_BUDGET / work, MIN_STEPS), MAX_STEPS)),
+        steps=steps,
         restarts=restarts,
         # float32 halves the cost of a step once the K x K matrices dominate it;
         # the codes that are polished are sharpened and polished in float64.
@@ -426,7 +437,7 @@ def resolve_neighbours(d: int, k: int, device: torch.device, neighbours, max_mem
     return 0
 
 
-#: K·d up to which the LP rounds of the polish get at least 2e8 units of work.
+#: K·d up to which the LP rounds of the polish get at least 1e8 units of work.
 SMALL_LP = 1000
 
 
@@ -434,8 +445,10 @@ def default_polish_work(restarts: int, steps: int, k: int, d: int) -> float:
     """Simplex work (see :class:`spherecodes.solvers._core.PolishBudget`) of the LP rounds of the polish.
 
     Codes with K·d <= :data:`SMALL_LP` (R^3 up to N = 333; (6, 98)) get
-    ``max(2e8, 0.01 * restarts * steps * K^2 d)``, which lets their small LPs
-    run to convergence.  Larger codes get none: near an optimum their LPs
+    ``max(1e8, 0.01 * restarts * steps * K^2 d)``, which lets their small LPs
+    run to convergence (with the contact solve between the rounds, R^3 up
+    to N = 130 needs well under that; 2e8 gained 6e-7 at (4, 130) and 3e-6
+    at (5, 200) for 1.2-2.5 s more).  Larger codes get none: near an optimum their LPs
     hold at least about K·d/2 contacts and are highly degenerate (one round
     at (16, 100) took 0.2–5 s, and two rounds gained 3e-5 where the
     sharpening had gained 4e-4), so they are sharpened and their contact
@@ -443,4 +456,4 @@ def default_polish_work(restarts: int, steps: int, k: int, d: int) -> float:
     """
     if k * d > SMALL_LP:
         return 0.0
-    return max(2e8, 0.01 * restarts * steps * float(k) ** 2 * d)
+    return max(1e8, 0.01 * restarts * steps * float(k) ** 2 * d)

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse
 import scipy.sparse.linalg
 from scipy.optimize import linprog
@@ -21,7 +22,7 @@ from ..sphere import normalise_rows, pairs_above
 from ..stats import max_cos
 from ._core import Clock, PolishBudget
 
-__all__ = ["CONTACT_MARGINS", "Linearisation", "PairCosines", "polish", "solve_contacts"]
+__all__ = ["CONTACT_MARGINS", "DENSE_CONTACTS", "Linearisation", "PairCosines", "polish", "solve_contacts"]
 
 
 @dataclass
@@ -66,8 +67,14 @@ class PairCosines:
         )
 
 
+#: Predicted gain of an LP round, relative to 1 - max-cos, below which
+#: :func:`polish` tries ``refine`` (the contact solve) after the round.
+REFINE_BELOW = 1e-5
+
+
 def polish(
-    w: np.ndarray, model, cfg, clock: Clock, budget: PolishBudget, history: list, step_offset: int
+    w: np.ndarray, model, cfg, clock: Clock, budget: PolishBudget, history: list, step_offset: int,
+    refine=None,
 ) -> tuple[np.ndarray, int, bool]:
     """Sequential linear programming on the near-active functions, in float64.
 
@@ -175,6 +182,11 @@ def polish(
             if value < current:
                 gain = current - value
                 w, current = trial, value
+                if refine is not None and predicted_gain < REFINE_BELOW * (1 - current):
+                    refined = refine(w)
+                    refined_value = model.value(refined)
+                    if refined_value < current:
+                        w, current = refined, refined_value
             else:
                 gain = 0.0
             # Grow r while the linear model predicts the gain well; shrink it
@@ -192,6 +204,28 @@ def polish(
 #: tried as the contact graph by :func:`solve_contacts`.
 CONTACT_MARGINS = (1e-4, 1e-5, 1e-6, 1e-7)
 
+#: K·d below which :func:`solve_contacts` solves each Gauss–Newton step from
+#: the dense normal equations (a Cholesky factorisation of at most 1024^2
+#: entries, milliseconds) instead of by LSQR, which needs thousands of
+#: iterations on the ill-conditioned Jacobians of codes with near-rattlers
+#: (2 s per code at (3, 200)).
+DENSE_CONTACTS = 1024
+
+
+def _damped_step(jacobian: scipy.sparse.csr_matrix, residual: np.ndarray) -> np.ndarray:
+    """The Gauss–Newton step ``-(J^T J + mu I)^-1 J^T r``, with a tiny damping mu.
+
+    J^T J is singular along the rotations of the whole code and the tangent
+    moves of rattlers, which change no equation; the damping (1e-12 of the
+    largest diagonal entry) keeps the step out of those directions, as the
+    minimum-norm step would, while leaving the others' steps exact to about
+    1e-12 relative, which the iteration corrects.
+    """
+    normal = (jacobian.T @ jacobian).toarray()
+    normal[np.diag_indices_from(normal)] += 1e-12 * normal.diagonal().max()
+    return -scipy.linalg.cho_solve(scipy.linalg.cho_factor(normal, check_finite=False),
+                                   jacobian.T @ residual, check_finite=False)
+
 
 def solve_contacts(w: np.ndarray, *, iterations: int = 20, work: float = 5e7) -> np.ndarray:
     """Move the code onto the optimum of its contact graph by Gauss–Newton; return it if it is better.
@@ -206,8 +240,12 @@ def solve_contacts(w: np.ndarray, *, iterations: int = 20, work: float = 5e7) ->
     quadratically.  For each margin of :data:`CONTACT_MARGINS` the pairs
     within it of max-cos are taken as the contacts; the best code found is
     returned when its max-cos (float64) is lower than ``w``'s, else ``w``.
-    ``work`` bounds the LSQR iterations times the Jacobian's non-zeros over
-    the whole call (a second or two on a CPU; the Higman–Sims code needs
+    Codes with K·d below :data:`DENSE_CONTACTS` solve each step from the
+    dense normal equations; larger ones by LSQR, whose minimum-norm steps
+    need no damping.  A margin whose equations stop converging (it holds
+    pairs that are not contacts) is left after the first step that fails
+    to halve the residual.  ``work`` bounds the LSQR iterations times the
+    Jacobian's non-zeros over the whole call (a second or two on a CPU; the Higman–Sims code needs
     3e7), so large codes whose near-contacts are many but not yet a contact
     graph do not spend minutes for little (at (32, 200) the unbounded solve
     took 14 s to gain 1.4e-5); like the polish's budget it is counted, not
@@ -229,10 +267,14 @@ def solve_contacts(w: np.ndarray, *, iterations: int = 20, work: float = 5e7) ->
         rows, cols, _ = pairs_above(w, best_value - margin * (1 - best_value))
         x, s = w.copy(), best_value
         n_pairs = len(rows)
+        previous = math.inf
         for _ in range(iterations):
             residual = np.concatenate([(x[rows] * x[cols]).sum(axis=1) - s, 0.5 * ((x * x).sum(axis=1) - 1)])
-            if np.abs(residual).max() < 1e-15:
+            size = np.abs(residual).max()
+            # Converged, or stalled: pairs that are not contacts make the equations inconsistent.
+            if size < 1e-15 or size > previous / 2:
                 break
+            previous = size
             # Jacobian: d<x_i, x_j>/dx_i = x_j, d<x_i, x_j>/dx_j = x_i, d/ds = -1; d(|x_i|^2/2)/dx_i = x_i.
             pair_index = np.arange(n_pairs)
             entries = np.concatenate([x[cols].ravel(), x[rows].ravel(), -np.ones(n_pairs), x.ravel()])
@@ -242,12 +284,15 @@ def solve_contacts(w: np.ndarray, *, iterations: int = 20, work: float = 5e7) ->
                                         (cols[:, None] * d + np.arange(d)).ravel(), np.full(n_pairs, k * d),
                                         np.arange(k * d)])
             jacobian = scipy.sparse.csr_matrix((entries, (row_index, col_index)), shape=(n_pairs + k, k * d + 1))
-            iteration_limit = min(10 * (k * d + 1), int(work // jacobian.nnz))
-            if iteration_limit < 1:
-                break
-            step, _, done = scipy.sparse.linalg.lsqr(jacobian, -residual, atol=1e-15, btol=1e-15,
-                                                     iter_lim=iteration_limit)[:3]
-            work -= done * jacobian.nnz
+            if k * d < DENSE_CONTACTS:
+                step = _damped_step(jacobian, residual)
+            else:
+                iteration_limit = min(10 * (k * d + 1), int(work // jacobian.nnz))
+                if iteration_limit < 1:
+                    break
+                step, _, done = scipy.sparse.linalg.lsqr(jacobian, -residual, atol=1e-15, btol=1e-15,
+                                                         iter_lim=iteration_limit)[:3]
+                work -= done * jacobian.nnz
             x = x + step[:-1].reshape(k, d)
             s += step[-1]
         x = normalise_rows(x)

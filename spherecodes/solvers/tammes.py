@@ -20,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 from ..checks import check_sizes
 from ..devices import resolve_device, timed_call, torch_threads
@@ -33,7 +34,7 @@ from ._core import (
 )
 from ._neighbours import anneal_neighbours, neighbour_plan, neighbour_seconds
 from ._options import TammesOptions, dense_bytes
-from ._polish import PairCosines, polish, solve_contacts
+from ._polish import DENSE_CONTACTS, PairCosines, polish, solve_contacts
 from ._symmetric import orbit_choices, symmetric_start
 
 __all__ = ["tammes", "tammes_estimate", "tammes_memory"]
@@ -79,7 +80,8 @@ def tammes(
         Annealing steps per start (default: 2000, fewer for large K^2 d so that
         a start costs about 6.4e10 multiply-adds, at least 100).
     restarts : int, optional
-        Random starts (default: 64, 16, 4 or 1 as K^2 d grows past 2e4, 2e5, 2e6).
+        Random starts (default: 64, 16, 4 or 1 as K^2 d grows past 2e4, 2e5,
+        2e6, and at most max(4, 8.4e8 / (steps K^2))).
     time_limit : float, optional
         Seconds.  The annealing's schedule is compressed to fit the time (its
         sharpness and step size follow the elapsed time when that is ahead of
@@ -124,7 +126,7 @@ def tammes(
         ``polish_top`` (how many of the best starts to sharpen and polish);
         ``polish_work`` (simplex work of the LP rounds of the polish, in LP
         non-zeros times simplex iterations; default for K*d <= 1000: 0.01 x
-        the annealing's K^2 d multiply-adds, at least 2e8; else 0, no LP
+        the annealing's K^2 d multiply-adds, at least 1e8; else 0, no LP
         rounds, see docs/optimisers.md; unlike seconds it does not
         depend on the machine's load, so runs are reproducible); ``polish_time`` (an optional wall-clock cap on the
         polish, in seconds); ``polish_max_nonzeros`` (a round whose LP is larger
@@ -176,7 +178,10 @@ def tammes(
 
     plan = tammes_memory(d, k, cfg, dev)
     clock = Clock(time_limit, progress, cfg.restarts, begin)
-    with torch_threads(cfg.threads):
+    # The polish's linear algebra runs in NumPy's BLAS: on a busy machine its
+    # threads wait on each other (a 601 x 601 Cholesky factorisation took
+    # 0.05-0.4 s on two threads and 0.01 s on one at a load of 5 on 2 cores).
+    with torch_threads(cfg.threads), threadpool_limits(cfg.threads, user_api="blas"):
         settings["threads"] = torch.get_num_threads()
         result = _run_tammes(d, k, seed, cfg, dev, clock, plan, init)
     result.settings = settings
@@ -551,7 +556,7 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
                 if values[r] - best_value > 2 * largest_gain + 1e-9:
                     break
                 polished, rounds, converged = polish(codes[r], PairCosines(), cfg, clock, budget, history,
-                                                      total_steps)
+                                                      total_steps, refine=_refine(k, d))
                 polished = solve_contacts(polished)
                 total_steps += rounds
                 all_converged &= converged
@@ -636,6 +641,18 @@ def _sharpen(codes: np.ndarray, cfg: TammesOptions, dev: torch.device, clock: Cl
     return [normalise_rows(code) for code in batch.codes], batch.steps * len(codes)
 
 
+def _refine(k: int, d: int):
+    """The contact solve between the LP rounds of the polish, where it is cheap (K·d < DENSE_CONTACTS), else None.
+
+    Near the optimum the LP rounds converge only linearly (their trust
+    region must shrink to keep the curvature they ignore below the gain:
+    29-31 rounds at N = 49 to 101 in R^3), while the contact graph is
+    already right; solving it by Gauss-Newton there ends the polish in
+    5-9 rounds at the same max-cos.
+    """
+    return solve_contacts if k * d < DENSE_CONTACTS else None
+
+
 def _perturbation_stage(w, value, seed, cfg, dev, clock, history, step_offset):
     """Perturb-and-repolish rounds (:func:`spherecodes.solvers._basin.perturbation_rounds`) with this run's steps."""
 
@@ -647,7 +664,8 @@ def _perturbation_stage(w, value, seed, cfg, dev, clock, history, step_offset):
 
     def polish_one(code):
         (sharpened,), sharpen_steps = _sharpen(code[None], cfg, dev, clock)
-        polished, rounds, _ = polish(sharpened, PairCosines(), cfg, clock, PolishBudget(cfg), [], 0)
+        polished, rounds, _ = polish(sharpened, PairCosines(), cfg, clock, PolishBudget(cfg), [], 0,
+                                     refine=_refine(*code.shape))
         return solve_contacts(polished), rounds + sharpen_steps
 
     return perturbation_rounds(w, value, cfg.perturb_rounds, seed, cfg, clock, history, step_offset,
