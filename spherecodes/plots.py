@@ -201,7 +201,7 @@ def plot_code(code: Code, path, *, device: str = "auto"):
     if cert is None:
         from .certificate import one_vs_rest_distances
 
-        cert = one_vs_rest_distances(code.prototypes, device=device)
+        cert = one_vs_rest_distances(code.prototypes, device=device, orbit=code.orbit)
     panels = 3 if code.d <= 3 else 2
     fig = _figure(5.6 * panels, 5.4)
     grid = fig.add_gridspec(1, panels)

@@ -35,7 +35,7 @@ from ...semantic import (
     read_class_names,
 )
 from .._common import ProgressBar, default_bank_path, show_report, tell
-from .._common import certify as certify_prototypes
+from .._common import certify as certify_code
 from ..main import (
     COUNT, DIM, FILE, MAX_MEMORY_HELP, SECONDS, SEED, FiniteFloat, MemorySize, embedding_options, main, threads_option,
 )
@@ -238,7 +238,7 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
         if certify and not interrupted:
             if speak:
                 click.echo(f"certificate: {estimate.phase('certificate').what}", err=True)
-            code.certificate = certify_prototypes(code.prototypes, device=device, max_memory=max_memory,
+            code.certificate = certify_code(code, device=device, max_memory=max_memory,
                                                   quiet=not speak, estimate=False)
         # The LP bound the bank stores takes seconds at large sizes: computed here (and remembered), so that
         # Ctrl-C during it keeps the code instead of abandoning the write.
