@@ -223,3 +223,18 @@ def test_a_bank_whose_stored_orbit_does_not_hold_is_refused(tmp_path, damage):
         return
     with pytest.raises(SpherecodesError, match="orbit/generators do not generate|damaged"):
         read_code(tmp_path / "b.h5")
+
+
+def test_the_plots_count_the_pairs_of_an_orbit_from_one_row():
+    from math import comb
+
+    from spherecodes.plots import cosine_histogram, distinct_cosines
+
+    w = words_on_sphere(even_weight(10))
+    orbit = sign_orbit(w)
+    values, counts = distinct_cosines(w, orbit=orbit)
+    # Words at distance 2j: cosine 1 − 4j/10, and each word has C(10, 2j) of them: K/2 · C(10, 2j) pairs.
+    assert np.allclose(values, [1 - 4 * j / 10 for j in (5, 4, 3, 2, 1)], atol=1e-12)
+    assert counts.tolist() == [256 * comb(10, 2 * j) for j in (5, 4, 3, 2, 1)]
+    bins = np.linspace(-1.05, 1.05, 22)
+    assert cosine_histogram(w, bins, orbit=orbit).tolist() == cosine_histogram(w, bins).tolist()
