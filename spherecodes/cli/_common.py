@@ -44,12 +44,18 @@ def certify(code, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL, 
                                      progress=progress, orbit=code.orbit, client=client)
 
 
+#: A bank read expected to take this long (or one bounded by --max-memory) has its estimate line printed first.
+NOTABLE_READ_SECONDS = 1.0
+
+
 def read_with_certificate_check(bank, name: str | None, *, max_memory: float | None = None, estimate: bool = False):
     """A code of ``bank``, the error saying why its stored certificate does not check (or None), and what was verified.
 
     With ``estimate``, the memory and time that reading and checking take
-    (:func:`spherecodes.bank.read_estimate`) are printed on stderr first;
-    a code that cannot fit ``max_memory`` is refused before it is read.
+    (:func:`spherecodes.bank.read_estimate`) are printed on stderr first
+    where they are worth a line (``--max-memory`` given, or a read of
+    :data:`NOTABLE_READ_SECONDS` or more); a code that cannot fit
+    ``max_memory`` is refused before it is read.
 
     Such a certificate is dropped, so that whatever is shown treats rho as
     uncertified; the caller shows what it can and then reports the error.
@@ -58,7 +64,9 @@ def read_with_certificate_check(bank, name: str | None, *, max_memory: float | N
     rows, then the certificate's witness against all K prototypes.
     """
     if estimate:
-        click.echo(read_estimate(bank, name, max_memory=max_memory).describe(), err=True)
+        expected = read_estimate(bank, name, max_memory=max_memory)
+        if max_memory is not None or expected.seconds >= NOTABLE_READ_SECONDS:
+            click.echo(expected.describe(), err=True)
     began = time.perf_counter()
     code = read_code(bank, name, verify_certificate=False, max_memory=max_memory)
     verified = {"checksum_seconds": time.perf_counter() - began, "certificate": None, "certificate_seconds": 0.0,

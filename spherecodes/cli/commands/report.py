@@ -30,8 +30,8 @@ from ..main import BANK, FILE, MAX_MEMORY_HELP, MemorySize, embedding_options, m
               "without a certificate is certified for the plot.")
 @click.option("--max-memory", type=MemorySize(), default=None,
               help="Most memory reading and checking the code may use, e.g. 4GiB. Default: 80% of what is free. "
-              "The estimate is printed on stderr first (with --json only to a terminal); a code that cannot fit "
-              "is refused before it is read.")
+              "The estimate is printed on stderr first (with --json only to a terminal; without --max-memory only "
+              "for a read of a second or more); a code that cannot fit is refused before it is read.")
 @threads_option
 def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_words, plot, max_memory):
     """Report the separation statistics and bounds of a code in BANK.
