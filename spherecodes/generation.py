@@ -156,7 +156,7 @@ def rotates(d: int, k: int, method: str, rotation: str) -> bool:
 
 
 def _structured_orbit(d: int, k: int) -> bool:
-    """Whether the best structured code's K points are one orbit of sign changes used by the statistics, by construction."""
+    """Whether the best structured code's K points are, by construction, one orbit of sign changes (K >= 256)."""
     code = best_structured_code(d, k)
     return _may_be_orbit(k) and code is not None and code.sign_orbit(k)
 
@@ -220,8 +220,9 @@ def turned(prototypes: np.ndarray, rotation: str, seed: int, orbit="auto") -> tu
     ``auto`` only when some dimension is unused (all-zero column), so that
     every coordinate carries signal, unless the code is one orbit of sign
     changes: ``orbit``, the :class:`spherecodes.orbit.SignOrbit` already
-    proved (None: not one), or ``"auto"`` to decide here (:func:`keeps_orbit`).  Cosines, max-cos and ρ are unchanged
-    up to rounding (the statistics are computed afterwards, from these rows).
+    proved (None: not one), or ``"auto"`` to decide here (:func:`keeps_orbit`).
+    Cosines, max-cos and ρ are unchanged up to rounding (the statistics are
+    computed afterwards, from these rows).
 
     Examples
     --------

@@ -402,7 +402,7 @@ def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pi
 
 
 def _collect(parts, results, lo, hi, pieces, progress, done, k, started) -> int:
-    """Each block's result into ``lo``, ``hi`` and ``pieces``, in block order (so progress follows the code); the rounds."""
+    """Each block's result into ``lo``, ``hi`` and ``pieces``, in block order (progress follows the code); the rounds."""
     rounds = 0
     settled = done
     for part, result in zip(parts, results):
