@@ -453,13 +453,17 @@ def read_estimate(path, name: str | None = None, *, max_memory: float | None = N
 
     Examples
     --------
-    >>> import tempfile, os
-    >>> from spherecodes.constructions import e8_roots
+    The E8 root system (240 classes, no certificate stored), read within 1 GiB:
+
+    >>> from pathlib import Path
+    >>> from tempfile import mkdtemp
     >>> from spherecodes.code import make_code
-    >>> path = os.path.join(tempfile.mkdtemp(), "bank.h5")
-    >>> write_code(path, make_code(e8_roots(), method="e8"))
-    >>> read_estimate(path).what
-    "reading code 'e8-d8-k240' (K = 240, d = 8): checksum, unit rows and statistics"
+    >>> from spherecodes.constructions import e8_roots
+    >>> bank = Path(mkdtemp()) / "e8.h5"
+    >>> write_code(bank, make_code(e8_roots(), method="e8"))
+    >>> expected = read_estimate(bank, max_memory=2**30)
+    >>> expected.what, expected.limit == 2**30
+    ("reading code 'e8-d8-k240' (K = 240, d = 8): checksum, unit rows and statistics", True)
     """
     with _reading(path), _open_bank(path) as fh:
         fields = _select(fh["codes"], name, path)
