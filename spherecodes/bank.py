@@ -1,14 +1,19 @@
 """Banks: self-describing HDF5 files that hold one or more codes.
 
-Layout (schema version 1; ``docs/bank-format.md`` is the full reference)::
+Layout (schema version 2; ``docs/bank-format.md`` is the full reference)::
 
-    /                        attrs: format="spherecodes-bank", schema_version=1, created_by
+    /                        attrs: format="spherecodes-bank", schema_version=1 or 2, created_by
     /codes/<name>/           attrs: method, k, d, seed, settings (JSON), package_version,
                                     device, wall_time_s, created_utc, sha256
     /codes/<name>/prototypes float64 (K, d), unit rows
     /codes/<name>/labels     UTF-8 strings (K,), optional
     /codes/<name>/stats/     attrs: the scalar statistics and bounds
                              datasets: nearest_cos (K,), nearest_index (K,), rattlers (n,)
+    /codes/<name>/orbit/     optional: generators (r, d) of the sign changes of which the code is one orbit
+    /codes/<name>/certificate/  optional: lo, hi (K,), the witnesses (K, s), or class 0's (1, s) for an orbit
+
+A bank is written as schema version 2 only when one of its certificates keeps
+class 0's witness alone (which a version-1 reader would take for damage).
 
 Every change goes to a temporary file in the bank's directory that is renamed
 over the bank only once complete, so an interrupted write leaves the old bank
@@ -30,6 +35,7 @@ import resource
 import stat
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import h5py
@@ -43,11 +49,22 @@ from .checks import SEED_LIMIT
 from .code import Code, check_labels, prototype_checksum
 from .errors import SpherecodesError
 from .inputs import read_json
-from .memory import format_bytes, require_memory
+from .memory import Estimate, format_bytes, memory_limit, process_peak, require_memory
+from .orbit import resolve_orbit, sign_orbit
 from .stats import SeparationStats, validate_prototypes
 
 FORMAT_NAME = "spherecodes-bank"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+#: The schema version of a bank none of whose certificates keeps class 0's witness alone.
+PLAIN_SCHEMA_VERSION = 1
+
+#: ``certificate`` attribute ``witness`` of a certificate that keeps class 0's
+#: witness alone, every other class's being its image under the code's orbit.
+ORBIT_WITNESS = "class 0, moved by the orbit"
+
+#: Rows checked at a time when a code is read (unit norms, nearest cosines): 64 MiB at d = 128.
+_READ_ROWS = 65536
 
 # Gzip with byte shuffling shrinks float64 prototypes well; beyond this size the
 # compression time outweighs the disk saved, so large codes are stored plain.
@@ -177,12 +194,15 @@ class _Fields:
             raise self.damaged(self.prefix + name, "is not a group")
         return _Fields(obj, self.where, f"{name}/")
 
-    def array(self, name: str, kinds: str, shape: tuple, *, compressed_up_to: float = math.inf) -> np.ndarray:
+    def array(self, name: str, kinds: str, shape: tuple, copies: int = 2, *,
+              compressed_up_to: float = math.inf) -> np.ndarray:
         """Dataset ``name`` with a dtype kind in ``kinds`` and ``shape`` (``None`` entries: any length).
 
         Its declared size is checked before anything is read: against the
-        memory free, against the bytes the file really stores for it, and,
-        stored compressed, against ``compressed_up_to`` bytes.
+        memory free (``copies`` arrays of its size: how many the caller's use
+        of it needs; a caller that counted its memory already passes 1),
+        against the bytes the file really stores for it, and, stored
+        compressed, against ``compressed_up_to`` bytes.
         """
         field = self.prefix + name
         obj = self.member(name)
@@ -206,12 +226,13 @@ class _Fields:
             # Never written: HDF5 would hand out its fill value for the missing bytes, a sparse file's trick.
             raise self.damaged(field, f"declare shape {obj.shape} ({format_bytes(nbytes)}) but the file stores only "
                                f"{format_bytes(obj.id.get_storage_size())} of them")
-        require_memory(2.0 * nbytes, f"reading {field} of {self.where}")
+        require_memory(copies * nbytes, f"reading {field} of {self.where}")
         try:
             data = obj[()]
         except (OSError, ValueError, TypeError) as err:
             raise self.damaged(field, f"cannot be read ({str(err).splitlines()[0][:120]})") from None
-        if data.dtype.kind == "f" and not np.all(np.isfinite(data)):
+        if data.dtype.kind == "f" and not all(np.isfinite(data[start : start + _READ_ROWS]).all()
+                                              for start in range(0, max(1, len(data)), _READ_ROWS)):
             raise self.damaged(field, "holds NaN or infinity")
         return data
 
@@ -296,7 +317,8 @@ def _code_fields(codes: h5py.Group, name: str, path) -> _Fields:
     return _Fields(group, fields.where)
 
 
-def read_code(path, name: str | None = None, *, verify_certificate: bool = True) -> Code:
+def read_code(path, name: str | None = None, *, verify_certificate: bool = True,
+              max_memory: float | None = None) -> Code:
     """Read and validate one code of a bank.
 
     Every dataset and attribute is checked before it is used, the prototypes
@@ -313,7 +335,11 @@ def read_code(path, name: str | None = None, *, verify_certificate: bool = True)
         The code; may be omitted when the bank holds exactly one.
     verify_certificate : bool
         Check a stored certificate against its witness (one pass over all
-        pairs of prototypes).  Turn off only to replace the certificate.
+        pairs of prototypes; for a code that is one orbit of sign changes,
+        one class against all).  Turn off only to replace the certificate.
+    max_memory : float, optional
+        Bytes that reading and checking may use (``--max-memory``);
+        :func:`read_estimate` says how many it takes.
 
     Raises
     ------
@@ -335,34 +361,34 @@ def read_code(path, name: str | None = None, *, verify_certificate: bool = True)
     ('600-cell-d4-k120', (120, 4))
     """
     with _reading(path), _open_bank(path) as fh:
-        codes = fh["codes"]
-        if name is None:
-            if len(codes) != 1:
-                available = ", ".join(sorted(codes)) or "none"
-                raise SpherecodesError(
-                    f"{path} holds {len(codes)} codes; choose one with a name (available: {available})"
-                )
-            name = next(iter(codes))
-        if name not in codes:
-            available = ", ".join(sorted(codes)) or "none"
-            raise SpherecodesError(f"no code {name!r} in {path} (available: {available})")
-        code = _read_group(_code_fields(codes, name, path), name)
+        fields = _select(fh["codes"], name, path)
+        name = fields.group.name.rsplit("/", 1)[-1]
+        code = _read_group(fields, name, max_memory)
     if verify_certificate and code.certificate is not None:
-        verify_witness(code.prototypes, code.certificate, where=f"code {name!r} in {path}")
+        verify_witness(code.prototypes, code.certificate, where=f"code {name!r} in {path}", orbit=code.orbit)
     return code
 
 
-def _read_group(fields: _Fields, name: str) -> Code:
+def _select(codes: h5py.Group, name: str | None, path) -> _Fields:
+    """The fields of the code ``name`` (or of the only code) in a bank's /codes group."""
+    if name is None:
+        if len(codes) != 1:
+            available = ", ".join(sorted(codes)) or "none"
+            raise SpherecodesError(
+                f"{path} holds {len(codes)} codes; choose one with a name (available: {available})"
+            )
+        name = next(iter(codes))
+    if name not in codes:
+        available = ", ".join(sorted(codes)) or "none"
+        raise SpherecodesError(f"no code {name!r} in {path} (available: {available})")
+    return _code_fields(codes, name, path)
+
+
+def _read_group(fields: _Fields, name: str, max_memory: float | None = None) -> Code:
     where = fields.where
-    dataset = fields.member("prototypes")
-    if not isinstance(dataset, h5py.Dataset) or dataset.ndim != 2:
-        raise fields.damaged("prototypes", "must be a 2-D dataset")
-    k, d = dataset.shape
-    if (fields.attr("k", "int"), fields.attr("d", "int")) != (k, d):
-        raise fields.damaged("prototypes", f"have shape {(k, d)} but the attributes say "
-                             f"K={fields.attr('k', 'int')}, d={fields.attr('d', 'int')}")
-    require_memory(8.0 * k * d * 3, f"reading {where} (K={k}, d={d})")
-    prototypes = fields.array("prototypes", "f", (k, d), compressed_up_to=_COMPRESS_UP_TO_BYTES)
+    k, d = _shape(fields)
+    require_memory(_read_bytes(fields, k, d), f"reading {where} (K={k}, d={d})", limit=max_memory)
+    prototypes = fields.array("prototypes", "f", (k, d), copies=1, compressed_up_to=_COMPRESS_UP_TO_BYTES)
     if prototypes.dtype != np.float64:
         raise fields.damaged("prototypes", f"must be float64, found {prototypes.dtype}")
     stored = fields.attr("sha256", "str")
@@ -373,9 +399,10 @@ def _read_group(fields: _Fields, name: str) -> Code:
             f"(stored sha256 {str(stored)[:12]}..., computed {actual[:12]}...)"
         )
     try:
-        validate_prototypes(prototypes)
+        validate_prototypes(prototypes, copy=False)
     except SpherecodesError as err:
         raise SpherecodesError(f"{where} is invalid: {err}") from None
+    orbit = _read_orbit(fields, prototypes)
     labels = None
     if fields.has("labels"):
         raw = fields.array("labels", "OSU", (k,))
@@ -397,7 +424,8 @@ def _read_group(fields: _Fields, name: str) -> Code:
     if not isinstance(settings, dict):
         raise fields.damaged("attribute settings", f"must be a JSON object, found {type(settings).__name__}")
     wall_time = fields.attr("wall_time_s", "float", 0.0)
-    certificate = _read_certificate(fields.subgroup("certificate"), prototypes, actual) if fields.has("certificate") else None
+    certificate = _read_certificate(fields.subgroup("certificate"), prototypes, actual, orbit) \
+        if fields.has("certificate") else None
     return Code(
         name=name,
         prototypes=prototypes,
@@ -412,20 +440,131 @@ def _read_group(fields: _Fields, name: str) -> Code:
         wall_time=wall_time,
         created_utc=fields.attr("created_utc", "str", ""),
         certificate=certificate,
+        orbit=orbit,
     )
 
 
-def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str) -> OneVsRestCertificate:
+def _read_bytes(fields: _Fields, k: int, d: int) -> float:
+    """Peak bytes of reading one code and checking it, from the shapes stored (nothing is read).
+
+    The prototypes, the statistics and the blocks of rows checked at a
+    time; for a certificate its witnesses and the features they give (for
+    a generic code also the residuals and directions its check takes, each
+    (K, d)); for an orbit the packed sign patterns and the coordinates; and
+    the lists of per-class numbers a report holds.
+    """
+    rows = min(k, _READ_ROWS)
+    nbytes = 8.0 * k * d + 8.0 * 6 * k + 4.0 * 8 * rows * d + 128.0 * k
+    words = 8.0 * k * (-(-d // 64))
+    nbytes += 3 * words + 8.0 * 3 * k  # the orbit's sign patterns, their combination, coordinates
+    if fields.has("certificate"):
+        certificate = fields.subgroup("certificate")
+        support = certificate.member("support_indices")
+        s = support.shape[-1] if isinstance(support, h5py.Dataset) and support.ndim == 2 else 0
+        if certificate.attr("witness", "str", "") == ORBIT_WITNESS:
+            nbytes += 8.0 * 4 * k + 16.0 * s + 8.0 * 2 * d
+        else:
+            nbytes += 16.0 * k * s + 8.0 * 4 * k * d + 8.0 * 4 * k
+    return nbytes
+
+
+def read_estimate(path, name: str | None = None, *, max_memory: float | None = None) -> Estimate:
+    """Memory and time that :func:`read_code` of a code (checks and certificate included) is expected to take.
+
+    The memory follows from the stored shapes (nothing large is read); the
+    time is measured on a sample: a block of rows read, hashed and checked,
+    scaled to K and, for a generic certificate, one tile of the product with
+    all K prototypes that its check takes, scaled to K².  A code that does
+    not fit ``max_memory`` (or a safe fraction of the free memory) is
+    refused here, before anything large is read.
+
+    Examples
+    --------
+    The E8 root system (240 classes, no certificate stored), read within 1 GiB:
+
+    >>> from pathlib import Path
+    >>> from tempfile import mkdtemp
+    >>> from spherecodes.code import make_code
+    >>> from spherecodes.constructions import e8_roots
+    >>> bank = Path(mkdtemp()) / "e8.h5"
+    >>> write_code(bank, make_code(e8_roots(), method="e8"))
+    >>> expected = read_estimate(bank, max_memory=2**30)
+    >>> expected.what, expected.limit == 2**30
+    ("reading code 'e8-d8-k240' (K = 240, d = 8): checksum, unit rows and statistics", True)
+    """
+    with _reading(path), _open_bank(path) as fh:
+        fields = _select(fh["codes"], name, path)
+        k, d = _shape(fields)
+        nbytes = process_peak(_read_bytes(fields, k, d))
+        limit = memory_limit("cpu", max_memory)
+        what = (f"reading code {fields.group.name.rsplit('/', 1)[-1]!r} (K = {k}, d = {d}): checksum, unit rows "
+                "and statistics")
+        certified = fields.has("certificate")
+        by_orbit = certified and fields.subgroup("certificate").attr("witness", "str", "") == ORBIT_WITNESS
+        if certified:
+            what += (", the orbit's generators and the certificate (class 0 against all K)" if by_orbit else
+                     ", and the certificate (every class against all K)")
+        require_memory(_read_bytes(fields, k, d), what, limit=max_memory)
+        rows = min(k, _READ_ROWS)
+        started = time.perf_counter()
+        sample = fields.member("prototypes")[:rows]
+        prototype_checksum(sample)
+        np.linalg.norm(sample, axis=1)
+        # The rows are read, hashed and checked, then passed over again by the orbit's and statistics' checks.
+        seconds = 3.0 * (time.perf_counter() - started) * k / rows
+        if certified and not by_orbit:
+            columns = min(k, 4096)
+            started = time.perf_counter()
+            _ = sample[: min(rows, 512)] @ sample[:columns].T
+            seconds += (time.perf_counter() - started) * (k / min(rows, 512)) * (k / columns)
+    return Estimate(what, "cpu", nbytes, limit, seconds)
+
+
+def _shape(fields: _Fields) -> tuple[int, int]:
+    """(K, d) of a code's prototypes, checked against its attributes, without reading them."""
+    dataset = fields.member("prototypes")
+    if not isinstance(dataset, h5py.Dataset) or dataset.ndim != 2:
+        raise fields.damaged("prototypes", "must be a 2-D dataset")
+    k, d = dataset.shape
+    if (fields.attr("k", "int"), fields.attr("d", "int")) != (k, d):
+        raise fields.damaged("prototypes", f"have shape {(k, d)} but the attributes say "
+                             f"K={fields.attr('k', 'int')}, d={fields.attr('d', 'int')}")
+    return k, d
+
+
+def _read_orbit(fields: _Fields, prototypes: np.ndarray):
+    """The code's orbit of sign changes: checked from the stored generators, else proved from the rows, else None.
+
+    Stored generators are a claim like any other: the rows must be exactly
+    the orbit they generate (:func:`spherecodes.orbit.sign_orbit`, O(K·d)).
+    A bank written before generators were stored has its orbit proved.
+    """
+    k, d = prototypes.shape
+    if not fields.has("orbit"):
+        return resolve_orbit(prototypes)
+    generators = fields.subgroup("orbit").array("generators", "iu", (None, d))
+    orbit = sign_orbit(prototypes, generators)
+    if orbit is None:
+        raise fields.damaged("orbit/generators", "do not generate the prototypes: the rows are not exactly the "
+                             "orbit of row 0 under these sign changes")
+    return orbit
+
+
+def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str, orbit) -> OneVsRestCertificate:
     """Rebuild a stored certificate; the optimal features follow from the stored supports."""
     k = prototypes.shape[0]
     if fields.attr("prototypes_sha256", "str") != sha256:
         raise fields.damaged("certificate", "belongs to other prototypes")
+    by_orbit = fields.attr("witness", "str", "") == ORBIT_WITNESS
+    if by_orbit and orbit is None:
+        raise fields.damaged("certificate", "keeps class 0's witness alone, but the code is not one orbit of "
+                             "sign changes")
     stored = fields.member("support_indices")
     if isinstance(stored, h5py.Dataset) and stored.ndim == 2 and stored.shape[1] > k:
         # A support draws on the other K - 1 prototypes: a wider (compressed) array would only cost decompressing.
         raise fields.damaged("certificate/support_indices", f"have {stored.shape[1]} columns; a support has at most "
                              f"K = {k}")
-    indices = fields.array("support_indices", "iu", (k, None))
+    indices = fields.array("support_indices", "iu", (1 if by_orbit else k, None))
     weights = fields.array("support_weights", "f", indices.shape)
     if indices.size and (indices.min() < -1 or indices.max() >= k):
         raise fields.damaged("certificate/support_indices", f"hold indices outside [-1, {k})")
@@ -441,7 +580,9 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str) -> O
         raise fields.damaged("attribute certificate/duplicates", f"is not a JSON list of index lists ({err})") from None
     if any(not 0 <= i < k for group in duplicates for i in group):
         raise fields.damaged("attribute certificate/duplicates", f"names indices outside [0, {k})")
-    residuals = support_residuals(prototypes, indices.astype(np.int64), weights.astype(np.float64))
+    # An orbit's certificate holds class 0's witness: its residual is class 0's (class c's is its image).
+    residuals = support_residuals(prototypes[:1] if by_orbit else prototypes, indices.astype(np.int64),
+                                  weights.astype(np.float64), others=prototypes)
     norms = np.linalg.norm(residuals, axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         features = np.where(norms > 0, residuals / norms, np.nan)
@@ -457,6 +598,7 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str) -> O
         rounds=fields.attr("rounds", "int", 0),
         device=fields.attr("device", "str", ""),
         wall_time=fields.attr("wall_time_s", "float", 0.0),
+        orbit=orbit if by_orbit else None,
     )
 
 
@@ -479,7 +621,9 @@ def _read_stats(fields: _Fields, prototypes: np.ndarray) -> SeparationStats:
     rattler_tol = fields.attr("rattler_tol", "float")
     if np.any((nearest_index < 0) | (nearest_index >= k) | (nearest_index == np.arange(k))):
         raise fields.damaged("stats/nearest_index", f"names a class outside [0, {k}) or the class itself")
-    pair_cos = np.einsum("ij,ij->i", prototypes, prototypes[nearest_index])
+    pair_cos = np.concatenate([np.einsum("ij,ij->i", prototypes[start : start + _READ_ROWS],
+                                         prototypes[nearest_index[start : start + _READ_ROWS]])
+                               for start in range(0, k, _READ_ROWS)])
     if np.abs(pair_cos - nearest_cos).max() > _STATS_SLACK:
         worst = int(np.argmax(np.abs(pair_cos - nearest_cos)))
         raise fields.damaged("stats/nearest_cos", f"does not match the prototypes (class {worst} stores "
@@ -549,6 +693,8 @@ def _stored_bytes(code: Code) -> int:
     if code.certificate is not None:
         cert = code.certificate
         size += 3 * 8 * k + cert.support_indices.nbytes + cert.support_weights.nbytes
+    if code.orbit is not None:
+        size += code.orbit.generators.size
     return size
 
 
@@ -728,7 +874,6 @@ def _write_bank(tmp: Path, path: Path, keep: list[str], add: tuple[Code, dict] |
     """The new bank in ``tmp``: the codes ``keep`` of the bank at ``path``, and ``add``."""
     with h5py.File(tmp, "w") as dst:
         dst.attrs["format"] = FORMAT_NAME
-        dst.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
         dst.attrs["created_by"] = f"spherecodes {__version__}"
         codes = dst.create_group("codes")
         if keep:
@@ -738,6 +883,10 @@ def _write_bank(tmp: Path, path: Path, keep: list[str], add: tuple[Code, dict] |
         if add is not None:
             code, bounds = add
             _write_group(codes.create_group(code.name), code, bounds)
+        # Version 2 only where it is needed, so that older readers keep reading every other bank.
+        compact = any(isinstance(codes[name].get("certificate"), h5py.Group)
+                      and _as_str(codes[name]["certificate"].attrs.get("witness")) == ORBIT_WITNESS for name in codes)
+        dst.attrs["schema_version"] = np.int64(SCHEMA_VERSION if compact else PLAIN_SCHEMA_VERSION)
 
 
 def _write_group(group: h5py.Group, code: Code, bounds: dict) -> None:
@@ -765,6 +914,11 @@ def _write_group(group: h5py.Group, code: Code, bounds: dict) -> None:
     a["created_utc"] = code.created_utc
     a["sha256"] = code.sha256
     _write_stats(group.create_group("stats"), code, bounds)
+    if code.orbit is not None:
+        orbit = group.create_group("orbit")
+        orbit.attrs["meaning"] = ("row i's signs XOR row 0's are the sum over GF(2) of the generators (1: the sign "
+                                  "flips) chosen by row i's signs at the generators' first flipped columns")
+        orbit.create_dataset("generators", data=code.orbit.generators.astype(np.uint8))
     if code.certificate is not None:
         _write_certificate(group.create_group("certificate"), code)
 
@@ -785,6 +939,11 @@ def _write_certificate(group: h5py.Group, code: Code) -> None:
     a["rounds"] = np.int64(cert.rounds)
     a["device"] = cert.device
     a["wall_time_s"] = float(cert.wall_time)
+    if cert.orbit is not None:
+        if code.orbit is None or not np.array_equal(cert.orbit.generators, code.orbit.generators):
+            raise SpherecodesError("the certificate keeps class 0's witness for an orbit of sign changes that is not "
+                                   "the code's")
+        a["witness"] = ORBIT_WITNESS
     group.create_dataset("lo", data=cert.lo)
     group.create_dataset("hi", data=cert.hi)
     group.create_dataset("softmax_rattlers", data=np.asarray(cert.softmax_rattlers, dtype=np.int64))

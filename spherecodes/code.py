@@ -20,6 +20,7 @@ import numpy as np
 from . import __version__
 from .checks import check_seed
 from .errors import SpherecodesError
+from .orbit import SignOrbit, resolve_orbit
 from .stats import SeparationStats, separation_statistics, validate_prototypes
 
 if TYPE_CHECKING:  # the certificate package imports torch for its solver; load it only when needed
@@ -57,7 +58,7 @@ def prototype_checksum(prototypes: np.ndarray) -> str:
     True
     """
     data = np.ascontiguousarray(prototypes, dtype="<f8")
-    return hashlib.sha256(data.data).hexdigest()  # the array's own buffer: no copy of a gigabyte code
+    return hashlib.sha256(memoryview(data).cast("B")).hexdigest()  # the bytes in place: no copy of K·d numbers
 
 
 @dataclass
@@ -87,6 +88,11 @@ class Code:
     certificate : OneVsRestCertificate or None
         Certified one-vs-rest distances, when the code has been certified
         (:func:`spherecodes.certificate.one_vs_rest_distances`).
+    orbit : SignOrbit or None
+        The group of sign changes of which the code is one orbit (a binary
+        linear code or a coset of one, :mod:`spherecodes.orbit`), proved
+        once where the code was made or read; None for any other code.  Its
+        statistics and certificate come from one class.
 
     The numbers most often wanted are attributes too: ``k``, ``d``,
     ``max_cos``, ``min_angle_deg``, ``rattlers`` (from :attr:`stats`), and
@@ -116,6 +122,7 @@ class Code:
     wall_time: float = 0.0
     created_utc: str = ""
     certificate: "OneVsRestCertificate | None" = None
+    orbit: SignOrbit | None = None
 
     @property
     def k(self) -> int:
@@ -176,6 +183,7 @@ def make_code(
     stats_device=None,
     max_memory: float | None = None,
     progress=None,
+    orbit="auto",
 ) -> Code:
     """Package prototypes as a :class:`Code`, computing statistics and checksum.
 
@@ -203,6 +211,10 @@ def make_code(
         Bytes the statistics may use (``--max-memory``).
     progress : callable, optional
         Receives the statistics' :class:`spherecodes.stats.StatisticsProgress`.
+    orbit : SignOrbit, None or "auto"
+        The code's orbit of sign changes if the caller proved it already
+        (None: known not to be one); ``"auto"`` proves it here
+        (:func:`spherecodes.orbit.resolve_orbit`).  Kept as :attr:`Code.orbit`.
 
     Examples
     --------
@@ -221,11 +233,12 @@ def make_code(
         json.dumps(settings)
     except TypeError as err:
         raise SpherecodesError(f"settings must be JSON-serialisable: {err}") from None
+    orbit = resolve_orbit(w, orbit)
     return Code(
         name=name,
         prototypes=w,
         method=str(method),
-        stats=separation_statistics(w, device=stats_device, max_memory=max_memory, progress=progress),
+        stats=separation_statistics(w, device=stats_device, max_memory=max_memory, progress=progress, orbit=orbit),
         sha256=prototype_checksum(w),
         labels=labels,
         settings=settings,
@@ -233,6 +246,7 @@ def make_code(
         device=str(device),
         wall_time=float(wall_time),
         created_utc=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        orbit=orbit,
     )
 
 

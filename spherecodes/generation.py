@@ -152,7 +152,13 @@ def rotates(d: int, k: int, method: str, rotation: str) -> bool:
     if rotation != "auto" or method != STRUCTURED:
         return False
     code = best_structured_code(d, k)
-    return code is not None and code.native_d < d and not keeps_orbit(code.points(k) if _may_be_orbit(k) else None)
+    return code is not None and code.native_d < d and not _structured_orbit(d, k)
+
+
+def _structured_orbit(d: int, k: int) -> bool:
+    """Whether the best structured code's K points are, by construction, one orbit of sign changes (K >= 256)."""
+    code = best_structured_code(d, k)
+    return _may_be_orbit(k) and code is not None and code.sign_orbit(k)
 
 
 def _may_be_orbit(k: int) -> bool:
@@ -206,15 +212,17 @@ def planned_code_name(d: int, k: int, method: str = "auto", *, seed: int = 0, ro
     return default_code_name(method, d, k, seed if uses_seed(method, rotation, d, k) else None)
 
 
-def turned(prototypes: np.ndarray, rotation: str, seed: int) -> tuple[np.ndarray, dict | None]:
+def turned(prototypes: np.ndarray, rotation: str, seed: int, orbit="auto") -> tuple[np.ndarray, dict | None]:
     """The prototypes after the rotation that ``rotation`` asks for, and what the bank records of it.
 
     ``random`` always turns them by
     :func:`spherecodes.constructions.random_rotation` ``(d, seed)``;
     ``auto`` only when some dimension is unused (all-zero column), so that
     every coordinate carries signal, unless the code is one orbit of sign
-    changes (:func:`keeps_orbit`).  Cosines, max-cos and ρ are unchanged
-    up to rounding (the statistics are computed afterwards, from these rows).
+    changes: ``orbit``, the :class:`spherecodes.orbit.SignOrbit` already
+    proved (None: not one), or ``"auto"`` to decide here (:func:`keeps_orbit`).
+    Cosines, max-cos and ρ are unchanged up to rounding (the statistics are
+    computed afterwards, from these rows).
 
     Examples
     --------
@@ -228,7 +236,8 @@ def turned(prototypes: np.ndarray, rotation: str, seed: int) -> tuple[np.ndarray
     unused = unused_dimensions(prototypes)
     if rotation == "random":
         why = "asked for (--rotation random)"
-    elif rotation == "auto" and unused and not keeps_orbit(prototypes):
+    elif rotation == "auto" and unused and not (keeps_orbit(prototypes) if isinstance(orbit, str)
+                                                else orbit is not None):
         why = f"{unused} of {prototypes.shape[1]} dimensions unused (all-zero columns)"
     else:
         return prototypes, None
@@ -435,16 +444,26 @@ def _silent(line: str) -> None:
 
 
 def _packaged(prototypes, *, rotation, rotation_seed, settings, announce, progress, max_memory, stats_device="cpu",
-              **code_fields) -> Code:
-    """The code: turned as ``rotation`` asks (:func:`turned`), then its float64 statistics, announced."""
-    prototypes, record = turned(np.asarray(prototypes, dtype=np.float64), rotation, rotation_seed)
+              orbit="auto", **code_fields) -> Code:
+    """The code: turned as ``rotation`` asks (:func:`turned`), then its float64 statistics, announced.
+
+    The orbit of sign changes (``"auto"``: proved here from the rows; None:
+    known not to be one) is proved once and passed on, to the rotation's
+    decision, the statistics and (as ``code.orbit``) the certificate.
+    """
+    prototypes = np.asarray(prototypes, dtype=np.float64)
+    k, d = prototypes.shape
+    if isinstance(orbit, str):
+        orbit = sign_orbit(prototypes) if _may_be_orbit(k) and rotation != "random" else None
+    prototypes, record = turned(prototypes, rotation, rotation_seed, orbit=orbit)
     settings = dict(settings)
     if record is not None:
         settings["rotation"] = record
-    k, d = prototypes.shape
-    announce(f"statistics: float64 cosines of all {k * (k - 1) // 2:,} pairs")
+        orbit = None  # a rotation hides the sign changes
+    announce("statistics: one orbit of sign changes, the float64 cosines of one class" if orbit is not None
+             else f"statistics: float64 cosines of all {k * (k - 1) // 2:,} pairs")
     return make_code(prototypes, settings=settings, stats_device=stats_device, max_memory=max_memory,
-                     progress=progress, **code_fields)
+                     progress=progress, orbit=orbit, **code_fields)
 
 
 def _listed(names, conjunction: str = "and") -> str:
@@ -465,8 +484,8 @@ def _structured(d, k, method, *, name, labels, seed, used_seed, rotation, max_me
     settings = {**candidate.settings, "label": candidate.label}
     return _packaged(candidate.prototypes, rotation=rotation, rotation_seed=seed, settings=settings, announce=announce,
                      progress=progress, max_memory=max_memory, method=STRUCTURED, name=name, labels=labels,
-                     seed=used_seed, device="cpu",
-                     wall_time=candidate.seconds)
+                     seed=used_seed, device="cpu", wall_time=candidate.seconds,
+                     orbit=None if rotates(d, k, STRUCTURED, rotation) else "auto")
 
 
 def _auto(d, k, method, *, name, labels, seed, used_seed, rotation, device, steps, restarts, time_limit, progress,

@@ -12,11 +12,14 @@ is a witness of every other class.  Statistics and certificates then need
 one row of the Gram matrix instead of all K, and re-checking them needs
 O(K·d) work.
 
-:func:`sign_orbit` proves the structure from the prototypes alone (no stored
-generators are trusted): all live coordinates of equal magnitude, K = 2^r
-distinct words, and a basis of r words over GF(2) found by elimination, so
-that the K words are exactly its span, each numbered by its coordinates.
-That takes O(K·d·r/64) word operations; memory is O(K·d/64) words.
+:func:`sign_orbit` proves the structure from the prototypes alone: all live
+coordinates of equal magnitude, K = 2^r distinct words, and r generators of
+the group (found by elimination over GF(2), or given, e.g. as stored in a
+bank) whose span the K words are exactly, each numbered by its coordinates.
+Finding the generators takes O(K·d·r/64) word operations; checking given
+ones O(K·d) (reading the rows) plus O(K·r·d/64); memory is O(K·d/64) words
+beyond the rows.  Given generators are never trusted: the same check runs
+on found ones.
 """
 
 from __future__ import annotations
@@ -26,13 +29,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ORBIT_MIN_K", "SignOrbit", "moved_vectors", "sign_orbit"]
+__all__ = ["ORBIT_MIN_K", "SignOrbit", "moved_vectors", "resolve_orbit", "sign_orbit"]
 
 #: Smallest K for which statistics and certificates take the orbit's shortcut
 #: (below it the scans take milliseconds and the shortcut gains nothing).
 ORBIT_MIN_K = 256
 
-#: Rows examined at a time when checking the magnitudes (bounded memory).
+#: Rows examined at a time when checking the magnitudes (bounded memory: 64 MiB of rows at d = 128).
 _ROWS = 65536
 
 
@@ -40,10 +43,11 @@ _ROWS = 65536
 class SignOrbit:
     """The rows of a code that is one orbit of sign changes, numbered by their coordinates over GF(2).
 
-    Row i's signs XOR row 0's are a word of an r-dimensional subspace; its
-    bits at the r pivot positions of an echelon basis are a linear bijection
-    onto GF(2)^r, read as the integer ``coordinates[i]``.  The sign change
-    taking row 0 to row c takes row j to the row with coordinates
+    Row i's signs XOR row 0's are ``Σ_b coordinates[i]_b · generators[b]``
+    over GF(2), where bit b of the integer ``coordinates[i]`` is row i's
+    sign pattern at the pivot (first flipped column) of generator b: the
+    generators are in reduced echelon form.  The sign change taking row 0
+    to row c takes row j to the row with coordinates
     ``coordinates[j] ^ coordinates[c]``.
 
     Attributes
@@ -54,11 +58,14 @@ class SignOrbit:
         Its inverse: the row with each coordinate.
     rank : int
         r, with K = 2^r.
+    generators : ndarray of bool, shape (r, d)
+        The columns whose signs each generating sign change flips.
     """
 
     coordinates: np.ndarray
     rows: np.ndarray
     rank: int
+    generators: np.ndarray
 
     def moved(self, rows, to) -> np.ndarray:
         """The rows that the sign change taking class 0 to class ``to`` makes of ``rows`` (broadcast).
@@ -72,8 +79,8 @@ class SignOrbit:
         return self.rows[self.coordinates[np.asarray(rows)] ^ self.coordinates[np.asarray(to)]]
 
 
-def moved_vectors(w: np.ndarray, vector: np.ndarray) -> np.ndarray:
-    """``D_c vector`` for every class c, where ``D_c`` is the sign change taking ``w_0`` to ``w_c``.
+def moved_vectors(w: np.ndarray, vector: np.ndarray, rows=slice(None)) -> np.ndarray:
+    """``D_c vector`` for the classes c of ``rows`` (default all), where ``D_c`` takes ``w_0`` to ``w_c``.
 
     Sign changes are exact in floating point, so a float64 vector computed
     for class 0 (a residual ``w_0 − Σ v_j w_j``) moved here is bit for bit
@@ -87,23 +94,27 @@ def moved_vectors(w: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """
     signs = np.where(w[0] < 0, -1.0, 1.0)
     # The sign of w_c relative to w_0, column by column (1 on zero columns, where the vector is 0 too).
-    return np.where(w < 0, -1.0, 1.0) * (signs * vector)
+    return np.where(w[rows] < 0, -1.0, 1.0) * (signs * vector)
 
 
-def sign_orbit(w: np.ndarray) -> SignOrbit | None:
+def sign_orbit(w: np.ndarray, generators: np.ndarray | None = None) -> SignOrbit | None:
     """The orbit structure of a code, proved from its rows, or None when it is not such a code.
 
     Parameters
     ----------
     w : ndarray, shape (K, d)
         float64 rows.
+    generators : array_like of bool or 0/1, shape (r, d), optional
+        Sign changes claimed to generate the group, in reduced echelon form
+        (as :attr:`SignOrbit.generators` holds them); checked, not trusted.  Default: found by elimination.
 
     Returns
     -------
     SignOrbit or None
-        None unless K = 2^r >= 2, every non-zero column's entries share one
-        magnitude, the K sign patterns are distinct, and XOR-ed with row 0's
-        they are exactly a linear subspace of GF(2)^n.
+        None unless K = 2^r >= 2, every row has the same zero columns and
+        its other entries share one magnitude, and the K sign patterns
+        XOR-ed with row 0's are exactly the 2^r distinct words of the span
+        of r generators (the given ones, if any).
 
     Examples
     --------
@@ -113,58 +124,136 @@ def sign_orbit(w: np.ndarray) -> SignOrbit | None:
     >>> w = np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]]) / np.sqrt(2)
     >>> sign_orbit(w).rank, sign_orbit(w[:3]), sign_orbit(w[[0, 0, 1, 1]])
     (2, None, None)
+    >>> sign_orbit(w).generators.astype(int).tolist()  # row 1 flips column 1, row 2 column 0
+    [[0, 1], [1, 0]]
+    >>> sign_orbit(w, generators=[[1, 0], [0, 1]]).rank, sign_orbit(w, generators=[[1, 1]])
+    (2, None)
     """
     k, d = w.shape
     if k < 2 or k & (k - 1):
         return None
-    live = np.flatnonzero(np.any(w != 0, axis=0))
-    if live.size == 0:
-        return None
-    size = abs(w[0, live[0]])
-    packed = []
-    for start in range(0, k, _ROWS):
-        part = w[start : start + _ROWS][:, live]
-        if not (np.abs(part) == size).all():
-            return None
-        packed.append(np.packbits(part < 0, axis=1))
-    bits = np.concatenate(packed)
-    pad = (-bits.shape[1]) % 8
-    words = np.ascontiguousarray(np.pad(bits, ((0, 0), (0, pad)))).view(np.uint64)
-    words ^= words[0]
     rank = int(round(math.log2(k)))
-    pivots = _echelon_pivots(words, rank)
-    if pivots is None:
+    words = _sign_words(w)
+    if words is None:
         return None
-    coordinates = np.zeros(k, dtype=np.int64)
-    for i, (column, bit) in enumerate(pivots):
-        coordinates |= ((words[:, column] & bit) != 0).astype(np.int64) << i
-    if len(pivots) != rank or (np.bincount(coordinates, minlength=k) != 1).any():
-        return None  # repeated words: fewer than 2^r distinct rows
-    rows = np.empty(k, dtype=np.int64)
-    rows[coordinates] = np.arange(k)
-    return SignOrbit(coordinates, rows, rank)
+    if generators is None:
+        basis = _echelon_basis(words, rank)
+    else:
+        generators = np.asarray(generators)
+        if generators.shape != (rank, d) or not np.isin(generators, (0, 1)).all():
+            return None
+        basis = _pack(generators.astype(bool))
+    if basis is None or len(basis) != rank:
+        return None
+    return _orbit_of(words, basis, d)
 
 
-def _echelon_pivots(words: np.ndarray, rank: int) -> list[tuple[int, np.uint64]] | None:
-    """Pivot positions (word, bit mask) of an echelon basis of the words' span, or None if it exceeds ``rank``.
+def resolve_orbit(w: np.ndarray, orbit="auto") -> SignOrbit | None:
+    """The orbit that statistics and certificates use: ``orbit`` itself, or proved here when it is ``"auto"``.
 
-    Gaussian elimination over GF(2): each basis word clears its lowest set
-    bit from all the words still left.  A non-zero word of the span has a
-    set bit at the pivot of the first basis word in its expansion (the later
-    ones were cleared there), so reading the pivot bits is injective on the
-    span.
+    ``"auto"`` proves it with :func:`sign_orbit` when K >= :data:`ORBIT_MIN_K`
+    (below, the scans are as fast); None means a code treated as generic; a
+    :class:`SignOrbit` is one already proved for these rows (by
+    :func:`sign_orbit`, once, where the code was built or read).
+
+    Examples
+    --------
+    >>> w = np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]]) / np.sqrt(2)
+    >>> resolve_orbit(w) is None, resolve_orbit(w, sign_orbit(w)).rank
+    (True, 2)
+    """
+    if isinstance(orbit, str) and orbit == "auto":
+        return sign_orbit(w) if len(w) >= ORBIT_MIN_K else None
+    if orbit is not None and (not isinstance(orbit, SignOrbit) or len(orbit.coordinates) != len(w)):
+        raise ValueError(f"orbit must be 'auto', None or the SignOrbit of these {len(w)} rows, got {orbit!r}")
+    return orbit
+
+
+def _pack(bits: np.ndarray) -> np.ndarray:
+    """Rows of bits (columns in order) as rows of uint64 words."""
+    packed = np.packbits(bits, axis=1)
+    pad = (-packed.shape[1]) % 8
+    return np.ascontiguousarray(np.pad(packed, ((0, 0), (0, pad)))).view(np.uint64)
+
+
+def _sign_words(w: np.ndarray) -> np.ndarray | None:
+    """Each row's signs XOR row 0's, packed (K, ⌈d/64⌉); None unless every row has row 0's magnitudes."""
+    expected = np.abs(w[0])
+    if not expected.any() or np.unique(expected[expected > 0]).size != 1:
+        return None
+    packed = []
+    for start in range(0, len(w), _ROWS):
+        part = w[start : start + _ROWS]
+        if not (np.abs(part) == expected).all():
+            return None
+        packed.append(_pack(part < 0))
+    words = np.concatenate(packed)
+    words ^= words[0]
+    return words
+
+
+def _lowest_bit(word_row: np.ndarray) -> tuple[int, np.uint64]:
+    """(word, bit mask) of the first set bit of a packed row (its first flipped column)."""
+    word = int(np.flatnonzero(word_row)[0])
+    # packbits puts column 0 in the top bit of byte 0, and a little-endian
+    # uint64 holds byte 0 lowest: the first column is the lowest set byte's top set bit.
+    byte = word_row[word : word + 1].view(np.uint8)
+    at = int(np.flatnonzero(byte)[0])
+    top = 1 << (int(byte[at]).bit_length() - 1)
+    return word, np.uint64(top << (8 * at))
+
+
+def _echelon_basis(words: np.ndarray, rank: int) -> np.ndarray | None:
+    """A basis of the words' span in reduced echelon form, or None if its dimension exceeds ``rank``.
+
+    Gaussian elimination over GF(2): each basis word clears its pivot bit
+    from all the words still left; back substitution then clears each pivot
+    from the earlier basis words.
     """
     remaining = words.copy()
-    pivots = []
+    basis = []
     for _ in range(rank + 1):
         nonzero = np.flatnonzero(remaining.any(axis=1))
         if nonzero.size == 0:
-            return pivots
-        if len(pivots) == rank:
+            break
+        if len(basis) == rank:
             return None
-        basis = remaining[nonzero[0]].copy()
-        column = int(np.flatnonzero(basis)[0])
-        bit = basis[column] & (~basis[column] + np.uint64(1))  # its lowest set bit
-        pivots.append((column, bit))
-        remaining[(remaining[:, column] & bit) != 0] ^= basis
-    return None
+        row = remaining[nonzero[0]].copy()
+        word, bit = _lowest_bit(row)
+        basis.append(row)
+        remaining[(remaining[:, word] & bit) != 0] ^= row
+    basis = np.array(basis, dtype=np.uint64).reshape(len(basis), words.shape[1])
+    for i in range(len(basis) - 1, -1, -1):
+        word, bit = _lowest_bit(basis[i])
+        for j in range(i):
+            if basis[j, word] & bit:
+                basis[j] ^= basis[i]
+    return basis
+
+
+def _orbit_of(words: np.ndarray, basis: np.ndarray, d: int) -> SignOrbit | None:
+    """The orbit numbered by ``basis``, after checking that the words are exactly its 2^r distinct combinations.
+
+    Each word's coordinates are its bits at the basis words' pivots; the
+    word must equal the combination of basis words those coordinates name,
+    and the coordinates must be all of 0 … 2^r − 1 once each.  Then the K
+    distinct words lie in the span of r generators, which has 2^r words:
+    they are the span, a group.  (A basis not in reduced echelon form fails
+    the check: its pivot bits are not the coefficients.)
+    """
+    k, rank = len(words), len(basis)
+    if rank and not basis.any(axis=1).all():
+        return None
+    pivots = [_lowest_bit(row) for row in basis]
+    coordinates = np.zeros(k, dtype=np.int64)
+    combination = np.zeros_like(words)
+    for b, (word, bit) in enumerate(pivots):
+        chosen = (words[:, word] & bit) != 0
+        coordinates |= chosen.astype(np.int64) << b
+        combination[chosen] ^= basis[b]
+    if not np.array_equal(combination, words) or (np.bincount(coordinates, minlength=k) != 1).any():
+        return None
+    rows = np.empty(k, dtype=np.int64)
+    rows[coordinates] = np.arange(k)
+    generators = np.unpackbits(basis.view(np.uint8), axis=1, count=d).astype(bool)
+    return SignOrbit(coordinates, rows, rank, generators)

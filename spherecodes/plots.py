@@ -89,8 +89,25 @@ def _figure(width: float, height: float):
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def cosine_histogram(prototypes: np.ndarray, bins: np.ndarray) -> np.ndarray:
+def _pair_tiles(prototypes: np.ndarray, orbit):
+    """The cosines of all pairs i < j as (values, multiplicity) tiles.
+
+    For a code that is one orbit of sign changes (:mod:`spherecodes.orbit`)
+    every class sees row 0's cosines, so the K(K − 1)/2 pairs are row 0's
+    K − 1 cosines, each K/2 times (K = 2^r is even); else the Gram tiles.
+    """
+    if orbit is not None:
+        yield prototypes[1:] @ prototypes[0], len(prototypes) // 2
+        return
+    for r, c, g in gram_tiles(prototypes):
+        yield (g[np.triu_indices(g.shape[0], k=1)] if r == c else g), 1
+
+
+def cosine_histogram(prototypes: np.ndarray, bins: np.ndarray, orbit=None) -> np.ndarray:
     """Counts of the pairwise cosines ``<w_i, w_j>``, i < j, in ``bins``, computed in tiles.
+
+    ``orbit``: the code's :class:`spherecodes.orbit.SignOrbit`, if it is one
+    (then one row of cosines gives all the counts).
 
     Examples
     --------
@@ -99,10 +116,8 @@ def cosine_histogram(prototypes: np.ndarray, bins: np.ndarray) -> np.ndarray:
     [1, 2, 0]
     """
     counts = np.zeros(len(bins) - 1, dtype=np.int64)
-    for r, c, g in gram_tiles(prototypes):
-        if r == c:
-            g = g[np.triu_indices(g.shape[0], k=1)]
-        counts += np.histogram(g, bins=bins)[0]
+    for g, times in _pair_tiles(prototypes, orbit):
+        counts += times * np.histogram(g, bins=bins)[0]
     return counts
 
 
@@ -113,12 +128,14 @@ FEW_COSINE_VALUES = 8
 SAME_VALUE_TOL = 1e-9
 
 
-def distinct_cosines(prototypes: np.ndarray, limit: int = FEW_COSINE_VALUES, tol: float = SAME_VALUE_TOL):
+def distinct_cosines(prototypes: np.ndarray, limit: int = FEW_COSINE_VALUES, tol: float = SAME_VALUE_TOL,
+                     orbit=None):
     """The values the pairwise cosines take and how many pairs take each, or ``None`` beyond ``limit``.
 
     Cosines within ``tol`` of each other count as one value (a closed form's
     equal cosines differ by rounding).  Computed in tiles; stops at the first
     tile that shows more than ``limit`` values, so a generic code costs little.
+    ``orbit`` as for :func:`cosine_histogram`.
 
     Examples
     --------
@@ -130,12 +147,10 @@ def distinct_cosines(prototypes: np.ndarray, limit: int = FEW_COSINE_VALUES, tol
     True
     """
     totals: dict[int, int] = {}
-    for r, c, g in gram_tiles(prototypes):
-        if r == c:
-            g = g[np.triu_indices(g.shape[0], k=1)]
+    for g, times in _pair_tiles(prototypes, orbit):
         cells, counts = np.unique(np.round(np.ravel(g) / tol).astype(np.int64), return_counts=True)
         for cell, count in zip(cells.tolist(), counts.tolist()):
-            totals[cell] = totals.get(cell, 0) + count
+            totals[cell] = totals.get(cell, 0) + times * count
         if len(totals) > 2 * limit:
             return None
     # Merge neighbouring cells: one value can straddle a cell boundary.
@@ -201,7 +216,7 @@ def plot_code(code: Code, path, *, device: str = "auto"):
     if cert is None:
         from .certificate import one_vs_rest_distances
 
-        cert = one_vs_rest_distances(code.prototypes, device=device)
+        cert = one_vs_rest_distances(code.prototypes, device=device, orbit=code.orbit)
     panels = 3 if code.d <= 3 else 2
     fig = _figure(5.6 * panels, 5.4)
     grid = fig.add_gridspec(1, panels)
@@ -232,14 +247,14 @@ def _draw_histogram(ax, code: Code) -> None:
     pairs = code.k * (code.k - 1) // 2
     bound = max_cos_lower_bound(code.d, code.k)
     attained = s.max_cos - bound.value <= 1e-9
-    few = distinct_cosines(code.prototypes)
+    few = distinct_cosines(code.prototypes, orbit=code.orbit)
     if few is not None:
         _draw_cosine_values(ax, code, *few)
     else:
         lo, hi = s.min_cos, s.max_cos
         pad = 0.02 * (hi - lo)
         bins = np.linspace(lo - pad, hi + pad, 61)
-        counts = cosine_histogram(code.prototypes, bins)
+        counts = cosine_histogram(code.prototypes, bins, orbit=code.orbit)
         ax.stairs(counts, bins, fill=True, color="#9ecae1", edgecolor="#3182bd", label="pairs of prototypes")
         if counts.max() > 50 * max(1, counts[counts > 0].min()):
             ax.set_yscale("log")

@@ -245,17 +245,26 @@ def _verified_line(verified: dict, k: int) -> str:
     --------
     >>> print(_verified_line({"checksum_seconds": 0.41, "certificate": True, "certificate_seconds": 73.2}, 196560))
     on read: SHA-256 and unit norms of the 196560 prototypes (0.41 s); the certificate's witness re-evaluated against all 196560 prototypes (1.2 min)
+    >>> print(_verified_line({"checksum_seconds": 9.1, "certificate": True, "certificate_seconds": 0.6,
+    ...                       "orbit": True, "certificate_by_orbit": True}, 1048576))
+    on read: SHA-256 and unit norms of the 1048576 prototypes, and that they are one orbit of the stored sign changes (9.1 s); class 0's certificate witness re-evaluated against all 1048576 prototypes, every other class's being its image (0.6 s)
     """
 
     def seconds(x: float) -> str:
         return f"{x:.2g} s" if x < 60 else format_duration(x)
 
-    text = f"on read: SHA-256 and unit norms of the {k} prototypes ({seconds(verified['checksum_seconds'])})"
+    orbit = verified.get("orbit", False)
+    text = (f"on read: SHA-256 and unit norms of the {k} prototypes"
+            + (", and that they are one orbit of the stored sign changes" if orbit else "")
+            + f" ({seconds(verified['checksum_seconds'])})")
     certificate = verified["certificate"]
     if certificate is None:
         return text + "; no certificate stored"
     outcome = "re-evaluated" if certificate else "FAILED when re-evaluated"
-    return (text + f"; the certificate's witness {outcome} against all {k} prototypes "
+    by_orbit = verified.get("certificate_by_orbit", False)
+    whose = "class 0's certificate witness" if by_orbit else "the certificate's witness"
+    images = ", every other class's being its image" if by_orbit else ""
+    return (text + f"; {whose} {outcome} against all {k} prototypes{images} "
                    f"({seconds(verified['certificate_seconds'])})")
 
 

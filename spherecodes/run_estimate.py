@@ -21,8 +21,9 @@ import numpy as np
 from .best_of import AutoPlan, Candidate, describe_plan, exact_candidates, plan_auto, run_structured
 from .constructions import construct
 from .errors import SpherecodesError
-from .generation import CLOSED_FORMS, STRUCTURED, keeps_orbit, resolve_method
+from .generation import CLOSED_FORMS, STRUCTURED, resolve_method
 from .memory import format_bytes, format_duration
+from .orbit import ORBIT_MIN_K, sign_orbit
 from .sphere import DEFAULT_TILE, nearest_others, random_start
 
 #: A run estimated longer than this is refused before any work (a day).
@@ -260,13 +261,13 @@ def estimate_run(
     solver = _solver_estimate(d, k, method, device, steps, restarts, neighbours, refresh, max_memory, effort) \
         if optimising else None
     built, points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed, max_memory)
-    statistics = _statistics_phase(d, k, points, optimising, rotation)
+    statistics, orbit = _statistics_phase(d, k, points, optimising, rotation)
     # Refused at once where the statistics alone are too long: timing the certificate could take minutes more.
     RunEstimate(d, k, (statistics,), time_limit).check()
     if certify and k * d >= LARGE_CODE:  # smaller certificates are timed in seconds: no need to say so
         announce(f"estimating: statistics ~{format_duration(statistics.seconds)}; timing the certificate on a sample "
                  "of its classes (seconds; --no-certify skips it and the certificate) ...")
-    certificate = _certificate_phase(points, optimising, device, max_memory) if certify else None
+    certificate = _certificate_phase(points, optimising, device, max_memory, orbit) if certify else None
     optimiser_limit = None
     if time_limit is not None:
         after = statistics.seconds + (certificate.seconds if certificate is not None else 0.0)
@@ -278,7 +279,8 @@ def estimate_run(
                 optimising = False
                 announce(f"{describe_plan(plan, k)}\nestimating: timing the certificate of that code ...")
                 built, points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed, max_memory)
-                certificate = _certificate_phase(points, optimising, device, max_memory) if certify else None
+                statistics, orbit = _statistics_phase(d, k, points, optimising, rotation)
+                certificate = _certificate_phase(points, optimising, device, max_memory, orbit) if certify else None
     phases = [statistics] + ([certificate] if certificate is not None else [])
     first = _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, solver, points,
                               device=device, steps=steps, max_memory=max_memory)
@@ -286,14 +288,20 @@ def estimate_run(
     return estimate, plan
 
 
-def _statistics_phase(d: int, k: int, points: np.ndarray, optimising: bool, rotation: str) -> Phase:
-    """The float64 statistics' phase: one row of cosines for a sign-change orbit kept as built, else every pair."""
-    if not optimising and rotation != "random":
+def _statistics_phase(d: int, k: int, points: np.ndarray, optimising: bool, rotation: str):
+    """The float64 statistics' phase, and the orbit of sign changes the certificate's timing is given.
+
+    One row of cosines for a sign-change orbit kept as built (proved here
+    once; the run proves it once more where it builds the code), else every
+    pair.
+    """
+    if not optimising and rotation != "random" and k >= ORBIT_MIN_K:
         proved = time.perf_counter()
-        if keeps_orbit(points):  # the statistics repeat this proof, then take one row of the Gram matrix
+        orbit = sign_orbit(points)
+        if orbit is not None:
             return Phase("statistics", "one orbit of sign changes: the cosines of one class",
-                         time.perf_counter() - proved)
-    return Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k))
+                         time.perf_counter() - proved), orbit
+    return Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k)), None
 
 
 def _optimising(method: str, plan: AutoPlan | None) -> bool:
@@ -327,11 +335,11 @@ def _code_to_certify(d, k, method, plan, optimising, seed, max_memory) -> tuple[
     return built, points, time.perf_counter() - began
 
 
-def _certificate_phase(points, optimising, device, max_memory) -> Phase:
+def _certificate_phase(points, optimising, device, max_memory, orbit) -> Phase:
     """The certificate's phase, timed on a sample of its classes by :func:`spherecodes.certificate.certificate_estimate`."""
     from .certificate import certificate_estimate
 
-    cert = certificate_estimate(points, device=device, max_memory=max_memory)
+    cert = certificate_estimate(points, device=device, max_memory=max_memory, orbit=orbit)
     what = cert.what.replace("certificate of ", "", 1)
     if optimising:
         what += ", timed on a random code of this size"

@@ -7,8 +7,9 @@ On the CPU the tiles are NumPy products; with ``device="cuda"`` they are
 torch products on the GPU (still float64), which is what makes the
 statistics of a million prototypes in R^512 a matter of seconds.  A code
 that is one orbit of sign changes (a binary linear code or a coset of one,
-proved from its rows by :func:`spherecodes.orbit.sign_orbit`) needs one row:
-every prototype sees the same cosines.
+proved from its rows by :func:`spherecodes.orbit.sign_orbit`, once, where
+the code is made or read) needs one row: every prototype sees the same
+cosines.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 
 from .errors import SpherecodesError
 from .memory import memory_limit, require_memory
-from .orbit import ORBIT_MIN_K, sign_orbit
+from .orbit import resolve_orbit
 from .sphere import DEFAULT_TILE, gram_tiles, nearest_others, random_start
 
 #: Largest allowed deviation of a row norm from 1 for a matrix to count as a code.
@@ -61,20 +62,27 @@ def rounding_tolerance(dtype, d: int) -> float:
     return max(UNIT_TOL, float(np.sqrt(d) * np.finfo(dtype).eps))
 
 
+#: Rows whose norms are computed at a time (their squares are a temporary array: 64 MiB at d = 128).
+_NORM_ROWS = 65536
+
+
 def _row_norms(w: np.ndarray) -> np.ndarray:
     """Euclidean norms of the rows, exact also for rows like 1e200 or 1e-200 whose squares overflow or vanish."""
-    with np.errstate(over="ignore", under="ignore"):
-        norms = np.linalg.norm(w, axis=1)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        norms = np.concatenate([np.linalg.norm(w[start : start + _NORM_ROWS], axis=1)
+                                for start in range(0, len(w), _NORM_ROWS)])
     extreme = ~((norms > 1e-150) & (norms < 1e150))
     if extreme.any():  # scaled by the largest entry first (the rare rows only: a copy of all of w can be GBs)
         rows = w[extreme]
         peak = np.abs(rows).max(axis=1)
         safe = np.where(peak > 0, peak, 1.0)
-        norms[extreme] = peak * np.linalg.norm(rows / safe[:, None], axis=1)
+        with np.errstate(invalid="ignore"):  # a row holding infinity or NaN gets a NaN norm: refused by the caller
+            norms[extreme] = peak * np.linalg.norm(rows / safe[:, None], axis=1)
     return norms
 
 
-def validate_prototypes(prototypes, *, normalize: bool = False, tolerance: float = UNIT_TOL) -> np.ndarray:
+def validate_prototypes(prototypes, *, normalize: bool = False, tolerance: float = UNIT_TOL,
+                        copy: bool = True) -> np.ndarray:
     """Check that ``prototypes`` is a code and return it as a float64 (K, d) array.
 
     Rows given as float32 or float16 (what torch users save) whose norms miss 1
@@ -91,6 +99,9 @@ def validate_prototypes(prototypes, *, normalize: bool = False, tolerance: float
     tolerance : float
         Deviation of a row norm from 1 normalised without ``normalize``, in
         any dtype (:data:`FILE_UNIT_TOL` for files made by other tools).
+    copy : bool
+        Return a copy even of float64 unit rows (False: the array itself, so
+        that checking a million rows read from a bank takes no second copy).
 
     Raises
     ------
@@ -114,7 +125,7 @@ def validate_prototypes(prototypes, *, normalize: bool = False, tolerance: float
         raise SpherecodesError(f"prototypes must be real numbers, got complex numbers ({raw.dtype})")
     if raw.dtype.kind not in "biuf":
         raise SpherecodesError(f"prototypes must be real numbers, got {raw.dtype} values")
-    w = raw.astype(np.float64)
+    w = raw.astype(np.float64, copy=copy)
     if w.ndim != 2:
         raise SpherecodesError(
             f"prototypes must be a 2-D array (K rows of dimension d), got {w.ndim}-D shape {w.shape}"
@@ -124,10 +135,10 @@ def validate_prototypes(prototypes, *, normalize: bool = False, tolerance: float
         raise SpherecodesError(
             f"a code needs at least 2 rows and 1 column, got shape {w.shape}"
         )
-    if not np.all(np.isfinite(w)):
-        bad = int(np.argwhere(~np.isfinite(w))[0, 0])
-        raise SpherecodesError(f"prototypes must be finite; row {bad} has NaN or infinity")
     norms = _row_norms(w)
+    if not np.all(np.isfinite(norms)):  # a row of finite numbers has a finite norm (_row_norms scales it)
+        bad = int(np.flatnonzero(~np.isfinite(norms))[0])
+        raise SpherecodesError(f"prototypes must be finite; row {bad} has NaN or infinity")
     if np.any(norms == 0):
         raise SpherecodesError(f"row {int(np.argmin(norms))} is zero; a prototype needs a direction")
     if normalize:
@@ -227,6 +238,7 @@ def separation_statistics(
     device=None,
     max_memory: float | None = None,
     progress=None,
+    orbit="auto",
 ) -> SeparationStats:
     """Exact separation statistics of a code, in float64 and in tiles.
 
@@ -248,6 +260,11 @@ def separation_statistics(
         fraction of what is available.
     progress : callable, optional
         Called with a :class:`StatisticsProgress` after each block of rows.
+    orbit : SignOrbit, None or "auto"
+        The code's orbit of sign changes when already proved
+        (:func:`spherecodes.orbit.sign_orbit`; its statistics then come from
+        one row of cosines), None for a generic code, ``"auto"`` to prove it
+        here (:func:`spherecodes.orbit.resolve_orbit`).
 
     Returns
     -------
@@ -265,12 +282,12 @@ def separation_statistics(
     >>> round(s.max_cos, 12), round(s.min_angle_deg, 6), len(s.rattlers)
     (-0.333333333333, 109.471221, 0)
     """
-    w = validate_prototypes(prototypes)
+    w = validate_prototypes(prototypes, copy=False)  # only read: no copy of K·d numbers
     k, d = w.shape
     dev = _torch_device(device)
     tile = _tile_size(k, d, tile, dev, max_memory, "separation statistics")
     report = _reporter(progress, k)
-    orbit = sign_orbit(w) if k >= ORBIT_MIN_K else None
+    orbit = resolve_orbit(w, orbit)
     if orbit is not None:
         # One orbit of sign changes (isometries of the code that act
         # transitively): every row sees row 0's cosines, so one row of the
@@ -318,7 +335,7 @@ def max_cos(prototypes, *, tile: int | None = None, device=None, max_memory: flo
     >>> max_cos(cross_polytope(3, 6))
     0.0
     """
-    w = validate_prototypes(prototypes)
+    w = validate_prototypes(prototypes, copy=False)  # only read: no copy of K·d numbers
     k, d = w.shape
     dev = _torch_device(device)
     tile = _tile_size(k, d, tile, dev, max_memory, "max-cos")

@@ -10,6 +10,7 @@ import pytest
 import spherecodes.bank as bank_module
 from spherecodes.bank import (
     FORMAT_NAME,
+    PLAIN_SCHEMA_VERSION,
     SCHEMA_VERSION,
     delete_code,
     list_codes,
@@ -56,7 +57,7 @@ def test_bank_is_readable_with_plain_h5py(tmp_bank):
     write_code(tmp_bank, etf_code())
     with h5py.File(tmp_bank, "r") as f:
         assert f.attrs["format"] == FORMAT_NAME
-        assert f.attrs["schema_version"] == SCHEMA_VERSION
+        assert f.attrs["schema_version"] == PLAIN_SCHEMA_VERSION  # no certificate keeps class 0 alone
         g = f["codes/etf-d11-k12"]
         w = g["prototypes"][()]
         assert g.attrs["method"] == "etf"

@@ -102,9 +102,9 @@ def test_cli_build_on_an_existing_scheduler(tmp_path):
 
 
 def test_cli_build_bad_input(tmp_path, monkeypatch):
-    from spherecodes.catalog import build as cb
+    from spherecodes import cluster
 
-    monkeypatch.setattr(cb, "CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 1)
     runner = CliRunner()
     result = runner.invoke(main, ["catalog", "build", "--grid", "d=3", "--out", str(tmp_path)])
     assert result.exit_code == 1 and "needs both" in result.output

@@ -10,7 +10,6 @@ import torch
 from click.testing import CliRunner
 
 from spherecodes import generate
-from spherecodes.bank import write_code
 from spherecodes.certificate import one_vs_rest_distances
 from spherecodes.cli import main
 from spherecodes.code import make_code

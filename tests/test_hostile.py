@@ -24,7 +24,6 @@ import os
 import pickle
 import re
 import resource
-import shutil
 import socket
 import subprocess
 import sys
@@ -32,7 +31,6 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass, field
-from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Callable
@@ -512,6 +510,26 @@ def _(f, web):
 @case("max-memory-overflows", exit=2, says=("--max-memory",), subprocess=True)
 def _(f, web):
     return ["certify", _bank(f), "--max-memory", "1e999GiB"]
+
+
+@case("report-max-memory-too-small", exit=1, says=("reading code", "--max-memory"))
+def _(f, web):
+    return ["report", _bank(f), "--max-memory", "1kB"]
+
+
+@case("report-max-memory-garbage", exit=2, says=("--max-memory",))
+def _(f, web):
+    return ["report", _bank(f), "--max-memory", "4 parsecs"]
+
+
+@case("certify-workers-and-scheduler", exit=2, says=("not both",))
+def _(f, web):
+    return ["certify", _bank(f), "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"]
+
+
+@case("certify-workers-too-many", exit=2, says=("--workers",))
+def _(f, web):
+    return ["certify", _bank(f), "--workers", "100000"]
 
 
 @case("bounds-plot-range-unbounded", exit=2, says=("--d",), subprocess=True)

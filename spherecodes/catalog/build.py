@@ -16,9 +16,6 @@ under the same path by every worker (a shared file system).
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import os
 import re
 import time
 import uuid
@@ -29,15 +26,12 @@ from ..atomic import replace_atomically
 from ..bank import check_writable_destination, list_codes, read_code, write_code
 from ..certificate import one_vs_rest_distances
 from ..checks import check_sizes
+from ..cluster import dask_client
 from ..code import default_code_name
 from ..constructions import optimal_closed_form
 from ..errors import SpherecodesError
 from ..generation import NEEDS_CLASS_DATA, OPTIMISERS, generate
 from .publish import publish as publish_registry
-
-#: How long to wait for an existing scheduler before giving up.
-CONNECT_TIMEOUT_S = 30
-
 
 @dataclass(frozen=True)
 class BuildTask:
@@ -240,7 +234,7 @@ def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: i
         # An exact code: fetch builds it on demand (spherecodes.catalog.on_demand), so nothing is stored.
         return {**summary, "status": "on demand", "seconds": time.perf_counter() - started,
                 "max_cos": code.stats.max_cos, "rho_lower": None}
-    code.certificate = one_vs_rest_distances(code.prototypes, device=device)
+    code.certificate = one_vs_rest_distances(code.prototypes, device=device, orbit=code.orbit)
     with replace_atomically(path, suffix=".h5") as tmp:
         tmp.unlink()  # write_code makes a new bank, not one inside the empty placeholder
         write_code(tmp, code)
@@ -312,7 +306,7 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
             progress(position, total, summary)
     if todo:
         options = dict(seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device)
-        with _client(scheduler, workers, processes, len(todo)) as (client, threads):
+        with dask_client(scheduler, workers, processes, len(todo)) as (client, threads):
             futures = {
                 client.submit(build_bank, t.d, t.k, t.method, str(out.resolve()), threads=threads, **options,
                               key=f"spherecodes-{t.name}-{uuid.uuid4().hex[:8]}", pure=False): t
@@ -343,35 +337,3 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
             + (" and published" if publish else "") + ", and running the same command again retries the rest"
         )
     return report
-
-
-@contextlib.contextmanager
-def _client(scheduler: str | None, workers: int | None, processes: bool, tasks: int):
-    """A Dask client (and the local cluster it needs), closed on exit; yields (client, torch threads per task)."""
-    from distributed import Client, LocalCluster
-
-    if scheduler is not None:
-        try:
-            client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
-        except (OSError, TimeoutError) as err:
-            raise SpherecodesError(f"cannot connect to the Dask scheduler at {scheduler} ({err})") from None
-        try:
-            yield client, None
-        finally:
-            client.close()
-        return
-    cores = os.cpu_count() or 1
-    # A worker without a task still costs a process: never more workers than tasks.
-    n = min(workers if workers is not None else cores, max(1, tasks))
-    # No dashboard; the scheduler's small HTTP server takes a free local port rather than 8787.
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, dashboard_address=None,
-                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, silence_logs=logging.ERROR)
-    try:
-        client = Client(cluster)
-        try:
-            # Separate worker processes share the cores; threads of this process share its torch pool.
-            yield client, (max(1, cores // n) if processes else None)
-        finally:
-            client.close()
-    finally:
-        cluster.close()

@@ -54,7 +54,7 @@ def entry_for_code(code: Code, *, file: str, file_sha256: str, size: int, source
     lower bound from :func:`spherecodes.bounds.max_cos_lower_bound`.
     """
     stats = separation_statistics(code.prototypes)
-    lo, hi = verify_witness(code.prototypes, code.certificate, where=f"code {code.name!r}")
+    lo, hi = verify_witness(code.prototypes, code.certificate, where=f"code {code.name!r}", orbit=code.orbit)
     bound = max_cos_lower_bound(code.d, code.k)
     rho_lower, rho_upper = float(lo.min()), float(hi.min())
     return CatalogEntry(

@@ -77,7 +77,7 @@ from .. import memory
 from ..devices import resolve_device, torch_threads
 from ..errors import SpherecodesError
 from ..memory import Estimate, memory_limit, require_memory
-from ..orbit import ORBIT_MIN_K, moved_vectors, sign_orbit
+from ..orbit import resolve_orbit
 from ..stats import RATTLER_TOL, validate_prototypes
 from . import _blocks
 from ._blocks import assemble_supports, exact_duplicates, host_memory, per_class_bytes
@@ -158,6 +158,8 @@ def one_vs_rest_distances(
     rattler_tol: float = RATTLER_TOL,
     max_memory: float | None = None,
     progress: Callable[[CertificateProgress], None] | None = None,
+    orbit="auto",
+    client=None,
 ) -> OneVsRestCertificate:
     """Certified one-vs-rest distances ``dist_k`` and ρ of a code.
 
@@ -184,6 +186,18 @@ def one_vs_rest_distances(
         Default: a safe fraction of what is free.
     progress : callable, optional
         Called with a :class:`CertificateProgress` after every block of classes.
+    orbit : SignOrbit, None or "auto"
+        The code's orbit of sign changes when already proved
+        (:func:`spherecodes.orbit.sign_orbit`): class 0 is certified and the
+        group gives every other class, and the result holds class 0's
+        witness with the orbit.  None: a generic code; ``"auto"``: proved
+        here (:func:`spherecodes.orbit.resolve_orbit`).
+    client : distributed.Client, optional
+        Run the QP's blocks of classes as tasks on this Dask cluster
+        (:func:`spherecodes.cluster.dask_client`), on its workers' CPUs: the
+        prototypes are sent to every worker once, and each block is the same
+        block, solved the same way, as without a cluster, so the result is
+        the same.  The nearest-shell pass and the Gram pass stay here.
 
     Returns
     -------
@@ -209,7 +223,7 @@ def one_vs_rest_distances(
     []
     """
     started = time.perf_counter()
-    w_np = validate_prototypes(_as_array(prototypes))
+    w_np = validate_prototypes(_as_array(prototypes), copy=False)  # only read: no copy of K·d numbers
     if not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol > 0):
         raise SpherecodesError(f"tol must be a positive finite number, got {tol!r}")
     if not (isinstance(rattler_tol, (int, float)) and math.isfinite(rattler_tol) and rattler_tol >= 0):
@@ -221,18 +235,21 @@ def one_vs_rest_distances(
         raise SpherecodesError(f"candidates must be a positive integer, got {candidates!r}")
     else:
         m = min(k - 1, candidates)
+    if client is not None and str(device).strip().lower() not in ("auto", "cpu"):
+        raise SpherecodesError(f"a certificate on a Dask cluster runs on the workers' CPUs; got device {device!r} "
+                               "(leave --device out with --scheduler or --workers)")
     if str(device).strip().lower() not in ("auto", "cpu"):
         # Refuse an unknown or absent device even when no QP is needed; "auto"
         # cannot be refused, and resolving it would load torch for codes that
         # the shells settle.
         resolve_device(device)
+    orbit = resolve_orbit(w_np, orbit)
     require_memory(
-        host_memory(k, d),
+        host_memory(k, d) if orbit is None else _orbit_bytes(k, d, max_memory),
         f"the certificate's inputs and results (K={k}, d={d})",
         "cpu",
         limit=max_memory,
     )
-    orbit = sign_orbit(w_np) if k >= ORBIT_MIN_K else None
     if orbit is not None:
         return _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, started, progress)
     duplicates, duplicate_of = exact_duplicates(w_np)
@@ -260,8 +277,9 @@ def one_vs_rest_distances(
         rest = np.setdiff1d(rest, gram.rows)
     rounds, where = 1, "cpu"
     if rest.size:
-        rounds, where = _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pieces,
-                                    progress=progress, done=len(exact), started=started)
+        rounds, where = _solve_rest(w_np, rest, duplicate_of, m, tol, "cpu" if client is not None else device,
+                                    max_memory, lo, hi, pieces, progress=progress, done=len(exact), started=started,
+                                    client=client)
     support_indices, support_weights = assemble_supports(k, pieces)
     residuals = support_residuals(w_np, support_indices, support_weights)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -288,10 +306,11 @@ def _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, sta
     against all K prototypes; the sign change ``D`` taking ``w_0`` to ``w_c``
     is an isometry of the code, so ``dist_c = dist_0``, and class 0's witness
     moved by ``D`` (its indices mapped by the orbit) is a witness of class c
-    with the same weights, whose residual is class 0's moved by ``D``
-    (sign changes are exact in float64).  O(K·d) beyond class 0's scan.
+    with the same weights, whose residual is class 0's moved by ``D``: sign
+    changes are exact in float64, so its norm and bound are class 0's bit
+    for bit.  O(K·d) for class 0's scan; class 0's witness is what is kept.
     """
-    k, d = w_np.shape
+    k = len(w_np)
     first = np.zeros(1, dtype=np.int64)
     shell = shell_bounds(w_np, tol=tol, block_bytes=_shell_block_bytes(max_memory),
                          max_support=_max_support(k, max_memory), rows=first)
@@ -305,23 +324,22 @@ def _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, sta
                                     pieces, progress=None, done=0, started=started)
         indices, weights = pieces[0][1][0], pieces[0][2][0]
     used = indices >= 0
-    indices, weights = indices[used], weights[used]
-    require_memory(16.0 * k * len(indices), f"the witnesses of K={k} classes of {len(indices)} points each", "cpu",
-                   limit=max_memory)
-    support_indices = orbit.moved(indices[None, :], np.arange(k)[:, None])
-    support_weights = np.broadcast_to(weights, support_indices.shape).copy()
-    residuals = moved_vectors(w_np, w_np[0] - weights @ w_np[indices])
-    norms = np.sqrt(np.einsum("kd,kd->k", residuals, residuals))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        features = np.where(norms[:, None] > 0, residuals / norms[:, None], np.nan)
-    del residuals
+    indices, weights = indices[used][None, :], weights[used][None, :]
+    residual = w_np[0] - weights[0] @ w_np[indices[0]]
+    norm = float(np.sqrt(residual @ residual))
+    feature = residual / norm if norm > 0 else np.full_like(residual, np.nan)
     if progress is not None:
         progress(CertificateProgress(k, k, time.perf_counter() - started))
     return OneVsRestCertificate(
-        lo=np.minimum(lo[0], norms), hi=norms, tol=float(tol), rattler_tol=float(rattler_tol),
-        support_indices=support_indices, support_weights=support_weights, features=features, duplicates=[],
-        rounds=rounds, device=where, wall_time=time.perf_counter() - started,
+        lo=np.full(k, min(lo[0], norm)), hi=np.full(k, norm), tol=float(tol), rattler_tol=float(rattler_tol),
+        support_indices=indices, support_weights=weights, features=feature[None, :], duplicates=[],
+        rounds=rounds, device=where, wall_time=time.perf_counter() - started, orbit=orbit,
     )
+
+
+def _orbit_bytes(k: int, d: int, max_memory: float | None) -> float:
+    """Working memory of an orbit's certificate: class 0's scan in blocks, its witness, and the per-class bounds."""
+    return shell_block_bytes(k, d, _shell_block_bytes(max_memory)) + 8.0 * 4 * k + 16.0 * min(k, 4 * (d + 1))
 
 
 def _gram_fits(k: int, d: int, max_memory: float | None) -> bool:
@@ -336,8 +354,12 @@ def _shell_block_bytes(max_memory: float | None) -> float:
     return SHELL_BLOCK_BYTES if max_memory is None else max(1.0, min(SHELL_BLOCK_BYTES, 0.25 * max_memory))
 
 
-def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pieces, *, progress, done, started):
+def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pieces, *, progress, done, started,
+                client=None):
     """The QP of the classes ``rest`` (those the nearest shell did not settle), in place; returns (rounds, device).
+
+    With a Dask ``client`` the same blocks are tasks on its workers
+    (:func:`_certify_task`); the results are taken in block order either way.
 
     On a CPU the blocks are shared among :func:`qp_workers` threads, each
     running its batched solves with one torch thread (see
@@ -354,13 +376,17 @@ def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pi
     dev = resolve_device(device)
     if dev.type == "cuda":
         require_memory(8.0 * k * d, f"the prototypes on the GPU (K={k}, d={d})", str(dev), limit=max_memory)
-    w = torch.from_numpy(w_np).to(dev)
-    w32 = w.to(torch.float32)
     workers = qp_workers(dev)
+    # The blocks are those of this process's run also on a cluster: a block's result depends on its rows.
     block, tile = _blocks.block_size(k, d, m, dev, max_memory, workers=workers)
     parts = [rest[start : start + block] for start in range(0, len(rest), block)]
     workers = min(workers, len(parts))
     scan_threads = _scan_threads(workers)
+    if client is not None:
+        results = _cluster_results(client, w_np, parts, duplicate_of, m, tol, tile, block, scan_threads)
+        return _collect(parts, results, lo, hi, pieces, progress, done, k, started), "cpu (Dask cluster)"
+    w = torch.from_numpy(w_np).to(dev)
+    w32 = w.to(torch.float32)
     # The float32 similarities of every streamed product, reused (no fresh
     # allocation per tile): one buffer per worker, handed out per block.
     free = [torch.empty(block * tile, dtype=torch.float32, device=dev) for _ in range(workers)]
@@ -376,23 +402,55 @@ def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pi
         finally:
             free.append(scratch)
 
-    rounds = 0
-    settled = done
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        # Results are taken in block order, so progress and pieces follow the code.
-        for part, result in zip(parts, pool.map(certify_part, parts)):
-            lo[part] = result.lo
-            hi[part] = result.hi
-            pieces.append((part, result.support_indices, result.support_weights))
-            rounds = max(rounds, result.rounds)
-            settled += len(part)
-            if progress is not None:
-                progress(CertificateProgress(settled, k, time.perf_counter() - started))
+        rounds = _collect(parts, pool.map(certify_part, parts), lo, hi, pieces, progress, done, k, started)
     finally:
         # On Ctrl-C the blocks not started are dropped; those running end first.
         pool.shutdown(wait=True, cancel_futures=True)
     return rounds, str(dev)
+
+
+def _collect(parts, results, lo, hi, pieces, progress, done, k, started) -> int:
+    """Each block's result into ``lo``, ``hi`` and ``pieces``, in block order (progress follows the code); the rounds."""
+    rounds = 0
+    settled = done
+    for part, result in zip(parts, results):
+        lo[part] = result.lo
+        hi[part] = result.hi
+        pieces.append((part, result.support_indices, result.support_weights))
+        rounds = max(rounds, result.rounds)
+        settled += len(part)
+        if progress is not None:
+            progress(CertificateProgress(settled, k, time.perf_counter() - started))
+    return rounds
+
+
+def _cluster_results(client, w_np, parts, duplicate_of, m, tol, tile, block, scan_threads):
+    """The blocks' results from tasks on a Dask cluster, yielded in block order (unfinished tasks cancelled on exit)."""
+    # The prototypes go to every worker once; a task then carries only its rows.
+    prototypes = client.scatter(w_np, broadcast=True)
+    futures = [client.submit(_certify_task, prototypes, part, duplicate_of[part], m, tol, tile, block, scan_threads,
+                             pure=False) for part in parts]
+    try:
+        for future in futures:
+            yield future.result()
+    finally:
+        client.cancel(futures)
+
+
+def _certify_task(w_np, part, duplicates, m, tol, tile, block, scan_threads):
+    """One block of classes certified in a Dask worker, as a worker thread of :func:`_solve_rest` certifies it."""
+    import torch
+
+    from ._qp import certify_block
+
+    dev = torch.device("cpu")
+    w = torch.from_numpy(w_np)
+    scratch = torch.empty(block * tile, dtype=torch.float32)
+    with _linalg_threads(dev):
+        return certify_block(w, w.to(torch.float32), torch.from_numpy(part), m, tol, torch.from_numpy(duplicates),
+                             tile, scratch, scan_threads=scan_threads)
 
 
 #: Most QP blocks certified at once on a CPU.  A block's QP is many small
@@ -422,7 +480,7 @@ def _scan_threads(workers: int) -> int:
 
 def certificate_estimate(
     prototypes=None, *, k: int | None = None, d: int | None = None, device: str | torch.device = "auto",
-    max_memory: float | None = None,
+    max_memory: float | None = None, orbit="auto",
 ) -> Estimate:
     """Peak memory of the process and time that :func:`one_vs_rest_distances` is expected to take.
 
@@ -437,7 +495,8 @@ def certificate_estimate(
     code, is also solved and timed, for at most :data:`QP_TIMING_SECONDS`:
     a block not solved by then makes the time a lower bound (the
     description says so).  Given only ``k`` and ``d``, the QP is assumed and
-    the time is 0 (unknown).
+    the time is 0 (unknown).  ``orbit`` is as for
+    :func:`one_vs_rest_distances`.
 
     Examples
     --------
@@ -452,24 +511,25 @@ def certificate_estimate(
     """
     w = None
     if prototypes is not None:
-        w = validate_prototypes(_as_array(prototypes))
+        w = validate_prototypes(_as_array(prototypes), copy=False)
         k, d = w.shape
-    require_memory(host_memory(k, d), f"the certificate's inputs and results (K={k}, d={d})", "cpu",
-                   limit=max_memory)
-    shell_bytes = host_memory(k, d) + 3 * 8.0 * k * d + shell_block_bytes(k, d, _shell_block_bytes(max_memory))
     seconds = 0.0
-    if w is not None and k >= ORBIT_MIN_K:
+    if w is not None:
         started = time.perf_counter()
-        if sign_orbit(w) is not None:
-            # Class 0 against all K prototypes, then O(K·d) for the images.
+        if resolve_orbit(w, orbit) is not None:
+            # Class 0 against all K prototypes: every other class is its image.
+            require_memory(_orbit_bytes(k, d, max_memory), f"the certificate's inputs and results (K={k}, d={d})",
+                           "cpu", limit=max_memory)
             first = shell_bounds(w, tol=DEFAULT_TOL, block_bytes=_shell_block_bytes(max_memory),
                                  max_support=_max_support(k, max_memory), rows=np.zeros(1, dtype=np.int64))
             if first.exact[0]:
                 seconds = 2.0 * (time.perf_counter() - started)
-                shell_bytes += 16.0 * k * first.support_indices.shape[1]
                 return Estimate(f"certificate of K = {k} classes in d = {d} (one orbit of sign changes: class 0 "
-                                "and its images, no QP)", "cpu", memory.process_peak(shell_bytes),
+                                "and its images, no QP)", "cpu", memory.process_peak(_orbit_bytes(k, d, max_memory)),
                                 memory_limit("cpu", max_memory), seconds)
+    require_memory(host_memory(k, d), f"the certificate's inputs and results (K={k}, d={d})", "cpu",
+                   limit=max_memory)
+    shell_bytes = host_memory(k, d) + 3 * 8.0 * k * d + shell_block_bytes(k, d, _shell_block_bytes(max_memory))
     needs_qp = True
     sample = None
     if w is not None:
@@ -499,10 +559,6 @@ def certificate_estimate(
     if not needs_qp:
         return Estimate(f"certificate of K = {k} classes in d = {d} (nearest shells, no QP)", "cpu",
                         memory.process_peak(shell_bytes), memory_limit("cpu", max_memory), seconds)
-
-    import torch
-
-    from ._qp import certify_block
 
     dev = resolve_device(device)
     m = min(k - 1, max(32, 2 * d + 2))

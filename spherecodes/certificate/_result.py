@@ -8,9 +8,11 @@ certificate's ``progress`` callable receives.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+
+from ..orbit import SignOrbit, moved_vectors
 
 __all__ = ["CertificateProgress", "OneVsRestCertificate"]
 
@@ -48,12 +50,12 @@ class OneVsRestCertificate:
     rattler_tol : float
         Margin in the definition of a Softmax-Code rattler (see
         :attr:`softmax_rattlers`).
-    support_indices : ndarray of int64, shape (K, s)
+    support_indices : ndarray of int64, shape (K, s), or (1, s) with an orbit
         For each class the prototypes with positive weight in the primal point
         ``v`` that gives ``hi``, padded with −1.
-    support_weights : ndarray, shape (K, s)
+    support_weights : ndarray, shape (K, s), or (1, s) with an orbit
         Their weights (they sum to 1 in each row), padded with 0.
-    features : ndarray, shape (K, d)
+    features : ndarray, shape (K, d), or (1, d) with an orbit
         Optimal features ``h_k = r_k/‖r_k‖`` (Jiang et al. 2024, Thm 3.5 Eq. 9).  A row
         is NaN where ``r_k = 0``, i.e. where ``w_k`` duplicates another
         prototype and no direction separates them.
@@ -67,6 +69,12 @@ class OneVsRestCertificate:
         Where the solver ran.
     wall_time : float
         Seconds spent.
+    orbit : SignOrbit or None
+        For a code that is one orbit of sign changes
+        (:mod:`spherecodes.orbit`): the witness, weights and feature of class
+        0 only are held, and class c's are class 0's moved by the sign change
+        that takes ``w_0`` to ``w_c`` (:meth:`weights_of`, :meth:`expanded`),
+        so that a million classes cost one.
     """
 
     lo: np.ndarray
@@ -80,6 +88,7 @@ class OneVsRestCertificate:
     rounds: int
     device: str
     wall_time: float
+    orbit: SignOrbit | None = None
 
     @property
     def k(self) -> int:
@@ -146,8 +155,36 @@ class OneVsRestCertificate:
         >>> sorted(idx.tolist()), w.round(12).tolist()
         ([1, 5], [0.5, 0.5])
         """
-        keep = self.support_indices[k] >= 0
-        return self.support_indices[k][keep], self.support_weights[k][keep]
+        row = 0 if self.orbit is not None else k
+        keep = self.support_indices[row] >= 0
+        indices = self.support_indices[row][keep]
+        if self.orbit is not None:
+            indices = self.orbit.moved(indices, k)
+        return indices, self.support_weights[row][keep]
+
+    def expanded(self, prototypes: np.ndarray) -> "OneVsRestCertificate":
+        """The same certificate with every class's witness and feature held: (K, s) and (K, d) arrays.
+
+        For code that needs the arrays themselves (a gradient through every
+        witness, a rotated copy of the code); itself when it has no orbit.
+
+        Examples
+        --------
+        >>> import itertools
+        >>> from spherecodes.certificate import one_vs_rest_distances
+        >>> w = np.array(list(itertools.product([-1.0, 1.0], repeat=8))) / np.sqrt(8)
+        >>> cert = one_vs_rest_distances(w, device="cpu")
+        >>> cert.support_indices.shape, cert.expanded(w).support_indices.shape
+        ((1, 8), (256, 8))
+        """
+        if self.orbit is None:
+            return self
+        k = self.k
+        indices = np.where(self.support_indices[0] >= 0,
+                           self.orbit.moved(np.maximum(self.support_indices[0], 0)[None, :], np.arange(k)[:, None]), -1)
+        return replace(self, support_indices=indices,
+                       support_weights=np.repeat(self.support_weights, k, axis=0),
+                       features=moved_vectors(prototypes, self.features[0]), orbit=None)
 
     def to_dict(self, per_class: bool = False) -> dict:
         """A JSON-ready summary; ``per_class=True`` adds lo, hi and the supports.

@@ -8,7 +8,8 @@ that witness alone both ends of the interval follow again:
 2024, Lemma C.6; ``docs/certificate.md``).  Re-checking takes one (K, K)
 product in tiles (of bounded size, whatever K), not a new solve; for a code
 that is one orbit of sign changes (:mod:`spherecodes.orbit`) whose witnesses
-are class 0's moved by the group, one row of it.
+are class 0's moved by the group, one row of it, after the orbit itself is
+checked against the rows (O(K·d)).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SpherecodesError
-from ..orbit import ORBIT_MIN_K, moved_vectors, sign_orbit
+from ..orbit import resolve_orbit, sign_orbit
 
 __all__ = ["WITNESS_SLACK", "support_residuals", "verify_witness"]
 
@@ -36,7 +37,8 @@ _TILE = 2048
 _COLUMN_TILE = 4096
 
 
-def support_residuals(prototypes: np.ndarray, indices: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def support_residuals(prototypes: np.ndarray, indices: np.ndarray, weights: np.ndarray,
+                      others: np.ndarray | None = None) -> np.ndarray:
     """``r_k = w_k − Σ_j v_j w_j`` for the primal points stored in a certificate.
 
     Padded entries (index −1) carry weight 0.  Rows are gathered in blocks, so
@@ -44,15 +46,19 @@ def support_residuals(prototypes: np.ndarray, indices: np.ndarray, weights: np.n
 
     Parameters
     ----------
-    prototypes : ndarray, shape (K, d)
-    indices : ndarray of int, shape (K, s)
+    prototypes : ndarray, shape (n, d)
+        The classes ``w_k`` whose residuals are wanted.
+    indices : ndarray of int, shape (n, s)
         Support of each class, padded with −1.
-    weights : ndarray, shape (K, s)
+    weights : ndarray, shape (n, s)
         Their weights, padded with 0.
+    others : ndarray, shape (K, d), optional
+        The prototypes the indices name (default ``prototypes``): given when
+        only some classes' residuals are wanted, e.g. class 0's of an orbit.
 
     Returns
     -------
-    ndarray, shape (K, d), float64
+    ndarray, shape (n, d), float64
 
     Examples
     --------
@@ -62,7 +68,8 @@ def support_residuals(prototypes: np.ndarray, indices: np.ndarray, weights: np.n
            [-1. ,  1. ,  0. ],
            [-0.5, -0.5,  1. ]])
     """
-    k, d = prototypes.shape
+    others = prototypes if others is None else others
+    k, d = others.shape
     width = indices.shape[1] if indices.ndim == 2 else 0
     residuals = np.array(prototypes, dtype=np.float64, copy=True)
     if width == 0:
@@ -72,15 +79,15 @@ def support_residuals(prototypes: np.ndarray, indices: np.ndarray, weights: np.n
     # block; narrow ones are gathered.
     dense = width * _DENSE_SUPPORT >= k
     rows = max(1, _GATHER_ELEMENTS // ((k if dense else width * d)))
-    for start in range(0, k, rows):
+    for start in range(0, len(residuals), rows):
         part = slice(start, start + rows)
         if dense:
             mix = np.zeros((len(indices[part]), k))
             hit = indices[part] >= 0
             np.add.at(mix, (np.nonzero(hit)[0], indices[part][hit]), weights[part][hit])
-            residuals[part] -= mix @ prototypes
+            residuals[part] -= mix @ others
         else:
-            gathered = prototypes[np.maximum(indices[part], 0)]  # (rows, s, d)
+            gathered = others[np.maximum(indices[part], 0)]  # (rows, s, d)
             residuals[part] -= np.matmul(weights[part, None, :], gathered)[:, 0, :]
     return residuals
 
@@ -96,7 +103,31 @@ def _moved_from_first(orbit, idx: np.ndarray) -> bool:
     return True
 
 
-def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the code") -> tuple[np.ndarray, np.ndarray]:
+def _certificate_orbit(w: np.ndarray, cert, orbit, where: str):
+    """The orbit whose images of class 0's witness are the certificate's witnesses, checked; None for a generic one.
+
+    A certificate that holds class 0's witness with an orbit
+    (:attr:`OneVsRestCertificate.orbit`) needs the orbit to be these rows':
+    it is checked from its generators unless ``orbit`` is one already
+    proved for them (and the same group).  A certificate with every class's
+    witness takes the orbit's shortcut where they are class 0's moved.
+    """
+    claimed = getattr(cert, "orbit", None)
+    if claimed is None:
+        orbit = resolve_orbit(w, orbit)
+        idx, wt = cert.support_indices, cert.support_weights
+        moved = orbit is not None and (wt == wt[0]).all() and _moved_from_first(orbit, np.asarray(idx))
+        return orbit if moved else None
+    if not (isinstance(orbit, type(claimed)) and np.array_equal(orbit.generators, claimed.generators)):
+        orbit = sign_orbit(w, claimed.generators)
+    if orbit is None or not np.array_equal(orbit.coordinates, claimed.coordinates):
+        raise SpherecodesError(f"{where}: the certificate's witnesses are class 0's moved by sign changes that do "
+                               "not map the prototypes onto themselves")
+    return orbit
+
+
+def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the code",
+                   orbit="auto") -> tuple[np.ndarray, np.ndarray]:
     """Re-evaluate a stored certificate from its witness, in float64.
 
     Recomputes ``hi_k`` and ``lo_k`` against all K prototypes and checks that
@@ -110,6 +141,11 @@ def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the cod
         Anything with ``lo``, ``hi``, ``support_indices`` and ``support_weights``.
     where : str
         How error messages name the code (e.g. ``"code 'tammes-d3-k12'"``).
+    orbit : SignOrbit, None or "auto"
+        The code's orbit of sign changes when already proved for these rows
+        (:func:`spherecodes.orbit.sign_orbit`), None for a generic code,
+        ``"auto"`` to prove it here.  A certificate that holds only class 0's
+        witness has its orbit checked against the rows in any case.
 
     Returns
     -------
@@ -139,10 +175,12 @@ def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the cod
     k = w.shape[0]
     idx = np.asarray(cert.support_indices)
     wt = np.asarray(cert.support_weights, dtype=np.float64)
-    if idx.ndim != 2 or idx.shape[0] != k or wt.shape != idx.shape:
+    rows = 1 if getattr(cert, "orbit", None) is not None else k
+    if idx.ndim != 2 or idx.shape[0] != rows or wt.shape != idx.shape or np.shape(cert.lo) != (k,) \
+            or np.shape(cert.hi) != (k,):
         raise SpherecodesError(f"{where}: the certificate's witness has the wrong shape {idx.shape}")
     used = idx >= 0
-    bad = used & ((idx >= k) | (idx == np.arange(k)[:, None]))
+    bad = used & ((idx >= k) | (idx == np.arange(rows)[:, None]))
     if bad.any() or (wt < 0).any() or (wt[~used] != 0).any():
         raise SpherecodesError(f"{where}: the certificate's witness is not a point of the simplex (bad index or weight)")
     sums = wt.sum(axis=1)
@@ -150,22 +188,22 @@ def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the cod
         raise SpherecodesError(
             f"{where}: the certificate's witness weights do not sum to 1 (largest deviation {np.abs(sums - 1).max():.3g})"
         )
-    orbit = sign_orbit(w) if k >= ORBIT_MIN_K else None
     # A code that is one orbit of sign changes, each witness class 0's moved
     # by the isometry D that takes w_0 to w_k: then r_k = D r_0 (exactly, in
-    # float64) and lo_k = lo_0, so only class 0's lower end needs the scan
-    # of all K prototypes.
-    moved = orbit is not None and (wt == wt[0]).all() and _moved_from_first(orbit, idx)
+    # float64, so ‖r_k‖ = ‖r_0‖ bit for bit) and lo_k = lo_0, so only class
+    # 0's interval needs the scan of all K prototypes.
+    moved = _certificate_orbit(w, cert, orbit, where) is not None
+    checked = 1 if moved else k
     if moved:
-        residual = moved_vectors(w, w[0] - wt[0] @ w[np.maximum(idx[0], 0)])  # padding has weight 0
+        residual = (w[0] - wt[0] @ w[np.maximum(idx[0], 0)])[None, :]  # padding has weight 0
     else:
         residual = support_residuals(w, idx, wt)
-    hi = np.linalg.norm(residual, axis=1)
+    hi = np.sqrt(np.einsum("kd,kd->k", residual, residual))
     with np.errstate(invalid="ignore", divide="ignore"):
         h = np.where(hi[:, None] > 0, residual / hi[:, None], 0.0)
-    lo = np.empty(k)
-    for start in range(0, 1 if moved else k, _TILE):
-        rows = np.arange(start, min(start + _TILE, 1 if moved else k))
+    lo = np.empty(checked)
+    for start in range(0, checked, _TILE):
+        rows = np.arange(start, min(start + _TILE, checked))
         best = np.full(len(rows), -np.inf)
         for c0 in range(0, k, _COLUMN_TILE):
             block = h[rows] @ w[c0 : c0 + _COLUMN_TILE].T  # <w_j, h_k>, rows k, columns j
@@ -174,7 +212,7 @@ def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the cod
             np.maximum(best, block.max(axis=1), out=best)
         lo[rows] = (w[rows] * h[rows]).sum(axis=1) - best
     if moved:
-        lo[1:] = lo[0]
+        lo, hi = np.full(k, lo[0]), np.full(k, hi[0])
     # A duplicated prototype has distance 0 and no separating direction.
     lo[hi == 0] = 0.0
     lo = np.minimum(lo, hi)

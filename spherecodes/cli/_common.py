@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ..bank import read_code
+from ..bank import read_code, read_estimate
 from ..certificate import DEFAULT_TOL, certificate_estimate, one_vs_rest_distances, verify_witness
 from ..errors import SpherecodesError
 from ..report import code_report, format_code_report, format_duration, printable
@@ -42,24 +42,37 @@ class OutOfTime(Exception):
     classes), with the :class:`spherecodes.certificate.CertificateProgress` of that update."""
 
 
-def certify(prototypes, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL, estimate: bool = True,
+def certify(code, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL, estimate: bool = True, client=None,
             deadline: float | None = None):
-    """The certificate of a code, with its estimate (unless ``estimate`` is False: printed before) and a
-    progress bar on stderr unless ``quiet``; stopped with :class:`OutOfTime` after the block of classes
-    during which ``time.perf_counter()`` passes ``deadline``."""
+    """The certificate of a code (its orbit of sign changes, if any, proved once already), with its estimate
+    (unless ``estimate`` is False: printed before) and a progress bar on stderr unless ``quiet``; the QP's
+    blocks as tasks on a Dask ``client``'s cluster if given; stopped with :class:`OutOfTime` after the block
+    of classes during which ``time.perf_counter()`` passes ``deadline``."""
     if not quiet and estimate:  # the certificate checks its memory itself before allocating
-        click.echo(certificate_estimate(prototypes, device=device, max_memory=max_memory).describe(), err=True)
+        click.echo(certificate_estimate(code.prototypes, device=device, max_memory=max_memory,
+                                        orbit=code.orbit).describe(), err=True)
     with ProgressBar(enabled=not quiet) as progress:
         def report(update):
             progress(update)
             if deadline is not None and time.perf_counter() > deadline and update.step < update.steps:
                 raise OutOfTime(update)
 
-        return one_vs_rest_distances(prototypes, tol=tol, device=device, max_memory=max_memory, progress=report)
+        return one_vs_rest_distances(code.prototypes, tol=tol, device=device, max_memory=max_memory,
+                                     progress=report, orbit=code.orbit, client=client)
 
 
-def read_with_certificate_check(bank, name: str | None):
+#: A bank read expected to take this long (or one bounded by --max-memory) has its estimate line printed first.
+NOTABLE_READ_SECONDS = 1.0
+
+
+def read_with_certificate_check(bank, name: str | None, *, max_memory: float | None = None, estimate: bool = False):
     """A code of ``bank``, the error saying why its stored certificate does not check (or None), and what was verified.
+
+    With ``estimate``, the memory and time that reading and checking take
+    (:func:`spherecodes.bank.read_estimate`) are printed on stderr first
+    where they are worth a line (``--max-memory`` given, or a read of
+    :data:`NOTABLE_READ_SECONDS` or more); a code that cannot fit
+    ``max_memory`` is refused before it is read.
 
     Such a certificate is dropped, so that whatever is shown treats rho as
     uncertified; the caller shows what it can and then reports the error.
@@ -67,14 +80,20 @@ def read_with_certificate_check(bank, name: str | None):
     how long it took: the prototypes against their stored SHA-256 and as unit
     rows, then the certificate's witness against all K prototypes.
     """
+    if estimate:
+        expected = read_estimate(bank, name, max_memory=max_memory)
+        if max_memory is not None or expected.seconds >= NOTABLE_READ_SECONDS:
+            click.echo(expected.describe(), err=True)
     began = time.perf_counter()
-    code = read_code(bank, name, verify_certificate=False)
-    verified = {"checksum_seconds": time.perf_counter() - began, "certificate": None, "certificate_seconds": 0.0}
+    code = read_code(bank, name, verify_certificate=False, max_memory=max_memory)
+    verified = {"checksum_seconds": time.perf_counter() - began, "certificate": None, "certificate_seconds": 0.0,
+                "orbit": code.orbit is not None,
+                "certificate_by_orbit": code.certificate is not None and code.certificate.orbit is not None}
     if code.certificate is None:
         return code, None, verified
     began = time.perf_counter()
     try:
-        verify_witness(code.prototypes, code.certificate, where=f"code {code.name!r} in {bank}")
+        verify_witness(code.prototypes, code.certificate, where=f"code {code.name!r} in {bank}", orbit=code.orbit)
     except SpherecodesError as err:
         code.certificate = None
         verified.update(certificate=False, certificate_seconds=time.perf_counter() - began)

@@ -14,7 +14,6 @@ annealed log-sum-exp smoothing with Riemannian Adam
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from typing import Callable
 

@@ -50,7 +50,8 @@ class _OneVsRestDistances:
         for seen, cert in self._recent:
             if seen == key:
                 return cert
-        cert = one_vs_rest_distances(w, device=self.device)
+        # The ascent needs every class's witness and feature as arrays.
+        cert = one_vs_rest_distances(w, device=self.device).expanded(w)
         self.certificates += 1
         self._recent = [*self._recent[-1:], (key, cert)]
         return cert

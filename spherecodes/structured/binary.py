@@ -90,6 +90,10 @@ class LinearBinaryConstruction:
     def _member(self, t: int) -> tuple[int, int, bool]:
         return next(c for c in self.chain if c[0] >= t)
 
+    def sign_orbit(self, k: int) -> bool:
+        """Whether ``points(k)`` are one orbit of sign changes: K = 2^t points are all 2^t words of t basis rows."""
+        return k >= 2 and k & (k - 1) == 0
+
     def points(self, k: int) -> np.ndarray:
         t = max(1, math.ceil(math.log2(k)))
         packed = pack_rows(self.rows(t), self.n)

@@ -121,6 +121,23 @@ class StructuredCode:
             pts = np.concatenate([pts, np.zeros((len(pts), self.d - self.native_d))], axis=1)
         return pts
 
+    def sign_orbit(self, k: int | None = None) -> bool:
+        """Whether ``points(k)`` are, by construction, one orbit of a group of sign changes of the coordinates.
+
+        The first 2^t words of a linear binary code are all the words of a
+        t-dimensional subcode: sign changes by its words act transitively
+        (:mod:`spherecodes.orbit`, which proves it from the points).
+
+        Examples
+        --------
+        >>> from spherecodes.structured import bch_code, e8_roots
+        >>> bch_code(6, 21).sign_orbit(1024), bch_code(6, 21).sign_orbit(1000), e8_roots().sign_orbit()
+        (True, False, False)
+        """
+        k = self._check_k(k)
+        orbit = getattr(self.construction, "sign_orbit", None)
+        return bool(orbit is not None and orbit(k))
+
     def max_cos_for(self, k: int | None = None) -> Fraction:
         """Exact max-cos of ``points(k)`` (may be smaller than the parent's ``max_cos``).
 

@@ -142,7 +142,6 @@ def kerdock_code(n: int, axes: bool = False) -> StructuredCode:
     """
     kerdock_generator(n)
     s = math.isqrt(n)
-    r = int(math.log2(n)) - 1
     name = "Nordstrom–Robinson (Kerdock n = 16)" if n == 16 else f"Kerdock n = {n}"
     if axes:
         name += " + ±e_i"

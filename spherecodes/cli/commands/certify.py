@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import click
 
 from ...bank import write_code
 from ...certificate import DEFAULT_TOL
+from ...cluster import dask_client
 from ...errors import SpherecodesError
 from ...lines import line_report
 from ...loading import load_code
 from ...report import format_line_report
-from .._common import certify as certify_prototypes
+from .._common import certify as certify_code
 from .._common import lock_notice, print_json, read_with_certificate_check, show_report, tell
 from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, main, threads_option
 
@@ -31,8 +33,13 @@ from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, main, threads_optio
               "largest |cos| in float64 against the Welch and orthoplex bounds, which certify it optimal where it "
               "meets them and otherwise bound how far from optimal it can be; rho is not computed.")
 @click.option("--quiet", "-q", is_flag=True, help="No estimate and no progress bar on stderr.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Solve the QP's blocks of classes as tasks on an existing Dask cluster (e.g. tcp://10.0.0.5:8786), "
+              "on its workers' CPUs; the certificate is the same as without it.")
+@click.option("--workers", type=click.IntRange(min=1, max=256), default=None,
+              help="Solve the QP's blocks of classes on a local Dask cluster of this many worker processes.")
 @threads_option
-def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_lines, quiet):
+def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_lines, quiet, scheduler, workers):
     """Certify the one-vs-rest distances and rho of a code.
 
     FILE is a spherecodes bank (.h5), or a (K, d) prototype matrix from any
@@ -44,7 +51,9 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_l
     The classes are processed in blocks sized to --max-memory, each checked
     against all K prototypes tile by tile, so memory stays O(K d) plus the
     blocks; on a CPU the blocks are shared among up to 4 of the --threads
-    as workers.  The memory and time expected (the time from settling a
+    as workers, or with --scheduler/--workers among the workers of a Dask
+    cluster. A code that is one orbit of sign changes (a binary linear code)
+    is certified from one class.  The memory and time expected (the time from settling a
     sample of 128 classes by their nearest shells and, where the QP is
     needed, from certifying one block of classes spread over the code) are
     printed on stderr first (not with --quiet; with --json only to a
@@ -55,9 +64,18 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_l
       spherecodes certify spherecodes_d64_k1000.h5 --write
       spherecodes certify my_prototypes.npy --json
       spherecodes certify big.h5 --write --max-memory 12GiB
+      spherecodes certify big.h5 --json --scheduler tcp://10.0.0.5:8786
       spherecodes certify ebv_prototypes.pt --lines
     """
     is_bank = file.suffix.lower() in (".h5", ".hdf5")
+    if workers is not None and scheduler is not None:
+        raise click.UsageError("give either --workers (local cluster) or --scheduler (existing cluster), not both")
+    distributed = scheduler is not None or workers is not None
+    if as_lines and distributed:
+        raise SpherecodesError("--lines computes no certificate; drop --workers and --scheduler")
+    if distributed and device.strip().lower() not in ("auto", "cpu"):
+        raise SpherecodesError(f"a certificate on a Dask cluster runs on the workers' CPUs; got --device {device}: "
+                               "leave it out with --scheduler or --workers")
     if write and not is_bank:
         raise SpherecodesError(f"--write stores the certificate in a bank; {file} is not a .h5 bank")
     if as_lines:
@@ -68,11 +86,16 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_l
         return
     bad_certificate = None
     if is_bank:
-        code, bad_certificate, _ = read_with_certificate_check(file, name)
+        code, bad_certificate, _ = read_with_certificate_check(file, name, max_memory=max_memory,
+                                                               estimate=tell(quiet, as_json))
     else:
         code = load_code(file, name, normalize=normalize, stats_device=device, max_memory=max_memory)
-    code.certificate = certify_prototypes(code.prototypes, device=device, max_memory=max_memory,
-                                           quiet=not tell(quiet, as_json), tol=tol)
+    with dask_client(scheduler, workers) if distributed else contextlib.nullcontext((None, None)) as (client, _):
+        if distributed and tell(quiet, as_json):
+            where = f"the Dask cluster at {scheduler}" if scheduler else f"a local Dask cluster of {workers} workers"
+            click.echo(f"certificate: the QP's blocks of classes as tasks on {where}", err=True)
+        code.certificate = certify_code(code, device=device, max_memory=max_memory, quiet=not tell(quiet, as_json),
+                                        tol=tol, client=client)
     if write:
         write_code(file, code, overwrite=True, waiting=lock_notice(not quiet))
     show_report(code, str(file) if is_bank else None, as_json)

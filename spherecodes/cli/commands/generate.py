@@ -36,7 +36,7 @@ from ...semantic import (
     read_class_names,
 )
 from .._common import OutOfTime, ProgressBar, default_bank_path, lock_notice, show_report, tell
-from .._common import certify as certify_prototypes
+from .._common import certify as certify_code
 from ..main import (
     COUNT, DIM, FILE, MAX_MEMORY_HELP, SECONDS, SEED, FiniteFloat, MemorySize, embedding_options, main, threads_option,
 )
@@ -251,8 +251,8 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
                 if speak:
                     click.echo(f"certificate: {estimate.phase('certificate').what}", err=True)
                 try:
-                    code.certificate = certify_prototypes(code.prototypes, device=device, max_memory=max_memory,
-                                                          quiet=not speak, estimate=False, deadline=deadline)
+                    code.certificate = certify_code(code, device=device, max_memory=max_memory, quiet=not speak,
+                                                    estimate=False, deadline=deadline)
                 except OutOfTime as stop:
                     update = stop.args[0]
                     out_of_time = f"during the certificate ({update.step:,} of {update.steps:,} classes settled)"

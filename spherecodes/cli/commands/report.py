@@ -10,8 +10,8 @@ from ...errors import SpherecodesError
 from ...plots import check_plot_path, plot_code
 from ... import semantic
 from ...semantic import class_embeddings, read_class_names
-from .._common import read_with_certificate_check, show_report
-from ..main import BANK, FILE, embedding_options, main, threads_option
+from .._common import read_with_certificate_check, show_report, tell
+from ..main import BANK, FILE, MemorySize, embedding_options, main, threads_option
 
 @main.command()
 @click.argument("bank", type=BANK)
@@ -28,9 +28,19 @@ from ..main import BANK, FILE, embedding_options, main, threads_option
               "lower bound (a bar per value for codes with only a few), rho inside the Theorem 3.9 band, the "
               "sorted one-vs-rest distances relative to rho, and for d <= 3 the prototypes themselves. A code "
               "without a certificate is certified for the plot.")
+@click.option("--max-memory", type=MemorySize(), default=None,
+              help="Most memory reading and checking the code may use, e.g. 4GiB. Default: 80% of what is free. "
+              "The estimate is printed on stderr first (with --json only to a terminal; without --max-memory only "
+              "for a read of a second or more); a code that cannot fit is refused before it is read.")
 @threads_option
-def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_words, plot):
+def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_words, plot, max_memory):
     """Report the separation statistics and bounds of a code in BANK.
+
+    Reading checks the prototypes' checksum and unit norms, the stored
+    statistics and a stored certificate against the prototypes; a code that
+    is one orbit of sign changes (a binary linear code) has its stored
+    generators checked against its rows and its certificate re-evaluated for
+    one class, in O(K d).
 
     \b
     Examples:
@@ -39,7 +49,8 @@ def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_
     """
     if plot is not None:
         check_plot_path(plot)
-    code, bad_certificate, verified = read_with_certificate_check(bank, name)
+    code, bad_certificate, verified = read_with_certificate_check(bank, name, max_memory=max_memory,
+                                                                  estimate=tell(False, as_json))
     semantic_part = None
     if embeddings is not None:
         if classes is not None and code.labels is not None:
