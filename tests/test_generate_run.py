@@ -176,11 +176,12 @@ def test_the_certificate_stops_at_the_time_limit_and_the_code_is_kept_uncertifie
 
 def test_a_certificate_past_its_deadline_stops_after_a_block():
     from spherecodes.cli._common import OutOfTime, certify
+    from spherecodes.code import make_code
 
     w = np.random.default_rng(2).standard_normal((300, 8))
     w /= np.linalg.norm(w, axis=1, keepdims=True)
     with pytest.raises(OutOfTime) as stop:
-        certify(w, device="cpu", max_memory=None, quiet=True, deadline=0.0)
+        certify(make_code(w, method="random"), device="cpu", max_memory=None, quiet=True, deadline=0.0)
     assert stop.value.args[0].step < stop.value.args[0].steps == 300
 
 
