@@ -36,7 +36,7 @@ from functools import lru_cache
 import numpy as np
 
 from spherecodes.errors import SpherecodesError
-from spherecodes.structured.code import PointSetConstruction, StructuredCode
+from spherecodes.structured.code import PointSetConstruction, StructuredCode, gram_points
 from spherecodes.structured.gfq import finite_field, prime_power
 from spherecodes.structured.lattices import golay_codewords
 
@@ -141,8 +141,6 @@ def eigenspace_points(adjacency_rows, params: SRGParameters, theta: int) -> np.n
     >>> x.shape, round(float(x[0] @ x[1]), 12)
     ((10, 4), 0.166666666667)
     """
-    from scipy.linalg import lapack
-
     v, m = params.v, params.dimension(theta)
     adjacent, other = (float(x) for x in params.inner_products(theta))
     gram = np.empty((v, v))
@@ -154,15 +152,10 @@ def eigenspace_points(adjacency_rows, params: SRGParameters, theta: int) -> np.n
         block = np.where(rows, adjacent, other)
         block[np.arange(len(rows)), np.arange(start, start + len(rows))] = 1.0
         gram[start : start + len(rows)] = block
-    factor, pivots, rank, info = lapack.dpstrf(gram, lower=1, tol=1e-9, overwrite_a=1)
-    if info < 0 or rank != m:
-        raise ArithmeticError(f"the Gram matrix has rank {rank}, not the multiplicity {m} of {theta}")
-    points = np.empty((v, m))
-    points[pivots - 1] = np.tril(factor[:, :m])
-    norms = np.linalg.norm(points, axis=1)
-    if not np.allclose(norms, 1.0, atol=1e-9):
-        raise ArithmeticError("the eigenspace projections do not have equal norms")
-    return points / norms[:, None]
+    try:
+        return gram_points(gram, m)
+    except ArithmeticError as err:
+        raise ArithmeticError(f"{err}: the graph is not SRG{params.as_tuple()} (multiplicity {m} of {theta})") from None
 
 
 # ----------------------------------------------------------------- the graphs
