@@ -17,8 +17,10 @@ pivoted Cholesky decomposition (LAPACK ``dpstrf``), whose rank must be m_θ;
 its rows are the points in an orthonormal basis of the eigenspace.
 
 The graphs are built from their definitions: the Petersen and Clebsch
-graphs, the Schläfli graph, the Gewirtz and Higman–Sims graphs from the
-Steiner system S(3, 6, 22) (from the extended Golay code), and the collinearity
+graphs, the Schläfli graph (the complement of GQ(2, 4) below), the Gewirtz and Higman–Sims graphs from the Steiner system
+S(3, 6, 22), the McLaughlin graph and its second subconstituent
+SRG(162, 56, 10, 24) from S(4, 7, 23) (both Steiner systems from the extended
+Golay code), and the collinearity
 graph of the generalised quadrangle Q⁻(5, q), whose eigenspace of −(q² + 1)
 gives the *isotropic subspaces* codes of Cohn & Kumar (2007, Table 1):
 (q + 1)(q³ + 1) points in R^(q(q² − q + 1)) with inner products −1/q and
@@ -242,6 +244,84 @@ def higman_sims_graph() -> np.ndarray:
     return a
 
 
+@lru_cache(maxsize=1)
+def steiner_heptads() -> np.ndarray:
+    """The 253 blocks of the Steiner system S(4, 7, 23) as a (253, 23) 0/1 array.
+
+    The octads of the extended Golay code that contain coordinate 0, with it
+    removed: the weight-7 words of the perfect Golay code (Conway & Sloane 1999, ch. 10).
+
+    Examples
+    --------
+    >>> h = steiner_heptads()
+    >>> h.shape, set(h.sum(axis=1).tolist())
+    ((253, 23), {7})
+    """
+    words = golay_codewords()
+    return words[(words.sum(axis=1) == 8) & (words[:, 0] == 1)][:, 1:]
+
+
+@lru_cache(maxsize=1)
+def mclaughlin_graph() -> np.ndarray:
+    """The McLaughlin graph SRG(275, 112, 30, 56) from S(4, 7, 23), by switching a regular two-graph.
+
+    The graph on the 23 points and 253 heptads (a point adjacent to the
+    heptads that miss it, two heptads adjacent when they meet in one point)
+    is in the switching class of the regular two-graph on 276 vertices;
+    switching on the neighbours of point 0 isolates it, and the other 275
+    vertices (22 points, then the 253 heptads) form the McLaughlin graph
+    (Goethals & Seidel 1975, "The regular two-graph on 276 vertices";
+    Brouwer & Van Maldeghem 2022, ch. 10).
+
+    Examples
+    --------
+    >>> a = mclaughlin_graph()
+    >>> a.shape, set(a.sum(axis=1).tolist())
+    ((275, 275), {112})
+    """
+    h = steiner_heptads().astype(np.int64)
+    x = np.zeros((276, 276), dtype=bool)
+    x[:23, 23:] = h.T == 0
+    x[23:, :23] = h == 0
+    x[23:, 23:] = (h @ h.T) == 1
+    # Switching on a set S exchanges edges and non-edges between S and the rest.
+    s = x[0].copy()
+    x ^= s[:, None] ^ s[None, :]
+    return x[1:, 1:]
+
+
+@lru_cache(maxsize=1)
+def mclaughlin_subconstituent_graph() -> np.ndarray:
+    """SRG(162, 56, 10, 24): the McLaughlin graph on the 162 vertices not adjacent to vertex 0 (nor equal).
+
+    The second subconstituent of the McLaughlin graph (Brouwer & Van Maldeghem 2022, ch. 10).
+
+    Examples
+    --------
+    >>> mclaughlin_subconstituent_graph().sum(axis=1)[:3].tolist()
+    [56, 56, 56]
+    """
+    a = mclaughlin_graph()
+    keep = ~a[0]
+    keep[0] = False
+    return a[np.ix_(keep, keep)]
+
+
+@lru_cache(maxsize=1)
+def schlafli_graph() -> np.ndarray:
+    """The Schläfli graph SRG(27, 16, 10, 8): the complement of the collinearity graph of GQ(2, 4).
+
+    Its vertices are the 27 lines on a cubic surface, adjacent when skew; the
+    quadrangle's points are the same lines, collinear when they meet.
+
+    Examples
+    --------
+    >>> int(schlafli_graph().sum(axis=1)[0])
+    16
+    """
+    return ~quadrangle_adjacency_rows(2)(0, 27) & ~np.eye(27, dtype=bool)
+
+
 @lru_cache(maxsize=4)
 def elliptic_quadric_points(q: int) -> np.ndarray:
     """The (q + 1)(q³ + 1) points of the elliptic quadric Q⁻(5, q), as (N, 6) field elements.
@@ -375,6 +455,11 @@ GRAPHS = {
     "gewirtz": ("Gewirtz graph", SRGParameters(56, 10, 0, 2), gewirtz_graph, BROUWER + " §10.19"),
     "higman-sims": ("Higman–Sims graph", SRGParameters(100, 22, 0, 6), higman_sims_graph,
                     "Higman & Sims (1968); " + BROUWER + " §10.31"),
+    "schlafli": ("Schläfli graph", SRGParameters(27, 16, 10, 8), schlafli_graph, BROUWER),
+    "mclaughlin-2": ("McLaughlin second subconstituent", SRGParameters(162, 56, 10, 24),
+                     mclaughlin_subconstituent_graph, BROUWER),
+    "mclaughlin": ("McLaughlin graph", SRGParameters(275, 112, 30, 56), mclaughlin_graph,
+                   "McLaughlin (1969); Goethals & Seidel (1975); " + BROUWER),
 }
 
 
