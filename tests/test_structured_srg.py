@@ -25,6 +25,7 @@ from spherecodes.cli import main
 from spherecodes.errors import SpherecodesError
 from spherecodes.structured import best_structured_code
 from spherecodes.structured.code import blocked_max_cos, spectrum_of_rows
+from spherecodes.structured import srg
 from spherecodes.structured.gfq import finite_field, prime_power
 from spherecodes.structured.srg import (
     GRAPHS,
@@ -178,11 +179,35 @@ def test_isotropic_subspaces_codes(q):
     assert all(s == {Fraction(1): 1, Fraction(-1, q): q * (q * q + 1), Fraction(1, q * q): q**4} for s in spectra)
 
 
+def test_large_codes_are_factored_column_by_column(monkeypatch):
+    """A code whose Gram matrix is not formed (q ≥ 11) is factored one pivot column at a time: here q = 4
+    both ways, against the Gram matrix the graph predicts."""
+    from spherecodes.structured import srg
+
+    params, v = GRAPHS["isotropic-4"][1], 325
+    adjacency = quadrangle_adjacency_rows(4)(0, v)
+    expected = np.where(adjacency, -1 / 4, 1 / 16)
+    np.fill_diagonal(expected, 1.0)
+    monkeypatch.setattr(srg, "MAX_GRAM_BYTES", 0)
+    x = srg.eigenspace_points(quadrangle_adjacency_rows(4), params, -17)
+    assert x.shape == (v, 52) and np.abs(x @ x.T - expected).max() < 1e-12
+    with pytest.raises(ArithmeticError, match="rank"):   # another graph (the complement) is caught
+        srg.eigenspace_points(lambda a, b: ~quadrangle_adjacency_rows(4)(a, b), params, -17)
+
+
+def test_isotropic_codes_beyond_the_gram_limit_are_listed():
+    for q, d, n in ((11, 1221, 15984), (13, 2041, 30772)):   # q(q² − q + 1), (q + 1)(q³ + 1)
+        code = isotropic_code(q)
+        assert (code.d, code.size, code.max_cos) == (d, n, Fraction(1, q * q))
+        assert 8 * n * n > srg.MAX_GRAM_BYTES
+        assert best_structured_code(d, n).name == code.name
+
+
 def test_isotropic_family_refuses_what_it_does_not_list():
     with pytest.raises(SpherecodesError, match="prime power"):
         isotropic_code(6)
-    with pytest.raises(SpherecodesError, match="q in 2, 3, 4, 5, 7, 8, 9"):
-        isotropic_code(11)
+    with pytest.raises(SpherecodesError, match="q in 2, 3, 4, 5, 7, 8, 9, 11, 13; got q = 16"):
+        isotropic_code(16)
 
 
 def test_srg_codes_are_described_without_building():

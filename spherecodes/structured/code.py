@@ -377,6 +377,37 @@ def gram_points(gram: np.ndarray, rank: int) -> np.ndarray:
     return points / norms[:, None]
 
 
+def gram_points_by_columns(column, n: int, rank: int) -> np.ndarray:
+    """Unit rows whose Gram matrix has columns ``column(i)``, of the given rank, without forming the matrix.
+
+    Pivoted Cholesky one column at a time (Harbrecht, Peters & Schneider
+    2012): at each of ``rank`` steps the point with the largest residual norm
+    becomes the pivot, its Gram column is asked for, and one coordinate of
+    every point follows. Memory is the (n, rank) result plus O(n); work is
+    about n·rank² multiply-adds. A residual left after ``rank`` steps, or one
+    that runs out before, means the matrix does not have that rank, and raises.
+
+    Examples
+    --------
+    >>> g = np.array([[1.0, -0.5, -0.5], [-0.5, 1.0, -0.5], [-0.5, -0.5, 1.0]])
+    >>> x = gram_points_by_columns(lambda i: g[:, i], 3, 2)
+    >>> x.shape, round(float(x[0] @ x[1]), 12)
+    ((3, 2), -0.5)
+    """
+    factor = np.zeros((n, rank), order="F")
+    residual = np.ones(n)
+    for j in range(rank):
+        pivot = int(np.argmax(residual))
+        if residual[pivot] < 1e-9:
+            raise ArithmeticError(f"the Gram matrix has rank {j}, not {rank}")
+        col = np.asarray(column(pivot), dtype=np.float64) - factor[:, :j] @ factor[pivot, :j]
+        factor[:, j] = col / math.sqrt(residual[pivot])
+        residual -= factor[:, j] ** 2
+    if residual.max() > 1e-9:
+        raise ArithmeticError(f"the Gram matrix has rank above {rank}")
+    return factor / np.linalg.norm(factor, axis=1, keepdims=True)
+
+
 def _householder_drop(vectors: np.ndarray, p: np.ndarray) -> np.ndarray:
     """Coordinates of vectors ⊥ p in a fixed orthonormal basis of p⊥ (a Householder reflection).
 

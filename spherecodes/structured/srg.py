@@ -38,7 +38,8 @@ from functools import lru_cache
 import numpy as np
 
 from spherecodes.errors import SpherecodesError
-from spherecodes.structured.code import PointSetConstruction, StructuredCode, gram_points
+from spherecodes.memory import require_memory
+from spherecodes.structured.code import PointSetConstruction, StructuredCode, gram_points, gram_points_by_columns
 from spherecodes.structured.gfq import finite_field, prime_power
 from spherecodes.structured.lattices import golay_codewords
 
@@ -46,9 +47,12 @@ COHN_KUMAR = "Cohn & Kumar (2007), Universally optimal distribution of points on
 BROUWER = "Brouwer & Van Maldeghem (2022), Strongly Regular Graphs, ch. 10"
 DGS = "Delsarte, Goethals & Seidel (1977), Spherical codes and designs, §9"
 
-#: Largest Gram matrix (bytes) the isotropic-subspaces family is listed for:
-#: the factorisation holds it whole (v² float64), so q ≤ 9 (7300 points, 426 MB).
+#: Largest Gram matrix (bytes) formed whole and factored by LAPACK (v² float64: q ≤ 9, 7300 points,
+#: 426 MB); a larger code asks for its m pivot columns one at a time.
 MAX_GRAM_BYTES = 2**30
+#: Largest isotropic-subspaces code (bytes of its float64 points, v·m·8) listed: q ≤ 13
+#: (30,772 points in R^2041, 502 MB); q = 16 would need 2.1 GB and ~45 times the work of q = 11.
+MAX_ISOTROPIC_BYTES = 2**30
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,20 @@ def eigenspace_points(adjacency_rows, params: SRGParameters, theta: int) -> np.n
     """
     v, m = params.v, params.dimension(theta)
     adjacent, other = (float(x) for x in params.inner_products(theta))
+    if 8 * v * v > MAX_GRAM_BYTES:
+        # Too large to hold: the factorisation asks for the m pivot columns one at a time; the factor,
+        # its normalised copy and one product of the pivot rows are what it holds.
+        require_memory(3 * 8.0 * v * m, f"the {v} points in R^{m} of SRG{params.as_tuple()} (float64)")
+
+        def column(i):
+            col = np.where(adjacency_rows(i, i + 1)[0], adjacent, other)
+            col[i] = 1.0
+            return col
+
+        try:
+            return gram_points_by_columns(column, v, m)
+        except ArithmeticError as err:
+            raise ArithmeticError(f"{err}: the graph is not SRG{params.as_tuple()}") from None
     gram = np.empty((v, v))
     step = max(1, 2**22 // v)
     for start in range(0, v, step):
@@ -465,7 +483,7 @@ GRAPHS = {
 
 def _register_isotropic() -> None:
     q = 2
-    while 8 * _isotropic_parameters(q).v ** 2 <= MAX_GRAM_BYTES:
+    while 8 * _isotropic_parameters(q).v * q * (q * q - q + 1) <= MAX_ISOTROPIC_BYTES:
         if prime_power(q) is not None:
             GRAPHS[f"isotropic-{q}"] = (f"isotropic subspaces q = {q}", _isotropic_parameters(q), None,
                                         COHN_KUMAR + "; " + BROUWER + " §2.2")
@@ -482,7 +500,8 @@ def srg_code(graph: str, theta: int | None = None) -> StructuredCode:
     ----------
     graph : str
         A key of :data:`GRAPHS` (``"petersen"``, ``"clebsch"``, ``"gewirtz"``,
-        ``"higman-sims"``, ``"isotropic-q"`` for prime powers q ≤ 9).
+        ``"higman-sims"``, ``"schlafli"``, ``"mclaughlin"``, ``"mclaughlin-2"``, ``"isotropic-q"`` for prime
+        powers q ≤ 13).
     theta : int, optional
         A restricted eigenvalue r or s of the graph.
 
@@ -520,7 +539,8 @@ def isotropic_code(q: int) -> StructuredCode:
     """The isotropic-subspaces code for a prime power q: (q + 1)(q³ + 1) points in R^(q(q² − q + 1)).
 
     Inner products −1/q and 1/q² (Cohn & Kumar 2007, Table 1): a sharp
-    configuration, universally optimal. Listed for q ≤ 9 (:data:`MAX_GRAM_BYTES`).
+    configuration, universally optimal. Listed for q ≤ 13 (:data:`MAX_ISOTROPIC_BYTES`); from q = 11 on
+    the Gram matrix is not formed (:data:`MAX_GRAM_BYTES`), and building takes seconds to minutes.
 
     Examples
     --------
@@ -531,8 +551,8 @@ def isotropic_code(q: int) -> StructuredCode:
     key = f"isotropic-{q}"
     if key not in GRAPHS:
         listed = [g.split("-")[1] for g in GRAPHS if g.startswith("isotropic-")]
-        raise SpherecodesError(f"isotropic subspaces need a prime power q with a Gram matrix of at most "
-                               f"{MAX_GRAM_BYTES / 2**30:.0f} GiB: q in {', '.join(listed)}; got q = {q}")
+        raise SpherecodesError(f"isotropic subspaces need a prime power q whose points take at most "
+                               f"{MAX_ISOTROPIC_BYTES / 2**30:.0f} GiB: q in {', '.join(listed)}; got q = {q}")
     return srg_code(key)
 
 
