@@ -377,8 +377,9 @@ def etf_code(key: str, antipodal: bool = True) -> StructuredCode:
         size=2 * spec.n if antipodal else spec.n,
         max_cos=alpha,
         native_d=spec.d,
-        # ±w: every point sees N − 1 points at α, N − 1 at −α and its antipode (exchanging w_j and −w_j).
         citation=spec.citation,
+        # ±w is distance-invariant: every point sees its antipode, and each other line once at α and once
+        # at −α. The N vectors alone are not (how many of a row's signs are + depends on the row).
         construction=PointSetConstruction(build=_Frame(key, antipodal), max_cos=alpha, distance_invariant=antipodal,
                                           values=values),
     )
