@@ -16,7 +16,10 @@ This module holds what the line problem has of its own:
 * its constructions: the closed forms (:func:`line_closed_form`) and one line
   of each antipodal pair of a structured code (:func:`antipodal_half`,
   :func:`structured_lines`): E8's 240 roots give 120 lines at 1/2, a
-  Kerdock code with the axes gives mutually unbiased bases.
+  Kerdock code with the axes gives mutually unbiased bases, and the real
+  equiangular tight frames of :mod:`spherecodes.structured.etf` (Paley,
+  Steiner, Latin-square, and their Naimark complements) meet the Welch
+  bound, e.g. 14 lines in R^7 at 1/√13, 16 in R^6 at 1/3, 36 in R^15 at 1/5.
 
 The optimiser for the general case is :func:`spherecodes.solvers.line_packing`.
 """
@@ -214,7 +217,10 @@ def structured_lines(d: int, k: int) -> tuple[np.ndarray, str] | None:
       known (a distance-invariant code, e.g. a real equiangular tight frame):
       its first K points, with coherence the largest |c| of its spectrum.
 
-    The codes are visited by max-cos (a lower bound on either value), then
+    The codes are those of :func:`~spherecodes.structured.available_codes`
+    and the antipodal codes (±w) of every real equiangular tight frame that
+    fits (:func:`~spherecodes.structured.etf_codes`: at the Welch bound, so
+    optimal). They are visited by max-cos (a lower bound on either value), then
     size, until none can win; a code without a spectrum is built to see
     whether its points are antipodal.  The 600-cell (irrational
     coordinates, not a structured code) adds 60 lines in R^4.  None when no
@@ -225,13 +231,17 @@ def structured_lines(d: int, k: int) -> tuple[np.ndarray, str] | None:
     >>> rows, name = structured_lines(8, 120)      # the 240 roots of E8
     >>> name, rows.shape, round(max_abs_cos(rows), 12)
     ('half of E8 roots', (120, 8), 0.5)
+    >>> rows, name = structured_lines(7, 14)       # a Paley frame: 1/√13, the Welch bound
+    >>> name, abs(max_abs_cos(rows) - welch_bound(7, 14)) < 1e-12
+    ('half of Paley ETF q = 13 (14 lines), ±', True)
     """
-    from .structured import available_codes
+    from .structured import available_codes, etf_codes
 
     d, k = check_sizes(d, k)
     found, best = None, math.inf
+    frames = [c.embedded(d) for c in etf_codes(d, antipodal=True) if c.size >= 2 * k]
     # Either kind's coherence is at least the code's max-cos: visit by max-cos, stop when it cannot win.
-    for code in sorted(available_codes(d, k), key=lambda c: (c.max_cos, c.size, c.name)):
+    for code in sorted(available_codes(d, k) + frames, key=lambda c: (c.max_cos, c.size, c.name)):
         if code.max_cos >= best or code.max_cos >= 1:
             break
         if code.size * code.d > MAX_STRUCTURED_ENTRIES:

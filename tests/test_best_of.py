@@ -76,10 +76,13 @@ def test_auto_is_tammes_where_nothing_else_fits():
 def test_auto_is_never_worse_than_tammes_and_reaches_the_3d_optima(n):
     auto, alone = generate(3, n, seed=1), generate(3, n, "tammes", seed=1)
     assert auto.stats.max_cos <= alone.stats.max_cos + EXACT
-    # Auto runs tammes exactly as --method tammes does, as one of its candidates.
-    assert candidates(auto)["tammes"]["max_cos"] == pytest.approx(alone.stats.max_cos, abs=EXACT)
     if n == 12:
+        # The icosahedron (the Paley frame of 6 lines, ±) is a proven optimum: no optimiser runs against it.
         assert auto.stats.max_cos == pytest.approx(1 / math.sqrt(5), abs=1e-9)
+        assert candidates(auto)["tammes"]["max_cos"] is None
+    else:
+        # Auto runs tammes exactly as --method tammes does, as one of its candidates.
+        assert candidates(auto)["tammes"]["max_cos"] == pytest.approx(alone.stats.max_cos, abs=EXACT)
 
 
 @pytest.mark.slow

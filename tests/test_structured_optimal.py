@@ -70,8 +70,8 @@ def test_auto_runs_no_optimiser_against_a_proven_optimum():
 @pytest.mark.parametrize("d,k,value,construction", [
     (22, 100, Fraction(1, 11), "Higman–Sims"),
     (21, 112, Fraction(1, 9), "isotropic subspaces q = 3"),
-    (21, 162, Fraction(1, 7), "SRG(162, 56, 10, 24)"),
-    (22, 275, Fraction(1, 6), "McLaughlin"),
+    (21, 162, Fraction(1, 7), "McLaughlin second subconstituent SRG(162,56,10,24)"),
+    (22, 275, Fraction(1, 6), "McLaughlin graph SRG(275,112,30,56)"),
     (23, 552, Fraction(1, 5), "276 equiangular lines"),
 ])
 def test_auto_returns_the_optimal_code_exactly_and_certified(d, k, value, construction):

@@ -25,6 +25,7 @@ from spherecodes.cli import main
 from spherecodes.errors import SpherecodesError
 from spherecodes.structured import best_structured_code
 from spherecodes.structured.code import blocked_max_cos, spectrum_of_rows
+from spherecodes.structured import srg
 from spherecodes.structured.gfq import finite_field, prime_power
 from spherecodes.structured.srg import (
     GRAPHS,
@@ -32,12 +33,16 @@ from spherecodes.structured.srg import (
     elliptic_quadric_points,
     gewirtz_graph,
     higman_sims_graph,
+    mclaughlin_graph,
+    mclaughlin_subconstituent_graph,
+    schlafli_graph,
     isotropic_code,
     petersen_graph,
     quadrangle_adjacency_rows,
     srg_code,
     srg_codes,
     srg_parameters,
+    steiner_heptads,
     steiner_hexads,
 )
 
@@ -47,6 +52,9 @@ LITERATURE = {
     "clebsch": (clebsch_graph, (16, 5, 0, 2), (1, -3), (10, 5)),
     "gewirtz": (gewirtz_graph, (56, 10, 0, 2), (2, -4), (35, 20)),
     "higman-sims": (higman_sims_graph, (100, 22, 0, 6), (2, -8), (77, 22)),
+    "schlafli": (schlafli_graph, (27, 16, 10, 8), (4, -2), (6, 20)),
+    "mclaughlin-2": (mclaughlin_subconstituent_graph, (162, 56, 10, 24), (2, -16), (140, 21)),
+    "mclaughlin": (mclaughlin_graph, (275, 112, 30, 56), (2, -28), (252, 22)),
 }
 
 
@@ -82,6 +90,32 @@ def test_steiner_system_s_3_6_22():
     i, j, k = np.meshgrid(range(22), range(22), range(22), indexing="ij")
     distinct = (i != j) & (j != k) & (i != k)
     assert set(triples[distinct].tolist()) == {1}
+
+
+def test_steiner_system_s_4_7_23():
+    h = steiner_heptads().astype(np.int64)
+    assert h.shape == (253, 23)
+    # every 4 of the 23 points lie in exactly one heptad: C(23, 4) = 253·C(7, 4), and no 4 points lie in two
+    # heptads (two heptads meet in at most 3 points)
+    meet = h @ h.T
+    assert 253 * 35 == 8855 and set(meet[~np.eye(253, dtype=bool)].tolist()) <= {1, 3}
+
+
+def test_mclaughlin_codes_are_the_leech_derived_ones():
+    """Two constructions, one code: the graph from S(4, 7, 23) and the Leech chain give the same Gram matrix.
+
+    The inner product −1/4 (resp. −2/7) graph of the Leech-derived code is SRG(275, 112, 30, 56) (resp.
+    SRG(162, 56, 10, 24)); both are unique for their parameters (Brouwer & Van Maldeghem 2022, ch. 10), so the
+    codes agree up to an isometry; here their spectra and graph parameters are compared.
+    """
+    from spherecodes.structured import classical_derived_code
+
+    for graph, key, adjacent in (("mclaughlin", "leech-275", -0.25), ("mclaughlin-2", "leech-162", -2 / 7)):
+        mine, leech = srg_code(graph), classical_derived_code(key)
+        assert (mine.d, mine.size, mine.max_cos) == (leech.d, leech.size, leech.max_cos)
+        assert mine.spectrum() == leech.spectrum()
+        x = leech.points()
+        assert srg_parameters(np.abs(x @ x.T - adjacent) < 1e-9).as_tuple() == GRAPHS[graph][1].as_tuple()
 
 
 @pytest.mark.parametrize("key", list(LITERATURE))
@@ -145,11 +179,35 @@ def test_isotropic_subspaces_codes(q):
     assert all(s == {Fraction(1): 1, Fraction(-1, q): q * (q * q + 1), Fraction(1, q * q): q**4} for s in spectra)
 
 
+def test_large_codes_are_factored_column_by_column(monkeypatch):
+    """A code whose Gram matrix is not formed (q ≥ 11) is factored one pivot column at a time: here q = 4
+    both ways, against the Gram matrix the graph predicts."""
+    from spherecodes.structured import srg
+
+    params, v = GRAPHS["isotropic-4"][1], 325
+    adjacency = quadrangle_adjacency_rows(4)(0, v)
+    expected = np.where(adjacency, -1 / 4, 1 / 16)
+    np.fill_diagonal(expected, 1.0)
+    monkeypatch.setattr(srg, "MAX_GRAM_BYTES", 0)
+    x = srg.eigenspace_points(quadrangle_adjacency_rows(4), params, -17)
+    assert x.shape == (v, 52) and np.abs(x @ x.T - expected).max() < 1e-12
+    with pytest.raises(ArithmeticError, match="rank"):   # another graph (the complement) is caught
+        srg.eigenspace_points(lambda a, b: ~quadrangle_adjacency_rows(4)(a, b), params, -17)
+
+
+def test_isotropic_codes_beyond_the_gram_limit_are_listed():
+    for q, d, n in ((11, 1221, 15984), (13, 2041, 30772)):   # q(q² − q + 1), (q + 1)(q³ + 1)
+        code = isotropic_code(q)
+        assert (code.d, code.size, code.max_cos) == (d, n, Fraction(1, q * q))
+        assert 8 * n * n > srg.MAX_GRAM_BYTES
+        assert best_structured_code(d, n).name == code.name
+
+
 def test_isotropic_family_refuses_what_it_does_not_list():
     with pytest.raises(SpherecodesError, match="prime power"):
         isotropic_code(6)
-    with pytest.raises(SpherecodesError, match="q in 2, 3, 4, 5, 7, 8, 9"):
-        isotropic_code(11)
+    with pytest.raises(SpherecodesError, match="q in 2, 3, 4, 5, 7, 8, 9, 11, 13; got q = 16"):
+        isotropic_code(16)
 
 
 def test_srg_codes_are_described_without_building():
@@ -170,4 +228,5 @@ def test_codes_lists_the_two_distance_sets_best_first():
     assert result.exit_code == 0
     rows = json.loads(result.output)["codes"]
     assert rows[0]["name"].startswith("Higman–Sims graph") and rows[0]["max_cos_k"] == "1/11"
-    assert {"Leech-derived (22, 275): McLaughlin configuration", "Leech-derived (22, 891)"} <= {r["name"] for r in rows}
+    assert {"McLaughlin graph SRG(275,112,30,56), eigenspace -28", "Leech-derived (22, 891)"} <= {r["name"] for r in rows}
+    assert not any(r["name"].startswith("Leech-derived (22, 275)") for r in rows)  # the same code, listed once

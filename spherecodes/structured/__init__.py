@@ -5,7 +5,8 @@ Golay code, Kerdock codes, and the BCH and Golay codes shortened and punctured
 to every length), lattice shells (D_n, E6, E7, E8, BW16, Leech), codes
 derived from them by fixing inner products, and two-distance sets from
 strongly regular graphs (Higman–Sims, Gewirtz, …, and the isotropic-subspaces
-codes for every prime power q). :func:`best_structured_code`
+codes for every prime power q), and real equiangular tight frames (Paley,
+Steiner, Latin-square). :func:`best_structured_code`
 picks, for (d, K), the code whose K chosen points have the smallest max-cos;
 see docs/structured.md.
 
@@ -37,6 +38,7 @@ from spherecodes.structured.derived import (
     classical_derived_keys,
     derived_code,
 )
+from spherecodes.structured.etf import etf_code, etf_codes
 from spherecodes.structured.kerdock import kerdock_code
 from spherecodes.structured.lattices import (
     barnes_wall_16,
@@ -100,6 +102,8 @@ __all__ = [
     "e6_roots",
     "e7_roots",
     "e8_roots",
+    "etf_code",
+    "etf_codes",
     "golay_code",
     "isotropic_code",
     "kerdock_code",

@@ -7,13 +7,13 @@ them). A code native to R^d' fits every d ≥ d' by zero padding.
 
 from __future__ import annotations
 
-from fractions import Fraction
 from functools import lru_cache
 
 from spherecodes.errors import SpherecodesError
 from spherecodes.structured.binary import bch_chain, bch_code, golay_code, reed_muller_code
 from spherecodes.structured.code import StructuredCode
 from spherecodes.structured.derived import classical_derived_code, classical_derived_keys
+from spherecodes.structured.etf import etf_codes
 from spherecodes.structured.kerdock import KERDOCK_LENGTHS, kerdock_code
 from spherecodes.structured.lattices import (
     barnes_wall_16,
@@ -29,6 +29,10 @@ from spherecodes.structured.srg import srg_codes
 # Largest native length of the binary families (extended BCH and Reed–Muller: 2^12).
 MAX_BINARY_M = 12
 
+#: Derived codes that a graph of :data:`~spherecodes.structured.srg.GRAPHS` builds from its definition: the
+#: catalog lists them under the graph's name (the derived construction stays, a second method the tests compare).
+BUILT_FROM_GRAPHS = {"leech-275": "mclaughlin", "leech-162": "mclaughlin-2"}
+
 
 def native_codes(max_d: int) -> list[StructuredCode]:
     """Every structured code whose native dimension is at most ``max_d`` (D_n only for n = max_d).
@@ -43,7 +47,7 @@ def native_codes(max_d: int) -> list[StructuredCode]:
     Examples
     --------
     >>> sorted({c.family for c in native_codes(8)})
-    ['bch', 'derived', 'lattice', 'reed-muller', 'srg']
+    ['bch', 'derived', 'etf', 'lattice', 'reed-muller', 'srg']
     >>> [c.name for c in native_codes(63) if c.native_d == 63][:3]
     ['BCH [63,1,63]', 'shortened extended BCH [63,6,32]', 'BCH [63,7,31]']
     """
@@ -73,6 +77,8 @@ def native_codes(max_d: int) -> list[StructuredCode]:
         if d <= max_d:
             codes.append(make())
     for key in classical_derived_keys():
+        if key in BUILT_FROM_GRAPHS:
+            continue
         code = classical_derived_code(key)
         if code.native_d <= max_d:
             codes.append(code)
@@ -81,7 +87,15 @@ def native_codes(max_d: int) -> list[StructuredCode]:
     # configurations are E8-derived), which keeps its name.
     listed = {(c.native_d, c.size, c.max_cos) for c in codes}
     codes.extend(c for c in _srg_codes() if c.native_d <= max_d and (c.native_d, c.size, c.max_cos) not in listed)
+    # Real equiangular tight frames, the same way (the 28 lines of E7 are the Steiner frame of PG(2,2)).
+    listed = {(c.native_d, c.size, c.max_cos) for c in codes}
+    codes.extend(c for c in _etf_codes() if c.native_d <= max_d and (c.native_d, c.size, c.max_cos) not in listed)
     return codes
+
+
+@lru_cache(maxsize=1)
+def _etf_codes() -> tuple[StructuredCode, ...]:
+    return tuple(etf_codes())
 
 
 @lru_cache(maxsize=1)
@@ -171,4 +185,4 @@ def describe(code: StructuredCode) -> str:
     'E8 roots: 240 points in R^8, max-cos 1/2'
     """
     exact = "" if code.max_cos_exact else " (upper bound)"
-    return f"{code.name}: {code.size} points in R^{code.d}, max-cos {Fraction(code.max_cos)}{exact}"
+    return f"{code.name}: {code.size} points in R^{code.d}, max-cos {code.max_cos}{exact}"

@@ -1,9 +1,11 @@
 """The description object of a structured code, and the helpers every family shares.
 
 A :class:`StructuredCode` carries the exact parameters of a construction
-(dimension, size, max-cos as a :class:`fractions.Fraction`, minimum distance,
+(dimension, size, max-cos as a :class:`fractions.Fraction` — or, for the few
+codes with irrational inner products, an exact
+:class:`~spherecodes.structured.surd.Surd` —, minimum distance,
 symmetry, citation) and a *construction* object that builds the points only
-when asked. Families (``binary``, ``kerdock``, ``lattices``, ``derived``, ``srg``) each
+when asked. Families (``binary``, ``kerdock``, ``lattices``, ``derived``, ``srg``, ``etf``) each
 provide a construction with four methods:
 
 ``points(k)``
@@ -45,14 +47,17 @@ class StructuredCode:
     name : str
         Human-readable name, e.g. ``"extended BCH [64,10,28]"``.
     family : str
-        ``"bch"``, ``"reed-muller"``, ``"golay"``, ``"kerdock"``, ``"lattice"``, ``"derived"`` or ``"srg"``.
+        ``"bch"``, ``"reed-muller"``, ``"golay"``, ``"kerdock"``, ``"lattice"``, ``"derived"``, ``"srg"`` or
+        ``"etf"``.
     d : int
         Ambient dimension of the points (≥ ``native_d``; zero padding beyond it).
     size : int
         Number of points N.
-    max_cos : Fraction
+    max_cos : Fraction or Surd
         Largest inner product between distinct points: exact when
-        ``max_cos_exact``, otherwise an upper bound (e.g. the BCH bound).
+        ``max_cos_exact``, otherwise an upper bound (e.g. the BCH bound). A
+        :class:`~spherecodes.structured.surd.Surd` (an exact square root) where
+        it is irrational, as for some equiangular tight frames.
     native_d : int
         Dimension the construction lives in.
     min_distance : int or None
@@ -213,6 +218,28 @@ def exact_fraction(x: float, max_denominator: int = 10_000) -> Fraction:
     return f
 
 
+def exact_value(x: float, values=()) -> Fraction:
+    """The exact value a float64 inner product stands for: one of ``values`` if given, else a small rational.
+
+    ``values`` lists a code's exact inner products (Fractions or
+    :class:`~spherecodes.structured.surd.Surd`); the one within 1e-9 of x is
+    returned. Without them x must be a small-denominator rational
+    (:func:`exact_fraction`).
+
+    Examples
+    --------
+    >>> from spherecodes.structured.surd import exact_sqrt
+    >>> str(exact_value(0.2773500981126146, (Fraction(-1), exact_sqrt(Fraction(1, 13)))))
+    '1/√13'
+    """
+    if not values:
+        return exact_fraction(x)
+    for value in values:
+        if abs(float(value) - float(x)) <= 1e-9:
+            return value
+    raise ArithmeticError(f"{x!r} is none of the code's inner products {', '.join(map(str, values))}")
+
+
 def blocked_max_cos(points: np.ndarray, rows: np.ndarray | None = None) -> float:
     """Largest off-diagonal inner product of ``points`` (rows: only these rows against all), in blocks.
 
@@ -233,8 +260,11 @@ def blocked_max_cos(points: np.ndarray, rows: np.ndarray | None = None) -> float
     return best
 
 
-def spectrum_of_rows(points: np.ndarray, rows: np.ndarray) -> list[dict[Fraction, int]]:
+def spectrum_of_rows(points: np.ndarray, rows: np.ndarray, values=()) -> list[dict[Fraction, int]]:
     """The exact inner-product spectrum of each listed row against all points (blocked).
+
+    ``values``: the code's exact inner products where they are not all small
+    rationals (see :func:`exact_value`).
 
     Examples
     --------
@@ -246,8 +276,8 @@ def spectrum_of_rows(points: np.ndarray, rows: np.ndarray) -> list[dict[Fraction
     for s in range(0, len(rows), step):
         g = points[rows[s : s + step]] @ points.T
         for line in g:
-            values, counts = np.unique(np.round(line, 9), return_counts=True)
-            out.append({exact_fraction(v): int(c) for v, c in zip(values, counts)})
+            found, counts = np.unique(np.round(line, 9), return_counts=True)
+            out.append({exact_value(v, values): int(c) for v, c in zip(found, counts)})
     return out
 
 
@@ -293,7 +323,8 @@ class PointSetConstruction:
     """A code given by a function that builds all its (moderately many) points.
 
     K < N points are chosen by :func:`greedy_far_order`; the points are built
-    once per call (N·d float64, N ≤ ~2·10^5 here).
+    once per call (N·d float64, N ≤ ~2·10^5 here). ``values``: the exact inner
+    products, where they are not all small rationals (:func:`exact_value`).
 
     Examples
     --------
@@ -305,6 +336,7 @@ class PointSetConstruction:
     build: Any
     max_cos: Fraction
     distance_invariant: bool = False
+    values: tuple = ()
 
     def points(self, k: int) -> np.ndarray:
         pts = self.build()
@@ -321,18 +353,76 @@ class PointSetConstruction:
         if k >= len(pts):
             return self.max_cos
         idx, reached = greedy_far_order(pts, k, float(self.max_cos))
-        return exact_fraction(reached)
+        return exact_value(reached, self.values)
 
     def spectrum(self) -> dict[Fraction, int] | None:
         pts = self.build()
         if self.distance_invariant:
-            return spectrum_of_rows(pts, np.array([0]))[0]
+            return spectrum_of_rows(pts, np.array([0]), self.values)[0]
         if len(pts) > 5000:
             return None
         # Not known to be distance-invariant: report a spectrum only if every
         # point really sees the same one.
-        spectra = spectrum_of_rows(pts, np.arange(len(pts)))
+        spectra = spectrum_of_rows(pts, np.arange(len(pts)), self.values)
         return spectra[0] if all(s == spectra[0] for s in spectra) else None
+
+
+def gram_points(gram: np.ndarray, rank: int) -> np.ndarray:
+    """Unit rows with the given Gram matrix (positive semidefinite, of the given rank), as (N, rank) float64.
+
+    Pivoted Cholesky (LAPACK ``dpstrf``) factors ``gram`` in place: its rows
+    are the points in an orthonormal basis of their span. A rank other than
+    ``rank``, or rows that are not unit vectors, mean the matrix is not what
+    its construction claims, and raise.
+
+    Examples
+    --------
+    >>> x = gram_points(np.array([[1.0, -0.5, -0.5], [-0.5, 1.0, -0.5], [-0.5, -0.5, 1.0]]), 2)
+    >>> x.shape, round(float(x[0] @ x[1]), 12)
+    ((3, 2), -0.5)
+    """
+    from scipy.linalg import lapack
+
+    factor, pivots, found, info = lapack.dpstrf(gram, lower=1, tol=1e-9, overwrite_a=1)
+    if info < 0 or found != rank:
+        raise ArithmeticError(f"the Gram matrix has rank {found}, not {rank}")
+    points = np.empty((len(gram), rank))
+    points[pivots - 1] = np.tril(factor[:, :rank])
+    norms = np.linalg.norm(points, axis=1)
+    if not np.allclose(norms, 1.0, atol=1e-9):
+        raise ArithmeticError("the rows of the factor are not unit vectors: the matrix is not a Gram matrix of them")
+    return points / norms[:, None]
+
+
+def gram_points_by_columns(column, n: int, rank: int) -> np.ndarray:
+    """Unit rows whose Gram matrix has columns ``column(i)``, of the given rank, without forming the matrix.
+
+    Pivoted Cholesky one column at a time (Harbrecht, Peters & Schneider
+    2012): at each of ``rank`` steps the point with the largest residual norm
+    becomes the pivot, its Gram column is asked for, and one coordinate of
+    every point follows. Memory is the (n, rank) result plus O(n); work is
+    about n·rank² multiply-adds. A residual left after ``rank`` steps, or one
+    that runs out before, means the matrix does not have that rank, and raises.
+
+    Examples
+    --------
+    >>> g = np.array([[1.0, -0.5, -0.5], [-0.5, 1.0, -0.5], [-0.5, -0.5, 1.0]])
+    >>> x = gram_points_by_columns(lambda i: g[:, i], 3, 2)
+    >>> x.shape, round(float(x[0] @ x[1]), 12)
+    ((3, 2), -0.5)
+    """
+    factor = np.zeros((n, rank), order="F")
+    residual = np.ones(n)
+    for j in range(rank):
+        pivot = int(np.argmax(residual))
+        if residual[pivot] < 1e-9:
+            raise ArithmeticError(f"the Gram matrix has rank {j}, not {rank}")
+        col = np.asarray(column(pivot), dtype=np.float64) - factor[:, :j] @ factor[pivot, :j]
+        factor[:, j] = col / math.sqrt(residual[pivot])
+        residual -= factor[:, j] ** 2
+    if residual.max() > 1e-9:
+        raise ArithmeticError(f"the Gram matrix has rank above {rank}")
+    return factor / np.linalg.norm(factor, axis=1, keepdims=True)
 
 
 def _householder_drop(vectors: np.ndarray, p: np.ndarray) -> np.ndarray:

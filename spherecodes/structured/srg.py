@@ -17,8 +17,10 @@ pivoted Cholesky decomposition (LAPACK ``dpstrf``), whose rank must be m_θ;
 its rows are the points in an orthonormal basis of the eigenspace.
 
 The graphs are built from their definitions: the Petersen and Clebsch
-graphs, the Schläfli graph, the Gewirtz and Higman–Sims graphs from the
-Steiner system S(3, 6, 22) (from the extended Golay code), and the collinearity
+graphs, the Schläfli graph (the complement of GQ(2, 4) below), the Gewirtz and Higman–Sims graphs from the Steiner system
+S(3, 6, 22), the McLaughlin graph and its second subconstituent
+SRG(162, 56, 10, 24) from S(4, 7, 23) (both Steiner systems from the extended
+Golay code), and the collinearity
 graph of the generalised quadrangle Q⁻(5, q), whose eigenspace of −(q² + 1)
 gives the *isotropic subspaces* codes of Cohn & Kumar (2007, Table 1):
 (q + 1)(q³ + 1) points in R^(q(q² − q + 1)) with inner products −1/q and
@@ -36,7 +38,8 @@ from functools import lru_cache
 import numpy as np
 
 from spherecodes.errors import SpherecodesError
-from spherecodes.structured.code import PointSetConstruction, StructuredCode
+from spherecodes.memory import require_memory
+from spherecodes.structured.code import PointSetConstruction, StructuredCode, gram_points, gram_points_by_columns
 from spherecodes.structured.gfq import finite_field, prime_power
 from spherecodes.structured.lattices import golay_codewords
 
@@ -44,9 +47,12 @@ COHN_KUMAR = "Cohn & Kumar (2007), Universally optimal distribution of points on
 BROUWER = "Brouwer & Van Maldeghem (2022), Strongly Regular Graphs, ch. 10"
 DGS = "Delsarte, Goethals & Seidel (1977), Spherical codes and designs, §9"
 
-#: Largest Gram matrix (bytes) the isotropic-subspaces family is listed for:
-#: the factorisation holds it whole (v² float64), so q ≤ 9 (7300 points, 426 MB).
+#: Largest Gram matrix (bytes) formed whole and factored by LAPACK (v² float64: q ≤ 9, 7300 points,
+#: 426 MB); a larger code asks for its m pivot columns one at a time.
 MAX_GRAM_BYTES = 2**30
+#: Largest isotropic-subspaces code (bytes of its float64 points, v·m·8) listed: q ≤ 13
+#: (30,772 points in R^2041, 502 MB); q = 16 would need 2.1 GB and ~45 times the work of q = 11.
+MAX_ISOTROPIC_BYTES = 2**30
 
 
 @dataclass(frozen=True)
@@ -141,10 +147,22 @@ def eigenspace_points(adjacency_rows, params: SRGParameters, theta: int) -> np.n
     >>> x.shape, round(float(x[0] @ x[1]), 12)
     ((10, 4), 0.166666666667)
     """
-    from scipy.linalg import lapack
-
     v, m = params.v, params.dimension(theta)
     adjacent, other = (float(x) for x in params.inner_products(theta))
+    if 8 * v * v > MAX_GRAM_BYTES:
+        # Too large to hold: the factorisation asks for the m pivot columns one at a time; the factor,
+        # its normalised copy and one product of the pivot rows are what it holds.
+        require_memory(3 * 8.0 * v * m, f"the {v} points in R^{m} of SRG{params.as_tuple()} (float64)")
+
+        def column(i):
+            col = np.where(adjacency_rows(i, i + 1)[0], adjacent, other)
+            col[i] = 1.0
+            return col
+
+        try:
+            return gram_points_by_columns(column, v, m)
+        except ArithmeticError as err:
+            raise ArithmeticError(f"{err}: the graph is not SRG{params.as_tuple()}") from None
     gram = np.empty((v, v))
     step = max(1, 2**22 // v)
     for start in range(0, v, step):
@@ -154,15 +172,10 @@ def eigenspace_points(adjacency_rows, params: SRGParameters, theta: int) -> np.n
         block = np.where(rows, adjacent, other)
         block[np.arange(len(rows)), np.arange(start, start + len(rows))] = 1.0
         gram[start : start + len(rows)] = block
-    factor, pivots, rank, info = lapack.dpstrf(gram, lower=1, tol=1e-9, overwrite_a=1)
-    if info < 0 or rank != m:
-        raise ArithmeticError(f"the Gram matrix has rank {rank}, not the multiplicity {m} of {theta}")
-    points = np.empty((v, m))
-    points[pivots - 1] = np.tril(factor[:, :m])
-    norms = np.linalg.norm(points, axis=1)
-    if not np.allclose(norms, 1.0, atol=1e-9):
-        raise ArithmeticError("the eigenspace projections do not have equal norms")
-    return points / norms[:, None]
+    try:
+        return gram_points(gram, m)
+    except ArithmeticError as err:
+        raise ArithmeticError(f"{err}: the graph is not SRG{params.as_tuple()} (multiplicity {m} of {theta})") from None
 
 
 # ----------------------------------------------------------------- the graphs
@@ -247,6 +260,84 @@ def higman_sims_graph() -> np.ndarray:
     a[23:, 1:23] = h == 1
     a[23:, 23:] = (h @ h.T) == 0
     return a
+
+
+@lru_cache(maxsize=1)
+def steiner_heptads() -> np.ndarray:
+    """The 253 blocks of the Steiner system S(4, 7, 23) as a (253, 23) 0/1 array.
+
+    The octads of the extended Golay code that contain coordinate 0, with it
+    removed: the weight-7 words of the perfect Golay code (Conway & Sloane 1999, ch. 10).
+
+    Examples
+    --------
+    >>> h = steiner_heptads()
+    >>> h.shape, set(h.sum(axis=1).tolist())
+    ((253, 23), {7})
+    """
+    words = golay_codewords()
+    return words[(words.sum(axis=1) == 8) & (words[:, 0] == 1)][:, 1:]
+
+
+@lru_cache(maxsize=1)
+def mclaughlin_graph() -> np.ndarray:
+    """The McLaughlin graph SRG(275, 112, 30, 56) from S(4, 7, 23), by switching a regular two-graph.
+
+    The graph on the 23 points and 253 heptads (a point adjacent to the
+    heptads that miss it, two heptads adjacent when they meet in one point)
+    is in the switching class of the regular two-graph on 276 vertices;
+    switching on the neighbours of point 0 isolates it, and the other 275
+    vertices (22 points, then the 253 heptads) form the McLaughlin graph
+    (Goethals & Seidel 1975, "The regular two-graph on 276 vertices";
+    Brouwer & Van Maldeghem 2022, ch. 10).
+
+    Examples
+    --------
+    >>> a = mclaughlin_graph()
+    >>> a.shape, set(a.sum(axis=1).tolist())
+    ((275, 275), {112})
+    """
+    h = steiner_heptads().astype(np.int64)
+    x = np.zeros((276, 276), dtype=bool)
+    x[:23, 23:] = h.T == 0
+    x[23:, :23] = h == 0
+    x[23:, 23:] = (h @ h.T) == 1
+    # Switching on a set S exchanges edges and non-edges between S and the rest.
+    s = x[0].copy()
+    x ^= s[:, None] ^ s[None, :]
+    return x[1:, 1:]
+
+
+@lru_cache(maxsize=1)
+def mclaughlin_subconstituent_graph() -> np.ndarray:
+    """SRG(162, 56, 10, 24): the McLaughlin graph on the 162 vertices not adjacent to vertex 0 (nor equal).
+
+    The second subconstituent of the McLaughlin graph (Brouwer & Van Maldeghem 2022, ch. 10).
+
+    Examples
+    --------
+    >>> mclaughlin_subconstituent_graph().sum(axis=1)[:3].tolist()
+    [56, 56, 56]
+    """
+    a = mclaughlin_graph()
+    keep = ~a[0]
+    keep[0] = False
+    return a[np.ix_(keep, keep)]
+
+
+@lru_cache(maxsize=1)
+def schlafli_graph() -> np.ndarray:
+    """The Schläfli graph SRG(27, 16, 10, 8): the complement of the collinearity graph of GQ(2, 4).
+
+    Its vertices are the 27 lines on a cubic surface, adjacent when skew; the
+    quadrangle's points are the same lines, collinear when they meet.
+
+    Examples
+    --------
+    >>> int(schlafli_graph().sum(axis=1)[0])
+    16
+    """
+    return ~quadrangle_adjacency_rows(2)(0, 27) & ~np.eye(27, dtype=bool)
 
 
 @lru_cache(maxsize=4)
@@ -382,12 +473,17 @@ GRAPHS = {
     "gewirtz": ("Gewirtz graph", SRGParameters(56, 10, 0, 2), gewirtz_graph, BROUWER + " §10.19"),
     "higman-sims": ("Higman–Sims graph", SRGParameters(100, 22, 0, 6), higman_sims_graph,
                     "Higman & Sims (1968); " + BROUWER + " §10.31"),
+    "schlafli": ("Schläfli graph", SRGParameters(27, 16, 10, 8), schlafli_graph, BROUWER),
+    "mclaughlin-2": ("McLaughlin second subconstituent", SRGParameters(162, 56, 10, 24),
+                     mclaughlin_subconstituent_graph, BROUWER),
+    "mclaughlin": ("McLaughlin graph", SRGParameters(275, 112, 30, 56), mclaughlin_graph,
+                   "McLaughlin (1969); Goethals & Seidel (1975); " + BROUWER),
 }
 
 
 def _register_isotropic() -> None:
     q = 2
-    while 8 * _isotropic_parameters(q).v ** 2 <= MAX_GRAM_BYTES:
+    while 8 * _isotropic_parameters(q).v * q * (q * q - q + 1) <= MAX_ISOTROPIC_BYTES:
         if prime_power(q) is not None:
             GRAPHS[f"isotropic-{q}"] = (f"isotropic subspaces q = {q}", _isotropic_parameters(q), None,
                                         COHN_KUMAR + "; " + BROUWER + " §2.2")
@@ -404,7 +500,8 @@ def srg_code(graph: str, theta: int | None = None) -> StructuredCode:
     ----------
     graph : str
         A key of :data:`GRAPHS` (``"petersen"``, ``"clebsch"``, ``"gewirtz"``,
-        ``"higman-sims"``, ``"isotropic-q"`` for prime powers q ≤ 9).
+        ``"higman-sims"``, ``"schlafli"``, ``"mclaughlin"``, ``"mclaughlin-2"``, ``"isotropic-q"`` for prime
+        powers q ≤ 13).
     theta : int, optional
         A restricted eigenvalue r or s of the graph.
 
@@ -442,7 +539,8 @@ def isotropic_code(q: int) -> StructuredCode:
     """The isotropic-subspaces code for a prime power q: (q + 1)(q³ + 1) points in R^(q(q² − q + 1)).
 
     Inner products −1/q and 1/q² (Cohn & Kumar 2007, Table 1): a sharp
-    configuration, universally optimal. Listed for q ≤ 9 (:data:`MAX_GRAM_BYTES`).
+    configuration, universally optimal. Listed for q ≤ 13 (:data:`MAX_ISOTROPIC_BYTES`); from q = 11 on
+    the Gram matrix is not formed (:data:`MAX_GRAM_BYTES`), and building takes seconds to minutes.
 
     Examples
     --------
@@ -453,8 +551,8 @@ def isotropic_code(q: int) -> StructuredCode:
     key = f"isotropic-{q}"
     if key not in GRAPHS:
         listed = [g.split("-")[1] for g in GRAPHS if g.startswith("isotropic-")]
-        raise SpherecodesError(f"isotropic subspaces need a prime power q with a Gram matrix of at most "
-                               f"{MAX_GRAM_BYTES / 2**30:.0f} GiB: q in {', '.join(listed)}; got q = {q}")
+        raise SpherecodesError(f"isotropic subspaces need a prime power q whose points take at most "
+                               f"{MAX_ISOTROPIC_BYTES / 2**30:.0f} GiB: q in {', '.join(listed)}; got q = {q}")
     return srg_code(key)
 
 
