@@ -102,7 +102,8 @@ def perturbation_rounds(w: np.ndarray, value: float, rounds: int, seed: int, cfg
     ``polish(code)`` returns the polished code and its LP rounds.  Round r
     draws from the stream ``(seed, r, 3)``.  Returns the best code, its
     max-cos and a record of the stage (rounds run, fewer than ``rounds`` when
-    :data:`PATIENCE` rounds without a gain ended it; improvements; steps; and
+    ``cfg.perturb_patience`` rounds in a row without a gain ended it (0:
+    never); improvements; steps; and
     whether Ctrl-C ended it: the best code so far is kept).
     """
     k, d = w.shape
@@ -112,7 +113,7 @@ def perturbation_rounds(w: np.ndarray, value: float, rounds: int, seed: int, cfg
     interrupted = False
     try:
         for r in range(rounds):
-            if clock.expired() or done - last_gain >= PATIENCE:
+            if clock.expired() or (cfg.perturb_patience and done - last_gain >= cfg.perturb_patience):
                 break
             rng = np.random.default_rng([seed, r, 3])
             starts = np.stack([perturb(w, rng, angle) for _ in range(batch)])

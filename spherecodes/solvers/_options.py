@@ -19,6 +19,7 @@ from ..devices import default_threads, resolve_device
 from ..errors import SpherecodesError
 from ..memory import memory_limit
 from ..stats import validate_prototypes
+from ._basin import PATIENCE
 from ._core import check_dtype, estimated_angle
 from ._neighbours import NEIGHBOUR_MIN_K, neighbour_defaults
 
@@ -119,6 +120,7 @@ class TammesOptions:
     max_memory: float | None = None
     effort: str = "default"
     perturb_rounds: int | None = None
+    perturb_patience: int | None = None
     symmetric_starts: int | None = None
     riesz_starts: int | None = None
     init_noise: float | None = None
@@ -188,6 +190,10 @@ class TammesOptions:
             raise SpherecodesError(f"symmetric_starts must be at most restarts ({cfg['restarts']}), in R^3 and "
                                    f"without init, got {cfg['symmetric_starts']}")
         cfg["perturb_rounds"] = check_int("perturb_rounds", cfg["perturb_rounds"], 0)
+        if "perturb_patience" not in explicit:
+            # The rounds an effort sets stop once they stop paying; rounds asked for by count all run.
+            cfg["perturb_patience"] = 0 if "perturb_rounds" in explicit else PATIENCE
+        cfg["perturb_patience"] = check_int("perturb_patience", cfg["perturb_patience"], 0)
         if cfg["init_noise"] is not None:
             if not warm:
                 raise SpherecodesError("init_noise applies to a warm start; give init as well")

@@ -136,7 +136,10 @@ def tammes(
         and the memory); ``refresh`` (steps between refreshes of the lists);
         ``max_memory`` (bytes the run may use on the device; default 80% of
         what is free); ``perturb_rounds`` (rounds of perturb-and-repolish;
-        default from ``effort``); ``symmetric_starts`` (how many of the
+        default from ``effort``); ``perturb_patience`` (rounds in a row
+        without a gain after which they stop; 0: run them all; default
+        12 for the rounds an effort sets, 0 when
+        ``perturb_rounds`` is given); ``symmetric_starts`` (how many of the
         starts are symmetric, R^3 only; default from ``effort``);
         ``riesz_starts`` (how many of the starts minimise the Riesz
         s-energy with s rising from 2 to 512 instead of the smoothed
