@@ -194,16 +194,9 @@ class _Fields:
             raise self.damaged(self.prefix + name, "is not a group")
         return _Fields(obj, self.where, f"{name}/")
 
-    def array(self, name: str, kinds: str, shape: tuple, copies: int = 2, *,
-              compressed_up_to: float = math.inf) -> np.ndarray:
-        """Dataset ``name`` with a dtype kind in ``kinds`` and ``shape`` (``None`` entries: any length).
-
-        Its declared size is checked before anything is read: against the
-        memory free (``copies`` arrays of its size: how many the caller's use
-        of it needs; a caller that counted its memory already passes 1),
-        against the bytes the file really stores for it, and, stored
-        compressed, against ``compressed_up_to`` bytes.
-        """
+    def dataset(self, name: str, kinds: str, shape: tuple, *, compressed_up_to: float = math.inf) -> h5py.Dataset:
+        """Dataset ``name``, checked as :meth:`array` checks it but not read: where it is stored, its dtype kind
+        and shape, and the bytes the file really stores for it (compressed: at most ``compressed_up_to``)."""
         field = self.prefix + name
         obj = self.member(name)
         if not isinstance(obj, h5py.Dataset):
@@ -226,6 +219,21 @@ class _Fields:
             # Never written: HDF5 would hand out its fill value for the missing bytes, a sparse file's trick.
             raise self.damaged(field, f"declare shape {obj.shape} ({format_bytes(nbytes)}) but the file stores only "
                                f"{format_bytes(obj.id.get_storage_size())} of them")
+        return obj
+
+    def array(self, name: str, kinds: str, shape: tuple, copies: int = 2, *,
+              compressed_up_to: float = math.inf) -> np.ndarray:
+        """Dataset ``name`` with a dtype kind in ``kinds`` and ``shape`` (``None`` entries: any length).
+
+        Its declared size is checked before anything is read: against the
+        memory free (``copies`` arrays of its size: how many the caller's use
+        of it needs; a caller that counted its memory already passes 1),
+        against the bytes the file really stores for it, and, stored
+        compressed, against ``compressed_up_to`` bytes.
+        """
+        field = self.prefix + name
+        obj = self.dataset(name, kinds, shape, compressed_up_to=compressed_up_to)
+        nbytes = obj.size * obj.dtype.itemsize
         require_memory(copies * nbytes, f"reading {field} of {self.where}")
         try:
             data = obj[()]
@@ -495,6 +503,8 @@ def read_estimate(path, name: str | None = None, *, max_memory: float | None = N
     with _reading(path), _open_bank(path) as fh:
         fields = _select(fh["codes"], name, path)
         k, d = _shape(fields)
+        # A damaged dataset is refused before any line about reading it is printed.
+        fields.dataset("prototypes", "f", (k, d), compressed_up_to=_COMPRESS_UP_TO_BYTES)
         nbytes = process_peak(_read_bytes(fields, k, d))
         limit = memory_limit("cpu", max_memory)
         what = (f"reading code {fields.group.name.rsplit('/', 1)[-1]!r} (K = {k}, d = {d}): checksum, unit rows "
