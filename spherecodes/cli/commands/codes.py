@@ -47,10 +47,12 @@ def codes(d, k, as_json):
     Binary codes on the sphere (extended BCH, Reed-Muller, extended Golay,
     Kerdock, and the BCH and Golay codes shortened and punctured to length d),
     lattice shells (D_n, E6, E7, E8, BW16, Leech), codes derived from them
-    (down to the 276 equiangular lines and the McLaughlin configuration), and
-    two-distance sets of strongly regular graphs (Higman-Sims, Gewirtz, the
-    isotropic-subspaces codes); a code from a smaller dimension is embedded by
-    zero padding.
+    (down to the 276 equiangular lines and the McLaughlin configuration),
+    two-distance sets of strongly regular graphs (Petersen, Clebsch,
+    Schlafli, Gewirtz, Higman-Sims, McLaughlin, the isotropic-subspaces
+    codes), and real equiangular tight frames (Paley, Steiner, Latin-square
+    and their complements: one vector per line, or both signs); a code from a
+    smaller dimension is embedded by zero padding.
     'generate --method structured' builds the first one listed for (d, K).
 
     \b
