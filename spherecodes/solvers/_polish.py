@@ -157,8 +157,9 @@ def polish(
             "dual_feasibility_tolerance": 1e-10,
             "time_limit": max(min(clock.remaining(), budget.seconds_left()), 1e-3),
             # One LP may not overrun the work budget either (a degenerate one
-            # can need thousands of iterations).
-            "maxiter": max(1, int(budget.work_left // nonzeros)),
+            # can need thousands of iterations); HiGHS takes a C int (a budget
+            # from --steps 10**30 would be a TypeError).
+            "maxiter": max(1, min(int(budget.work_left // nonzeros), 2**31 - 1)),
         }
         lp = linprog(
             objective, A_ub=a_ub, b_ub=(current - lin.values) / radius, A_eq=a_eq,
