@@ -32,7 +32,52 @@ from pathlib import Path
 
 from .errors import SpherecodesError
 
-__all__ = ["check_name_fits", "exclusive_lock", "replace_atomically", "resolve_output", "written_files"]
+__all__ = ["check_name_fits", "exclusive_lock", "file_kind", "output_directory", "replace_atomically", "resolve_output", "written_files"]
+
+_SPECIAL_FILES = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a fifo"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def output_directory(path, fix: str) -> Path:
+    """The directory that ``path`` would be written into, refused (ending with ``fix``) unless it is one.
+
+    Examples
+    --------
+    >>> output_directory("/etc/passwd/bank.h5", "choose another --out")
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: /etc/passwd is a regular file, not a directory; choose another --out
+    """
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        mode = directory.stat().st_mode
+    except FileNotFoundError:
+        raise SpherecodesError(f"directory {directory} does not exist; create it first or {fix}") from None
+    except OSError as err:
+        raise SpherecodesError(f"cannot reach directory {directory} ({_reason(err)}); {fix}") from None
+    if not stat.S_ISDIR(mode):
+        raise SpherecodesError(f"{directory} is {file_kind(mode)}, not a directory; {fix}")
+    return directory
+
+
+def file_kind(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, in words, for messages.
+
+    Examples
+    --------
+    >>> file_kind(os.stat("/dev/null").st_mode), file_kind(os.stat("/").st_mode)
+    ('a character device', 'a directory')
+    """
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return next((name for test, name in _SPECIAL_FILES if test(mode)), "not a plain file")
+
 
 
 @contextlib.contextmanager
@@ -71,6 +116,14 @@ def replace_atomically(path, suffix: str = ".tmp"):
     path = resolve_output(path)
     directory = path.parent
     check_name_fits(path, suffix)
+    try:
+        mode = path.stat().st_mode
+    except OSError:  # absent (created here), or a name the file system refuses (reported below)
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        # The rename would put a regular file where a device (a link to /dev/null, say) or a fifo was.
+        raise SpherecodesError(f"cannot write {path}: it is {file_kind(mode)}, not a regular file; "
+                               "choose a file name") from None
     _remove_stale_temporaries(directory, path.name, suffix)
     try:
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.{_writer()}.", suffix=suffix, dir=directory)

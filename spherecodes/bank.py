@@ -42,7 +42,7 @@ import h5py
 import numpy as np
 
 from . import __version__
-from .atomic import check_name_fits, exclusive_lock, replace_atomically, resolve_output
+from .atomic import check_name_fits, exclusive_lock, output_directory, replace_atomically, resolve_output
 from .bounds import known_optimal, max_cos_lower_bound, theorem_3_9
 from .certificate import OneVsRestCertificate, support_residuals, verify_witness
 from .checks import SEED_LIMIT
@@ -194,9 +194,31 @@ class _Fields:
             raise self.damaged(self.prefix + name, "is not a group")
         return _Fields(obj, self.where, f"{name}/")
 
+    def array(self, name: str, kinds: str, shape: tuple, copies: int = 2, *,
+              compressed_up_to: float = math.inf) -> np.ndarray:
+        """Dataset ``name`` with a dtype kind in ``kinds`` and ``shape`` (``None`` entries: any length).
+
+        Its declared size is checked before anything is read (:meth:`dataset`)
+        and against the memory free (``copies`` arrays of its size: how many
+        the caller's use of it needs; a caller that counted its memory already
+        passes 1).
+        """
+        field = self.prefix + name
+        obj = self.dataset(name, kinds, shape, compressed_up_to=compressed_up_to)
+        require_memory(copies * obj.size * obj.dtype.itemsize, f"reading {field} of {self.where}")
+        try:
+            data = obj[()]
+        except (OSError, ValueError, TypeError) as err:
+            raise self.damaged(field, f"cannot be read ({str(err).splitlines()[0][:120]})") from None
+        if data.dtype.kind == "f" and not all(np.isfinite(data[start : start + _READ_ROWS]).all()
+                                              for start in range(0, max(1, len(data)), _READ_ROWS)):
+            raise self.damaged(field, "holds NaN or infinity")
+        return data
+
     def dataset(self, name: str, kinds: str, shape: tuple, *, compressed_up_to: float = math.inf) -> h5py.Dataset:
-        """Dataset ``name``, checked as :meth:`array` checks it but not read: where it is stored, its dtype kind
-        and shape, and the bytes the file really stores for it (compressed: at most ``compressed_up_to``)."""
+        """Dataset ``name``, unread, after checking where it is stored, its dtype kind and shape (as :meth:`array`),
+        and its declared size against the bytes the file really stores for it and, stored compressed, against
+        ``compressed_up_to`` bytes."""
         field = self.prefix + name
         obj = self.member(name)
         if not isinstance(obj, h5py.Dataset):
@@ -220,29 +242,6 @@ class _Fields:
             raise self.damaged(field, f"declare shape {obj.shape} ({format_bytes(nbytes)}) but the file stores only "
                                f"{format_bytes(obj.id.get_storage_size())} of them")
         return obj
-
-    def array(self, name: str, kinds: str, shape: tuple, copies: int = 2, *,
-              compressed_up_to: float = math.inf) -> np.ndarray:
-        """Dataset ``name`` with a dtype kind in ``kinds`` and ``shape`` (``None`` entries: any length).
-
-        Its declared size is checked before anything is read: against the
-        memory free (``copies`` arrays of its size: how many the caller's use
-        of it needs; a caller that counted its memory already passes 1),
-        against the bytes the file really stores for it, and, stored
-        compressed, against ``compressed_up_to`` bytes.
-        """
-        field = self.prefix + name
-        obj = self.dataset(name, kinds, shape, compressed_up_to=compressed_up_to)
-        nbytes = obj.size * obj.dtype.itemsize
-        require_memory(copies * nbytes, f"reading {field} of {self.where}")
-        try:
-            data = obj[()]
-        except (OSError, ValueError, TypeError) as err:
-            raise self.damaged(field, f"cannot be read ({str(err).splitlines()[0][:120]})") from None
-        if data.dtype.kind == "f" and not all(np.isfinite(data[start : start + _READ_ROWS]).all()
-                                              for start in range(0, max(1, len(data)), _READ_ROWS)):
-            raise self.damaged(field, "holds NaN or infinity")
-        return data
 
     def attr(self, key: str, kind: str, default=_REQUIRED):
         """Attribute ``key`` as a float (finite), int or str; ``default`` when it is absent (else required)."""
@@ -503,8 +502,8 @@ def read_estimate(path, name: str | None = None, *, max_memory: float | None = N
     with _reading(path), _open_bank(path) as fh:
         fields = _select(fh["codes"], name, path)
         k, d = _shape(fields)
-        # A damaged dataset is refused before any line about reading it is printed.
-        fields.dataset("prototypes", "f", (k, d), compressed_up_to=_COMPRESS_UP_TO_BYTES)
+        # Checked as the reader will check it: a damaged bank is refused before its size is estimated (or sampled).
+        prototypes = fields.dataset("prototypes", "f", (k, d), compressed_up_to=_COMPRESS_UP_TO_BYTES)
         nbytes = process_peak(_read_bytes(fields, k, d))
         limit = memory_limit("cpu", max_memory)
         what = (f"reading code {fields.group.name.rsplit('/', 1)[-1]!r} (K = {k}, d = {d}): checksum, unit rows "
@@ -517,7 +516,7 @@ def read_estimate(path, name: str | None = None, *, max_memory: float | None = N
         require_memory(_read_bytes(fields, k, d), what, limit=max_memory)
         rows = min(k, _READ_ROWS)
         started = time.perf_counter()
-        sample = fields.member("prototypes")[:rows]
+        sample = prototypes[:rows]
         prototype_checksum(sample)
         np.linalg.norm(sample, axis=1)
         # The rows are read, hashed and checked, then passed over again by the orbit's and statistics' checks.
@@ -552,7 +551,11 @@ def _read_orbit(fields: _Fields, prototypes: np.ndarray):
     k, d = prototypes.shape
     if not fields.has("orbit"):
         return resolve_orbit(prototypes)
-    generators = fields.subgroup("orbit").array("generators", "iu", (None, d))
+    if k & (k - 1):
+        raise fields.damaged("orbit", f"is stored, but K = {k} is not a power of two: no orbit of sign changes has "
+                             "K points")
+    # K = 2^r points need r generators: a taller (compressed) array would only cost decompressing it.
+    generators = fields.subgroup("orbit").array("generators", "iu", (k.bit_length() - 1, d))
     orbit = sign_orbit(prototypes, generators)
     if orbit is None:
         raise fields.damaged("orbit/generators", "do not generate the prototypes: the rows are not exactly the "
@@ -565,7 +568,11 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str, orbi
     k = prototypes.shape[0]
     if fields.attr("prototypes_sha256", "str") != sha256:
         raise fields.damaged("certificate", "belongs to other prototypes")
-    by_orbit = fields.attr("witness", "str", "") == ORBIT_WITNESS
+    witness = fields.attr("witness", "str", "")
+    if witness not in ("", ORBIT_WITNESS):
+        raise fields.damaged("attribute certificate/witness", f"is {_shown(witness)}; the only value written is "
+                             f"{ORBIT_WITNESS!r} (or none: every class's witness stored)")
+    by_orbit = witness == ORBIT_WITNESS
     if by_orbit and orbit is None:
         raise fields.damaged("certificate", "keeps class 0's witness alone, but the code is not one orbit of "
                              "sign changes")
@@ -782,14 +789,10 @@ def check_writable_destination(path) -> Path:
     >>> check_writable_destination("/no/such/dir/bank.h5")
     Traceback (most recent call last):
     ...
-    spherecodes.errors.SpherecodesError: output directory /no/such/dir does not exist; create it first or choose another --out
+    spherecodes.errors.SpherecodesError: directory /no/such/dir does not exist; create it first or choose another --out
     """
     path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise SpherecodesError(
-            f"output directory {directory} does not exist; create it first or choose another --out"
-        )
+    directory = output_directory(path, "choose another --out")
     # Probe by creating a file: os.access answers "yes" for root even on
     # read-only mounts, and the bank is written through a temporary file anyway.
     try:

@@ -16,10 +16,49 @@ import os
 
 from .errors import SpherecodesError
 
-__all__ = ["CONNECT_TIMEOUT_S", "dask_client"]
+__all__ = ["CONNECT_TIMEOUT_S", "check_scheduler_address", "dask_client"]
 
 #: How long to wait for an existing scheduler before giving up.
 CONNECT_TIMEOUT_S = 30
+
+#: Address schemes of Dask's communication layers that reach another machine.
+SCHEDULER_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
+
+
+def check_scheduler_address(address: str) -> str:
+    """``address`` unchanged if it reads as a Dask scheduler's ``SCHEME://HOST:PORT`` (``HOST:PORT`` means tcp),
+    or is an ``inproc://`` address (a scheduler in this process).
+
+    Only its form is checked (nothing is reached): Dask itself raises
+    assorted exceptions on a malformed address.
+
+    Raises
+    ------
+    SpherecodesError
+        Not a known scheme, no host, or a port outside 1 … 65535.
+
+    Examples
+    --------
+    >>> check_scheduler_address("tcp://10.0.0.5:8786"), check_scheduler_address("[::1]:8786")
+    ('tcp://10.0.0.5:8786', '[::1]:8786')
+    >>> check_scheduler_address("tcp://10.0.0.5:99999")
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: a scheduler address is SCHEME://HOST:PORT ...
+    """
+    scheme, sep, rest = str(address).partition("://")
+    if not sep:
+        scheme, rest = "tcp", scheme
+    if scheme == "inproc" and rest:  # a scheduler in this very process (a LocalCluster of threads)
+        return address
+    host, colon, port = rest.rpartition(":")
+    if (scheme not in SCHEDULER_SCHEMES or not colon or not host.strip("[]") or "/" in host
+            or not (port.isascii() and port.isdigit() and len(port) <= 5 and 0 < int(port) < 65536)):
+        schemes = ", ".join(SCHEDULER_SCHEMES)
+        shown = repr(address) if len(address) <= 80 else repr(address[:77]) + "..."
+        raise SpherecodesError(f"a scheduler address is SCHEME://HOST:PORT with SCHEME one of {schemes} and PORT "
+                               f"in 1..65535 (e.g. tcp://10.0.0.5:8786); got {shown}")
+    return address
 
 
 @contextlib.contextmanager
@@ -43,7 +82,8 @@ def dask_client(scheduler: str | None, workers: int | None, processes: bool = Tr
     Raises
     ------
     SpherecodesError
-        The scheduler cannot be reached within :data:`CONNECT_TIMEOUT_S`.
+        The scheduler address is malformed (:func:`check_scheduler_address`), or
+        no Dask scheduler answers there within :data:`CONNECT_TIMEOUT_S`.
 
     Examples
     --------
@@ -54,10 +94,15 @@ def dask_client(scheduler: str | None, workers: int | None, processes: bool = Tr
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
+        check_scheduler_address(scheduler)
         try:
             client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError) as err:
             raise SpherecodesError(f"cannot connect to the Dask scheduler at {scheduler} ({err})") from None
+        except (ValueError, TypeError, MemoryError) as err:
+            # Something else listens there: its first bytes, read as Dask's framing, ask for exabytes (MemoryError).
+            raise SpherecodesError(f"cannot connect to the Dask scheduler at {scheduler}: what answers there does "
+                                   f"not speak Dask's protocol ({type(err).__name__}: {str(err)[:120]})") from None
         try:
             yield client, None
         finally:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import replace_atomically
+from .atomic import output_directory, replace_atomically
 from .certificate.witness import verify_witness
 from .checks import check_choice, check_seed
 from .code import Code, default_code_name, make_code
@@ -169,9 +169,7 @@ def export_code(code: Code, path, *, dtype: str = "float64", labels: bool = Fals
         raise SpherecodesError(f"{path} is a directory; give a file name to export to")
     if path.exists() and not overwrite:
         raise SpherecodesError(f"{path} exists; pass --overwrite to replace it")
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise SpherecodesError(f"directory {directory} does not exist; create it first or choose another --out")
+    output_directory(path, "choose another --out")
     if rotation == "random":
         code = rotate_code(code, seed)
     matrix = np.ascontiguousarray(code.prototypes, dtype=dtype)

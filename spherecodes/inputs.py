@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .atomic import file_kind
 from .errors import SpherecodesError
 from .memory import require_memory
 
@@ -32,13 +33,6 @@ __all__ = ["JSON_MAX_DIGITS", "check_input_file", "check_real_dtype", "read_json
 #: converting text to an integer (4300 by default), past which it would raise
 #: an exception no reader expects.
 JSON_MAX_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 4300)() or 4300
-
-_SPECIAL_FILES = (
-    (stat.S_ISFIFO, "a fifo"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
 
 _HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 
@@ -63,8 +57,7 @@ def check_input_file(path, what: str) -> Path:
     if stat.S_ISDIR(mode):
         raise SpherecodesError(f"{path} is a directory; give a {what}")
     if not stat.S_ISREG(mode):
-        kind = next((name for test, name in _SPECIAL_FILES if test(mode)), "not a plain file")
-        raise SpherecodesError(f"{path} is not a regular file (it is {kind}); give a {what}")
+        raise SpherecodesError(f"{path} is not a regular file (it is {file_kind(mode)}); give a {what}")
     return path
 
 

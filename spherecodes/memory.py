@@ -277,7 +277,11 @@ def format_duration(seconds: float) -> str:
     --------
     >>> format_duration(0.2), format_duration(42), format_duration(95), format_duration(7200)
     ('0.2 s', '42 s', '1.6 min', '2.0 h')
+    >>> format_duration(0.01), format_duration(1e-300)  # never "0.0 s" for a time that is not zero
+    ('0.01 s', '1e-300 s')
     """
+    if seconds < 0.095:  # below what one decimal shows (0.1 s): two significant digits
+        return f"{seconds:.2g} s"
     if seconds < 10:
         return f"{seconds:.1f} s"
     if seconds < 60:

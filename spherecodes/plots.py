@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import replace_atomically
+from .atomic import output_directory, replace_atomically
 from .bounds import THEOREM_3_9, max_cos_lower_bound, simplex_rho_cap, theorem_3_9
 from .checks import check_sizes
 from .code import Code
@@ -59,9 +59,7 @@ def check_plot_path(path) -> Path:
         raise SpherecodesError(
             f"cannot tell the format of {path}: end the plot file name in .png, .pdf or .svg"
         )
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise SpherecodesError(f"directory {directory} of the plot file does not exist; create it first")
+    directory = output_directory(path, "choose another plot file")
     if path.is_dir():
         raise SpherecodesError(f"{path} is a directory; give a file name for the plot")
     try:

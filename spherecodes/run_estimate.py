@@ -118,7 +118,7 @@ class RunEstimate:
         ...                              Phase("certificate", "QP", 300.0, 2**30, 2**32)))
         >>> print(est.describe())
         estimate for the whole run (d = 64, K = 1000), timed on samples here:
-          candidates   BCH: ~0.0 s
+          candidates   BCH: ~0.01 s
           statistics   pairs: ~0.2 s
           certificate  QP: ~5.0 min, process peak ~1.0 GiB (its arrays within the 4.0 GiB allowed)
           total        ~5.0 min; the certificate is 100% of it: --no-certify would finish in ~0.2 s (certify later with 'spherecodes certify BANK --write')

@@ -168,7 +168,7 @@ def test_the_certificate_stops_at_the_time_limit_and_the_code_is_kept_uncertifie
     monkeypatch.setattr(RunEstimate, "check", lambda self: None)
     result = run("generate", "--d", 64, "--k", 1000, "--time-limit", 0.01)
     assert result.exit_code == 0, result.output
-    assert "--time-limit 0.0 s reached before the certificate: the code is stored uncertified" in result.output
+    assert "--time-limit 0.01 s reached before the certificate: the code is stored uncertified" in result.output
     assert "spherecodes certify spherecodes_d64_k1000.h5 --write" in result.output
     code = read_code(tmp_path / "spherecodes_d64_k1000.h5")
     assert code.certificate is None and code.stats.max_cos == pytest.approx(1 / 8, abs=1e-12)

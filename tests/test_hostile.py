@@ -16,6 +16,7 @@ real process (a fifo that would block, /dev/zero, a header that asks for
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import http.server
@@ -1189,6 +1190,202 @@ case("lock-file-is-a-hard-link-to-another-file", says=("cannot lock", "hard link
 case("lock-file-is-a-fifo", says=("cannot lock", "fifo"))(_lock_file("fifo"))
 
 
+# ---- codes that are one orbit of sign changes: the stored generators are a claim, checked before use
+
+
+@functools.lru_cache(maxsize=1)
+def _orbit_bank_bytes() -> bytes:
+    """A bank of the 2^8 sign vectors of R^8 (K = 256): its generators and class 0's witness stored."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        made = CliRunner().invoke(main, ["generate", "--d", "8", "--k", "256", "--method", "structured", "--out",
+                                         f"{folder}/orbit.h5", "-q"])
+        assert made.exit_code == 0, made.output
+        return Path(folder, "orbit.h5").read_bytes()
+
+
+def _orbit_bank(folder: Path, edit: Callable) -> Path:
+    path = folder / "orbit.h5"
+    path.write_bytes(_orbit_bank_bytes())
+    with h5py.File(path, "r+") as fh:
+        (name,) = fh["codes"]
+        edit(fh["codes"][name])
+    return path
+
+
+def _generators(make):
+    def edit(group):
+        stored = group["orbit/generators"]
+        data = make(stored[()])
+        del group["orbit/generators"]
+        if callable(data):
+            data(group["orbit"])
+        else:
+            group["orbit"]["generators"] = data
+
+    return edit
+
+
+def _orbit_case(name, make, says):
+    @case(name, says=says)
+    def _(f, web):
+        return ["report", _orbit_bank(f, _generators(make))]
+
+
+_orbit_case("bank-orbit-generators-declared-a-billion-rows",
+            lambda g: lambda orbit: orbit.create_dataset("generators", shape=(10**9, 8), dtype="u1", compression="gzip",
+                                                         chunks=(2**20, 8)),
+            ("orbit/generators", r"\(1000000000, 8\)", r"expected \(8, 8\)"))  # a few KB of gzip; was 20 s and 7.8 GB
+_orbit_case("bank-orbit-generators-of-the-wrong-shape", lambda g: g[:3, :5], ("orbit/generators", r"\(3, 5\)"))
+_orbit_case("bank-orbit-generators-contradict-the-rows", lambda g: np.vstack([g[0] ^ g[1], g[1:]]),
+            ("orbit/generators", "do not generate the prototypes"))
+_orbit_case("bank-orbit-generators-as-floats", lambda g: g + 0.5, ("orbit/generators", "float64", "integers"))
+
+
+@case("bank-orbit-stored-for-k-10", says=("orbit", "K = 10 is not a power of two"))
+def _(f, web):
+    return ["report", _bank(f, edit=lambda g: g.create_group("orbit").create_dataset("generators", data=np.eye(3)))]
+
+
+@case("bank-orbit-witness-on-a-code-that-is-no-orbit", says=("certificate", "class 0's witness alone", "not one orbit"))
+def _(f, web):
+    return ["report", _bank(f, edit=_set_attr("certificate", "witness", "class 0, moved by the orbit"))]
+
+
+@case("bank-certificate-witness-unknown", says=("certificate/witness", "moved by magic", "the only value"))
+def _(f, web):
+    return ["report", _orbit_bank(f, _set_attr("certificate", "witness", "class 0, moved by magic"))]
+
+
+# ---- a Dask scheduler: its address checked where it enters, an unreachable one given up in bounded time
+
+
+def _scheduler_case(name, address, says, command="certify"):
+    @case(name, exit=2, says=("--scheduler",) + says)
+    def _(f, web):
+        if command == "certify":
+            return ["certify", _bank(f), "--scheduler", address, "-q"]
+        return ["catalog", "build", "--grid", "d=3 k=7", "--out", f / "built", "--scheduler", address]
+
+
+_scheduler_case("certify-scheduler-garbage", "garbage", ("SCHEME://HOST:PORT", "'garbage'"))
+_scheduler_case("certify-scheduler-port-99999", "tcp://127.0.0.1:99999", ("1..65535",))
+_scheduler_case("certify-scheduler-http", "http://127.0.0.1:8786", ("tcp, tls",))
+_scheduler_case("certify-scheduler-empty", "", ("''",))
+_scheduler_case("catalog-build-scheduler-no-port", "tcp://", ("SCHEME://HOST:PORT",), command="catalog")
+
+
+@case("certify-scheduler-unreachable", says=("cannot connect", "127.0.0.1", "1 s"))
+def _(f, web):
+    with socket.socket() as s:  # a port nobody listens on (the connect timeout is cut to 1 s here)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return ["certify", _bank(f), "--scheduler", f"tcp://127.0.0.1:{port}", "-q"]
+
+
+@case("certify-scheduler-answers-garbage", says=("cannot connect", "not speak Dask's protocol"))
+def _(f, web):
+    """Something other than Dask listens: its first bytes, read as Dask's frame length, asked for exabytes."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def answer():
+        with server:
+            connection, _ = server.accept()
+            with connection:
+                connection.sendall(b"\xff" * 64)
+                time.sleep(3)
+
+    threading.Thread(target=answer, daemon=True).start()
+    return ["certify", _bank(f), "--scheduler", f"tcp://127.0.0.1:{server.getsockname()[1]}", "-q"]
+
+
+# ---- outputs that are not regular files, through links or as parents
+
+
+def _fifo_intact(f, web, stdout, stderr):
+    assert (f / "device").is_fifo(), "the fifo was replaced by a regular file"
+
+
+@case("plot-through-a-link-to-a-fifo", says=("device", "a fifo", "not a regular file"), stdout=True, check=_fifo_intact)
+def _(f, web):
+    """Renaming the finished plot over the link's target would replace it: a link to /dev/null, run as root, would
+    replace the device (a fifo stands in for it here, so that a regression harms nothing)."""
+    (f / "plot.png").symlink_to(_fifo(f, "device"))
+    return ["report", _bank(f), "--plot", f / "plot.png"]
+
+
+@case("export-through-a-link-to-a-fifo", says=("device", "a fifo", "not a regular file"), check=_fifo_intact)
+def _(f, web):
+    (f / "x.npy").symlink_to(_fifo(f, "device"))
+    return ["export", _bank(f), "--out", f / "x.npy", "--overwrite"]
+
+
+@case("export-into-a-file-as-directory", says=("plain", "is a regular file, not a directory"))
+def _(f, web):
+    (f / "plain").write_text("a file")
+    return ["export", _bank(f), "--out", f / "plain" / "x.npy"]
+
+
+@case("generate-into-a-file-as-directory", says=("plain", "is a regular file, not a directory"))
+def _(f, web):
+    (f / "plain").write_text("a file")
+    return ["generate", "--d", "3", "--k", "4", "--out", f / "plain" / "x.h5"]
+
+
+# ---- more inputs and flags at the edge
+
+
+@case("glove-with-a-byte-order-mark", says=(r"vectors\.txt", "byte-order mark", "'class0'"))
+def _(f, web):
+    """The mark would be read as part of 'class0', which then 'has no word vector'."""
+    lines = "".join(f"class{i} {i} 1 2\n" for i in range(10))
+    (f / "vectors.txt").write_bytes(b"\xef\xbb\xbf" + lines.encode())
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", f / "vectors.txt", "--dry-run"]
+
+
+@case("glove-line-of-nan", says=("class9", "not finite"))
+def _(f, web):
+    lines = "".join(f"class{i} {i} 1 2\n" for i in range(9)) + "class9 nan 1 2\n"
+    (f / "vectors.txt").write_text(lines)
+    return ["assign", _bank(f), "--classes", _classes(f), "--embeddings", f / "vectors.txt", "--dry-run"]
+
+
+@case("time-limit-1e-300", says=(r"--time-limit 1e-300 s", "cannot hold", r"above ~\d"))
+def _(f, web):
+    """Shown as the number given (it was '0.0 s'), with a limit that would hold."""
+    return ["generate", "--d", "3", "--k", "7", "--method", "tammes", "--time-limit", "1e-300", "--out", f / "new.h5"]
+
+
+@case("max-memory-half-a-byte", exit=2, says=("--max-memory", "at least 1 byte"))
+def _(f, web):
+    return ["certify", _bank(f), "--max-memory", "0.5B"]
+
+
+@case("certify-workers-zero", exit=2, says=("--workers", "1<=x<=256"))
+def _(f, web):
+    return ["certify", _bank(f), "--workers", "0"]
+
+
+@case("npy-structured-dtype", says=(r"x\.npy", "real numbers"))
+def _(f, web):
+    np.save(f / "x.npy", np.zeros((3, 3), dtype=[("a", "<f8"), ("b", "<f8")]))
+    return ["certify", f / "x.npy"]
+
+
+@case("npy-fortran-order-declaring-24-GB", says=(r"x\.npy", "24000000000 bytes", "truncated|header"))
+def _(f, web):
+    (f / "x.npy").write_bytes(_npy_header((3, 10**9), fortran=True))
+    return ["certify", f / "x.npy"]
+
+
+@case("registry-file-is-a-file-url", says=("file:///etc/passwd", "plain \\*\\.h5 name"))
+def _(f, web):
+    return ["fetch", CATALOG_ENTRY, "--url", _registry_with(f, edit=lambda e: e.update(file="file:///etc/passwd"))]
+
+
 # --------------------------------------------------------------------------- running a case
 
 
@@ -1233,8 +1430,12 @@ def _run(case_: Case, args, folder: Path, web, monkeypatch):
 
 
 def _short_network_timeout(monkeypatch):
-    """Make the client give up on a silent server after 1 s instead of a minute."""
+    """Make the client give up on a silent server (or a Dask scheduler) after 1 s instead of a minute (30 s)."""
     import importlib
+
+    import spherecodes.cluster
+
+    monkeypatch.setattr(spherecodes.cluster, "CONNECT_TIMEOUT_S", 1)
 
     for module in ("spherecodes.catalog.download", "spherecodes.registry"):
         try:
@@ -1289,7 +1490,7 @@ def test_hostile_input_gets_one_line_and_changes_nothing(name, tmp_path, web, mo
 
 
 def test_the_table_is_large_enough():
-    assert len(CASES) >= 120
+    assert len(CASES) >= 150
 
 
 # --------------------------------------------------------------------------- what must still work
@@ -1630,8 +1831,8 @@ def test_ctrl_c_says_whether_the_code_was_stored(tmp_path, monkeypatch, moment):
         monkeypatch.setattr(os, "fsync", interrupted_fsync)
     result = CliRunner().invoke(main, ["generate", "--d", "3", "--k", "4", "--out", str(bank), "-q"])
     assert result.exit_code == 130, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr  # no empty line before it either
     if moment == "after-the-rename":
         assert _codes_in(bank) == {GOOD_CODE, "etf-d3-k4"}
         assert "written in full" in lines[0] and "nothing" not in lines[0], lines

@@ -26,7 +26,8 @@ from ..report import printable
 from ..semantic import EMBEDDING_FORMATS, MISSING_POLICIES
 
 __all__ = ["BANK", "COUNT", "DIM", "FILE", "MAX_MEMORY_HELP", "MAX_SIZE", "MAX_THREADS", "SECONDS", "SEED", "URL_HELP",
-           "CatalogLocation", "DimensionRange", "FiniteFloat", "MemorySize", "embedding_options", "main",
+           "CatalogLocation", "DimensionRange", "FiniteFloat", "MemorySize", "SchedulerAddress", "embedding_options",
+           "main",
            "threads_option"]
 
 
@@ -50,9 +51,18 @@ class OneLineErrors(click.Group):
                 os._exit(1)
             sys.exit(1)
         except (KeyboardInterrupt, click.Abort):
-            click.echo(interrupted_message(written_files()[earlier_writes:]), err=True)
+            # A terminal echoes "^C" without a newline: the message then starts a line of its own.
+            start = "\n" if sys.stderr.isatty() else ""
+            click.echo(start + interrupted_message(written_files()[earlier_writes:]), err=True)
             sys.exit(130)
         sys.exit(result if isinstance(result, int) else 0)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # Click would print an empty line first (in a log or a pipe too): the message above says it all.
+            raise click.Abort() from None
 
 
 def interrupted_message(writes) -> str:
@@ -173,6 +183,20 @@ BANK = click.Path(path_type=Path, dir_okay=False)
 
 URL_HELP = ("Catalog to use after the bundled one: an http(s):// URL or a directory holding registry.json. "
             "Default: $SPHERECODES_BANK_URL.")
+
+
+class SchedulerAddress(click.ParamType):
+    """A Dask scheduler's address, checked for its form (not yet reached)."""
+
+    name = "ADDRESS"
+
+    def convert(self, value, param, ctx):
+        from ..cluster import check_scheduler_address
+
+        try:
+            return check_scheduler_address(value)
+        except SpherecodesError as err:
+            self.fail(str(err), param, ctx)
 
 
 class DimensionRange(click.ParamType):

@@ -11,6 +11,7 @@ the rest of :mod:`spherecodes.semantic`.
 
 from __future__ import annotations
 
+import codecs
 import gc
 import hashlib
 import warnings
@@ -258,6 +259,11 @@ def _check_text_lines(path: Path) -> None:
 
     def check(lines: int, head: bytes) -> None:
         nonlocal dim
+        if head.startswith(codecs.BOM_UTF8):
+            # gensim would read the mark as part of the first word, which then matches no class name.
+            word = head[3:].split(maxsplit=1)[0][:40].decode("utf-8", "replace") if head[3:].split() else ""
+            raise SpherecodesError(f"{path} starts with a UTF-8 byte-order mark, which would be read as part of its "
+                                   f"first word {word!r}; save the file without it")
         if dim is None:  # the longer of the first two lines: a word2vec header, or a vector
             dim = max(len(line.split()) - 1 for line in head.split(b"\n")[:2])
         require_memory(1.5 * lines * (4 * max(dim, 1) + 100), f"the {lines}+ lines of {dim}-dimensional vectors "

@@ -157,7 +157,8 @@ def polish(
             "dual_feasibility_tolerance": 1e-10,
             "time_limit": max(min(clock.remaining(), budget.seconds_left()), 1e-3),
             # One LP may not overrun the work budget either (a degenerate one
-            # can need thousands of iterations); HiGHS takes a C int.
+            # can need thousands of iterations); HiGHS takes a C int (a budget
+            # from --steps 10**30 would be a TypeError).
             "maxiter": max(1, min(int(budget.work_left // nonzeros), 2**31 - 1)),
         }
         lp = linprog(

@@ -12,7 +12,7 @@ from ...catalog import publish as publish_catalog
 from ...memory import parse_size
 from ...report import format_bytes, format_entries, format_offers
 from .._common import BuildProgress, print_json
-from ..main import MAX_THREADS, SECONDS, SEED, URL_HELP, CatalogLocation, main
+from ..main import MAX_THREADS, SECONDS, SEED, URL_HELP, CatalogLocation, SchedulerAddress, main
 
 @main.group(name="catalog")
 def catalog_cmd():
@@ -103,7 +103,7 @@ def catalog_publish(directory, best, into, max_size, as_json):
 @click.option("--workers", type=click.IntRange(min=1, max=MAX_THREADS), default=None,
               help=f"Workers of the local Dask cluster, 1 to {MAX_THREADS} (never more than banks to build). "
               "Default: one per CPU core (at most one per bank).")
-@click.option("--scheduler", default=None, metavar="ADDRESS",
+@click.option("--scheduler", type=SchedulerAddress(), default=None,
               help="Run on an existing Dask cluster (e.g. tcp://10.0.0.5:8786) instead of a local one; "
               "--out must then be on a file system every worker sees under the same path.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of every optimiser run.")

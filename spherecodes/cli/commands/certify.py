@@ -16,7 +16,7 @@ from ...loading import load_code
 from ...report import format_line_report
 from .._common import certify as certify_code
 from .._common import lock_notice, print_json, read_with_certificate_check, show_report, tell
-from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, main, threads_option
+from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, SchedulerAddress, main, threads_option
 
 @main.command()
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
@@ -33,7 +33,7 @@ from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, main, threads_optio
               "largest |cos| in float64 against the Welch and orthoplex bounds, which certify it optimal where it "
               "meets them and otherwise bound how far from optimal it can be; rho is not computed.")
 @click.option("--quiet", "-q", is_flag=True, help="No estimate and no progress bar on stderr.")
-@click.option("--scheduler", default=None, metavar="ADDRESS",
+@click.option("--scheduler", type=SchedulerAddress(), default=None,
               help="Solve the QP's blocks of classes as tasks on an existing Dask cluster (e.g. tcp://10.0.0.5:8786), "
               "on its workers' CPUs; the certificate is the same as without it.")
 @click.option("--workers", type=click.IntRange(min=1, max=256), default=None,
