@@ -447,7 +447,7 @@ def closest_structured(d: int, k: int) -> str:
     Examples
     --------
     >>> closest_structured(3, 30)
-    'the largest in R^3 is D3 roots (12 points, max-cos 1/2); ...'
+    'the largest in R^3 is Paley ETF q = 5 (6 lines), ± (12 points, max-cos 1/√5); ...'
     """
     here = available_codes(d)
     parts = []

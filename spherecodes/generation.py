@@ -397,7 +397,7 @@ def generate(
     ('auto-d64-k1000-s0', 'extended BCH [64,10,28], 1000 of 1024 words', '1/8')
     >>> code = generate(7, 28, lines=True)   # 28 equiangular lines in R^7, at the Welch bound 1/3
     >>> code.settings["construction"], round(code.settings["max_abs_cos"], 12)
-    ('half of E8-derived (7, 56): 28 antipodal lines', 0.333333333333)
+    ("Steiner ETF of PG(2,2)'s lines (28 lines)", 0.333333333333)
     """
     d, k = check_sizes(d, k)
     seed = check_seed(seed)
