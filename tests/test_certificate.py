@@ -418,3 +418,18 @@ def test_warm_bound_spares_scans_and_certifies_the_same(monkeypatch):
     assert with_bound < sum(scanned)
     np.testing.assert_allclose(warm.lo, cold.lo, atol=1e-13)
     np.testing.assert_allclose(warm.hi, cold.hi, atol=1e-13)
+
+
+def test_a_deadline_stops_the_qp_inside_its_block_and_a_later_one_changes_nothing():
+    import time
+
+    from spherecodes.certificate import CertificateOutOfTime
+
+    w = random_code(300, 8, seed=2)  # the nearest shells settle few classes of a random code: the rest is QP
+    full = one_vs_rest_distances(w, device="cpu")
+    with pytest.raises(CertificateOutOfTime) as stop:
+        one_vs_rest_distances(w, device="cpu", deadline=0.0)
+    assert stop.value.progress.step < stop.value.progress.steps == 300
+    later = one_vs_rest_distances(w, device="cpu", deadline=time.perf_counter() + 3600)
+    np.testing.assert_array_equal(later.lo, full.lo)
+    np.testing.assert_array_equal(later.hi, full.hi)

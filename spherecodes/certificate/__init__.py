@@ -82,7 +82,7 @@ from ..stats import RATTLER_TOL, validate_prototypes
 from . import _blocks
 from ._blocks import assemble_supports, exact_duplicates, host_memory, per_class_bytes
 from ._gram import GramPass, gram_applies, gram_block_bytes, gram_bytes
-from ._result import CertificateProgress, OneVsRestCertificate
+from ._result import CertificateOutOfTime, CertificateProgress, OneVsRestCertificate
 from ._shell import classes_before_giving_up, shell_block_bytes, shell_bounds
 from .witness import WITNESS_SLACK, support_residuals, verify_witness
 
@@ -90,7 +90,8 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = [
-    "DEFAULT_TOL", "WITNESS_SLACK", "CertificateProgress", "OneVsRestCertificate", "certificate_estimate",
+    "DEFAULT_TOL", "WITNESS_SLACK", "CertificateOutOfTime", "CertificateProgress", "OneVsRestCertificate",
+    "certificate_estimate",
     "host_memory", "one_vs_rest_distances", "support_residuals", "verify_witness",
 ]
 
@@ -160,6 +161,7 @@ def one_vs_rest_distances(
     progress: Callable[[CertificateProgress], None] | None = None,
     orbit="auto",
     client=None,
+    deadline: float | None = None,
 ) -> OneVsRestCertificate:
     """Certified one-vs-rest distances ``dist_k`` and ρ of a code.
 
@@ -198,6 +200,11 @@ def one_vs_rest_distances(
         prototypes are sent to every worker once, and each block is the same
         block, solved the same way, as without a cluster, so the result is
         the same.  The nearest-shell pass and the Gram pass stay here.
+    deadline : float, optional
+        A ``time.perf_counter()`` value: once it has passed, the QP's blocks
+        stop between two iterations, within a fraction of a block (a block
+        at d = 1024 can take tens of seconds), and :class:`CertificateOutOfTime`
+        is raised.  Not on a Dask cluster, whose tasks run to their end.
 
     Returns
     -------
@@ -209,6 +216,8 @@ def one_vs_rest_distances(
         Input that is not a code (see :func:`spherecodes.stats.validate_prototypes`),
         a non-positive ``tol`` or ``candidates``, an unknown or absent device,
         or working memory that cannot be allocated.
+    CertificateOutOfTime
+        ``deadline`` passed during the QP.
 
     Examples
     --------
@@ -251,7 +260,7 @@ def one_vs_rest_distances(
         limit=max_memory,
     )
     if orbit is not None:
-        return _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, started, progress)
+        return _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, started, progress, deadline)
     duplicates, duplicate_of = exact_duplicates(w_np)
     shell_progress = None
     if progress is not None:
@@ -279,7 +288,7 @@ def one_vs_rest_distances(
     if rest.size:
         rounds, where = _solve_rest(w_np, rest, duplicate_of, m, tol, "cpu" if client is not None else device,
                                     max_memory, lo, hi, pieces, progress=progress, done=len(exact), started=started,
-                                    client=client)
+                                    client=client, deadline=deadline)
     support_indices, support_weights = assemble_supports(k, pieces)
     residuals = support_residuals(w_np, support_indices, support_weights)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -299,7 +308,7 @@ def one_vs_rest_distances(
     )
 
 
-def _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, started, progress):
+def _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, started, progress, deadline):
     """The certificate of a code that is one orbit of sign changes (:mod:`spherecodes.orbit`), from class 0.
 
     Class 0 is certified like any class (its nearest shell, else the QP),
@@ -321,7 +330,7 @@ def _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, sta
     else:
         pieces = []
         rounds, where = _solve_rest(w_np, first, np.full(k, -1, dtype=np.int64), m, tol, device, max_memory, lo, hi,
-                                    pieces, progress=None, done=0, started=started)
+                                    pieces, progress=None, done=0, started=started, deadline=deadline)
         indices, weights = pieces[0][1][0], pieces[0][2][0]
     used = indices >= 0
     indices, weights = indices[used][None, :], weights[used][None, :]
@@ -355,7 +364,7 @@ def _shell_block_bytes(max_memory: float | None) -> float:
 
 
 def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pieces, *, progress, done, started,
-                client=None):
+                client=None, deadline=None):
     """The QP of the classes ``rest`` (those the nearest shell did not settle), in place; returns (rounds, device).
 
     With a Dask ``client`` the same blocks are tasks on its workers
@@ -370,7 +379,7 @@ def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pi
     """
     import torch
 
-    from ._qp import certify_block
+    from ._qp import OutOfTime, certify_block
 
     k, d = w_np.shape
     dev = resolve_device(device)
@@ -382,9 +391,10 @@ def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pi
     parts = [rest[start : start + block] for start in range(0, len(rest), block)]
     workers = min(workers, len(parts))
     scan_threads = _scan_threads(workers)
+    settled = [done]  # classes settled so far, kept up to date by _collect
     if client is not None:
         results = _cluster_results(client, w_np, parts, duplicate_of, m, tol, tile, block, scan_threads)
-        return _collect(parts, results, lo, hi, pieces, progress, done, k, started), "cpu (Dask cluster)"
+        return _collect(parts, results, lo, hi, pieces, progress, settled, k, started), "cpu (Dask cluster)"
     w = torch.from_numpy(w_np).to(dev)
     w32 = w.to(torch.float32)
     # The float32 similarities of every streamed product, reused (no fresh
@@ -398,31 +408,34 @@ def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pi
             with _linalg_threads(dev):
                 return certify_block(w, w32, torch.from_numpy(part).to(dev), m, tol,
                                      torch.from_numpy(duplicate_of[part]).to(dev), tile, scratch,
-                                     scan_threads=scan_threads)
+                                     scan_threads=scan_threads, deadline=deadline)
         finally:
             free.append(scratch)
 
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        rounds = _collect(parts, pool.map(certify_part, parts), lo, hi, pieces, progress, done, k, started)
+        rounds = _collect(parts, pool.map(certify_part, parts), lo, hi, pieces, progress, settled, k, started)
+    except OutOfTime:
+        raise CertificateOutOfTime(CertificateProgress(settled[0], k, time.perf_counter() - started)) from None
     finally:
         # On Ctrl-C the blocks not started are dropped; those running end first.
         pool.shutdown(wait=True, cancel_futures=True)
     return rounds, str(dev)
 
 
-def _collect(parts, results, lo, hi, pieces, progress, done, k, started) -> int:
-    """Each block's result into ``lo``, ``hi`` and ``pieces``, in block order (progress follows the code); the rounds."""
+def _collect(parts, results, lo, hi, pieces, progress, settled: list, k, started) -> int:
+    """Each block's result into ``lo``, ``hi`` and ``pieces``, in block order (progress follows the code); the rounds.
+
+    ``settled[0]`` counts the classes settled, also for a caller that an exception interrupts."""
     rounds = 0
-    settled = done
     for part, result in zip(parts, results):
         lo[part] = result.lo
         hi[part] = result.hi
         pieces.append((part, result.support_indices, result.support_weights))
         rounds = max(rounds, result.rounds)
-        settled += len(part)
+        settled[0] += len(part)
         if progress is not None:
-            progress(CertificateProgress(settled, k, time.perf_counter() - started))
+            progress(CertificateProgress(settled[0], k, time.perf_counter() - started))
     return rounds
 
 

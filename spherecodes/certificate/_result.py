@@ -36,6 +36,21 @@ class CertificateProgress:
     elapsed: float
 
 
+class CertificateOutOfTime(Exception):
+    """The ``deadline`` of :func:`one_vs_rest_distances` passed during the QP; ``progress`` says how far it got.
+
+    Attributes
+    ----------
+    progress : CertificateProgress
+        The classes settled (whole blocks) when the certificate stopped.
+    """
+
+    def __init__(self, progress: CertificateProgress):
+        super().__init__(f"the certificate's deadline passed with {progress.step:,} of {progress.steps:,} classes "
+                         "settled")
+        self.progress = progress
+
+
 @dataclass(frozen=True)
 class OneVsRestCertificate:
     """Certified one-vs-rest distances of a code and what follows from them.

@@ -12,7 +12,9 @@ from pathlib import Path
 import click
 
 from ..bank import read_code, read_estimate
-from ..certificate import DEFAULT_TOL, certificate_estimate, one_vs_rest_distances, verify_witness
+from ..certificate import (
+    DEFAULT_TOL, CertificateOutOfTime, certificate_estimate, one_vs_rest_distances, verify_witness,
+)
 from ..errors import SpherecodesError
 from ..report import code_report, format_code_report, format_duration, printable
 
@@ -46,8 +48,9 @@ def certify(code, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL, 
             deadline: float | None = None):
     """The certificate of a code (its orbit of sign changes, if any, proved once already), with its estimate
     (unless ``estimate`` is False: printed before) and a progress bar on stderr unless ``quiet``; the QP's
-    blocks as tasks on a Dask ``client``'s cluster if given; stopped with :class:`OutOfTime` after the block
-    of classes during which ``time.perf_counter()`` passes ``deadline``."""
+    blocks as tasks on a Dask ``client``'s cluster if given; stopped with :class:`OutOfTime` once
+    ``time.perf_counter()`` passes ``deadline``: within the QP's block under way, or after the pass (nearest
+    shells, Gram matrix, a cluster's block) during which it passed."""
     if not quiet and estimate:  # the certificate checks its memory itself before allocating
         click.echo(certificate_estimate(code.prototypes, device=device, max_memory=max_memory,
                                         orbit=code.orbit).describe(), err=True)
@@ -57,8 +60,11 @@ def certify(code, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL, 
             if deadline is not None and time.perf_counter() > deadline and update.step < update.steps:
                 raise OutOfTime(update)
 
-        return one_vs_rest_distances(code.prototypes, tol=tol, device=device, max_memory=max_memory,
-                                     progress=report, orbit=code.orbit, client=client)
+        try:
+            return one_vs_rest_distances(code.prototypes, tol=tol, device=device, max_memory=max_memory,
+                                         progress=report, orbit=code.orbit, client=client, deadline=deadline)
+        except CertificateOutOfTime as stop:
+            raise OutOfTime(stop.progress) from None
 
 
 #: A bank read expected to take this long (or one bounded by --max-memory) has its estimate line printed first.

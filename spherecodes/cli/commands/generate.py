@@ -171,8 +171,9 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     the flags that fit.  Each phase then announces itself and shows progress.
     Ctrl-C during the optimisation stores the best code found so far,
     uncertified, and exits with status 130; a certificate still running at
-    --time-limit stops after its block of classes and the code is stored
-    uncertified, with the command that certifies it later.
+    --time-limit stops (within the QP's block of classes under way; after a
+    nearest-shell pass) and the code is stored uncertified, with the command
+    that certifies it later.
     """
     started = time.perf_counter()
     names = read_class_names(classes) if classes is not None else None
