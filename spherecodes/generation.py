@@ -152,13 +152,8 @@ def rotates(d: int, k: int, method: str, rotation: str) -> bool:
     if rotation != "auto" or method != STRUCTURED:
         return False
     code = best_structured_code(d, k)
-    return code is not None and code.native_d < d and not _structured_orbit(d, k)
-
-
-def _structured_orbit(d: int, k: int) -> bool:
-    """Whether the best structured code's K points are, by construction, one orbit of sign changes (K >= 256)."""
-    code = best_structured_code(d, k)
-    return _may_be_orbit(k) and code is not None and code.sign_orbit(k)
+    # A code whose K points are, by construction, one orbit of sign changes keeps its coordinates (keeps_orbit).
+    return code is not None and code.native_d < d and not (_may_be_orbit(k) and code.sign_orbit(k))
 
 
 def _may_be_orbit(k: int) -> bool:
