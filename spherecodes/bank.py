@@ -504,7 +504,8 @@ def read_estimate(path, name: str | None = None, *, max_memory: float | None = N
         k, d = _shape(fields)
         # Checked as the reader will check it: a damaged bank is refused before its size is estimated (or sampled).
         prototypes = fields.dataset("prototypes", "f", (k, d), compressed_up_to=_COMPRESS_UP_TO_BYTES)
-        nbytes = process_peak(_read_bytes(fields, k, d))
+        needed = _read_bytes(fields, k, d)
+        nbytes = process_peak(needed)
         limit = memory_limit("cpu", max_memory)
         what = (f"reading code {fields.group.name.rsplit('/', 1)[-1]!r} (K = {k}, d = {d}): checksum, unit rows "
                 "and statistics")
@@ -513,7 +514,7 @@ def read_estimate(path, name: str | None = None, *, max_memory: float | None = N
         if certified:
             what += (", the orbit's generators and the certificate (class 0 against all K)" if by_orbit else
                      ", and the certificate (every class against all K)")
-        require_memory(_read_bytes(fields, k, d), what, limit=max_memory)
+        require_memory(needed, what, limit=max_memory)
         rows = min(k, _READ_ROWS)
         started = time.perf_counter()
         sample = prototypes[:rows]
