@@ -9,7 +9,8 @@ Layout (schema version 2; ``docs/bank-format.md`` is the full reference)::
     /codes/<name>/labels     UTF-8 strings (K,), optional
     /codes/<name>/stats/     attrs: the scalar statistics and bounds
                              datasets: nearest_cos (K,), nearest_index (K,), rattlers (n,)
-    /codes/<name>/orbit/     optional: generators (r, d) of the sign changes of which the code is one orbit
+    /codes/<name>/orbit/     optional: generators (⌈log2 K⌉, d) of the sign changes of which the code is one
+                             orbit (K = 2^r) or the first K words of one
     /codes/<name>/certificate/  optional: lo, hi (K,), the witnesses (K, s), or class 0's (1, s) for an orbit
 
 A bank is written as schema version 2 only when one of its certificates keeps
@@ -50,7 +51,7 @@ from .code import Code, check_labels, prototype_checksum
 from .errors import SpherecodesError
 from .inputs import read_json
 from .memory import Estimate, format_bytes, memory_limit, process_peak, require_memory
-from .orbit import resolve_orbit, sign_orbit
+from .orbit import OrbitPrefix, orbit_prefix, resolve_orbit, sign_orbit
 from .stats import SeparationStats, validate_prototypes
 
 FORMAT_NAME = "spherecodes-bank"
@@ -546,21 +547,22 @@ def _read_orbit(fields: _Fields, prototypes: np.ndarray):
     """The code's orbit of sign changes: checked from the stored generators, else proved from the rows, else None.
 
     Stored generators are a claim like any other: the rows must be exactly
-    the orbit they generate (:func:`spherecodes.orbit.sign_orbit`, O(K·d)).
-    A bank written before generators were stored has its orbit proved.
+    the orbit they generate (:func:`spherecodes.orbit.sign_orbit`, O(K·d)),
+    or, for K not a power of two, its first K words in the order of their
+    messages (:func:`spherecodes.orbit.orbit_prefix`, O(K·d)).  A bank
+    written before generators were stored has its orbit proved.
     """
     k, d = prototypes.shape
     if not fields.has("orbit"):
         return resolve_orbit(prototypes)
-    if k & (k - 1):
-        raise fields.damaged("orbit", f"is stored, but K = {k} is not a power of two: no orbit of sign changes has "
-                             "K points")
-    # K = 2^r points need r generators: a taller (compressed) array would only cost decompressing it.
-    generators = fields.subgroup("orbit").array("generators", "iu", (k.bit_length() - 1, d))
-    orbit = sign_orbit(prototypes, generators)
+    whole = k & (k - 1) == 0
+    # ⌈log2 K⌉ generators (r for K = 2^r): a taller (compressed) array would only cost decompressing it.
+    generators = fields.subgroup("orbit").array("generators", "iu", ((k - 1).bit_length(), d))
+    orbit = sign_orbit(prototypes, generators) if whole else orbit_prefix(prototypes, generators)
     if orbit is None:
-        raise fields.damaged("orbit/generators", "do not generate the prototypes: the rows are not exactly the "
-                             "orbit of row 0 under these sign changes")
+        what = "orbit of row 0" if whole else "first K words, in order, of the orbit of row 0"
+        raise fields.damaged("orbit/generators", f"do not generate the prototypes: the rows are not exactly the "
+                             f"{what} under these sign changes")
     return orbit
 
 
@@ -930,8 +932,12 @@ def _write_group(group: h5py.Group, code: Code, bounds: dict) -> None:
     _write_stats(group.create_group("stats"), code, bounds)
     if code.orbit is not None:
         orbit = group.create_group("orbit")
-        orbit.attrs["meaning"] = ("row i's signs XOR row 0's are the sum over GF(2) of the generators (1: the sign "
-                                  "flips) chosen by row i's signs at the generators' first flipped columns")
+        if isinstance(code.orbit, OrbitPrefix):
+            orbit.attrs["meaning"] = ("row i's signs XOR row 0's are the sum over GF(2) of the generators (1: the "
+                                      "sign flips) chosen by the bits of i: the first K words of their orbit")
+        else:
+            orbit.attrs["meaning"] = ("row i's signs XOR row 0's are the sum over GF(2) of the generators (1: the "
+                                      "sign flips) chosen by row i's signs at the generators' first flipped columns")
         orbit.create_dataset("generators", data=code.orbit.generators.astype(np.uint8))
     if code.certificate is not None:
         _write_certificate(group.create_group("certificate"), code)

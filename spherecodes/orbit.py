@@ -20,6 +20,18 @@ Finding the generators takes O(K·d·r/64) word operations; checking given
 ones O(K·d) (reading the rows) plus O(K·r·d/64); memory is O(K·d/64) words
 beyond the rows.  Given generators are never trusted: the same check runs
 on found ones.
+
+A code of K words with 2^(t−1) < K < 2^t taken as the first K messages of
+a linear code (messages 0 … K−1 in order, as
+:mod:`spherecodes.structured.binary` takes them) is no orbit, but it is the
+*prefix* of one: the 2^t words ``x_u`` of the span of t generators.
+:func:`orbit_prefix` proves it (:class:`OrbitPrefix`).  The cosine of rows
+m and m' is ``f(m ⊕ m')`` with ``f(u) = <x_0, x_u>``; the others of row m
+are the u in ``m ⊕ [0, K)``, and [0, K) is a union of at most t aligned
+dyadic blocks (one per binary digit of K) that XOR with m maps onto aligned
+dyadic blocks.  So the block maxima of f (a segment tree, O(2^t) memory)
+give every row's nearest neighbour in O(K·t), and the statistics of a
+million such rows take seconds (:meth:`OrbitPrefix.nearest`).
 """
 
 from __future__ import annotations
@@ -29,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ORBIT_MIN_K", "SignOrbit", "moved_vectors", "resolve_orbit", "sign_orbit"]
+__all__ = ["ORBIT_MIN_K", "OrbitPrefix", "SignOrbit", "moved_vectors", "orbit_prefix", "resolve_orbit", "sign_orbit"]
 
 #: Smallest K for which statistics and certificates take the orbit's shortcut
 #: (below it the scans take milliseconds and the shortcut gains nothing).
@@ -66,6 +78,11 @@ class SignOrbit:
     rows: np.ndarray
     rank: int
     generators: np.ndarray
+
+    @property
+    def k(self) -> int:
+        """K = 2^r, the rows."""
+        return len(self.coordinates)
 
     def moved(self, rows, to) -> np.ndarray:
         """The rows that the sign change taking class 0 to class ``to`` makes of ``rows`` (broadcast).
@@ -148,13 +165,14 @@ def sign_orbit(w: np.ndarray, generators: np.ndarray | None = None) -> SignOrbit
     return _orbit_of(words, basis, d)
 
 
-def resolve_orbit(w: np.ndarray, orbit="auto") -> SignOrbit | None:
-    """The orbit that statistics and certificates use: ``orbit`` itself, or proved here when it is ``"auto"``.
+def resolve_orbit(w: np.ndarray, orbit="auto") -> SignOrbit | OrbitPrefix | None:
+    """The structure that statistics and certificates use: ``orbit`` itself, or proved here when it is ``"auto"``.
 
-    ``"auto"`` proves it with :func:`sign_orbit` when K >= :data:`ORBIT_MIN_K`
-    (below, the scans are as fast); None means a code treated as generic; a
-    :class:`SignOrbit` is one already proved for these rows (by
-    :func:`sign_orbit`, once, where the code was built or read).
+    ``"auto"`` proves it when K >= :data:`ORBIT_MIN_K` (below, the scans are
+    as fast): with :func:`sign_orbit` when K is a power of two, else with
+    :func:`orbit_prefix`.  None means a code treated as generic; a
+    :class:`SignOrbit` or :class:`OrbitPrefix` is one already proved for
+    these rows (once, where the code was built or read).
 
     Examples
     --------
@@ -163,10 +181,187 @@ def resolve_orbit(w: np.ndarray, orbit="auto") -> SignOrbit | None:
     (True, 2)
     """
     if isinstance(orbit, str) and orbit == "auto":
-        return sign_orbit(w) if len(w) >= ORBIT_MIN_K else None
-    if orbit is not None and (not isinstance(orbit, SignOrbit) or len(orbit.coordinates) != len(w)):
-        raise ValueError(f"orbit must be 'auto', None or the SignOrbit of these {len(w)} rows, got {orbit!r}")
+        if len(w) < ORBIT_MIN_K:
+            return None
+        return sign_orbit(w) if len(w) & (len(w) - 1) == 0 else orbit_prefix(w)
+    if orbit is not None and (not isinstance(orbit, (SignOrbit, OrbitPrefix)) or orbit.k != len(w)):
+        raise ValueError(f"orbit must be 'auto', None or the SignOrbit or OrbitPrefix of these {len(w)} rows, "
+                         f"got {orbit!r}")
     return orbit
+
+
+@dataclass(frozen=True)
+class OrbitPrefix:
+    """K rows that are words 0 … K−1, in order, of an orbit of 2^t words under sign changes (2^(t−1) < K < 2^t).
+
+    Word u of the orbit is ``x_u = D_u w_0``, where ``D_u`` changes the signs
+    of the columns flipped by an odd number of the generators b with bit b
+    of u set; row m is ``x_m``.  The generators are the rows ``2^b``'s signs
+    XOR row 0's.  ``D_m`` maps ``x_u`` to ``x_{u ⊕ m}``, so the cosine of rows
+    m and m' is ``f(m ⊕ m')``, ``f(u) = <w_0, x_u>`` (:meth:`cosines`).
+
+    Attributes
+    ----------
+    k : int
+        K, the rows.
+    rank : int
+        t = ⌈log2 K⌉: the orbit has 2^t words.
+    generators : ndarray of bool, shape (t, d)
+        The columns whose signs each generating sign change flips.
+    """
+
+    k: int
+    rank: int
+    generators: np.ndarray
+
+    @property
+    def words(self) -> int:
+        """2^t, the words of the whole orbit."""
+        return 1 << self.rank
+
+    def signs(self, w: np.ndarray) -> np.ndarray:
+        """``D_h`` as a vector of ±1 for h = 2^(t−1): row h's signs relative to row 0's (1 on zero columns)."""
+        return np.where(w[self.words // 2] < 0, -1.0, 1.0) * np.where(w[0] < 0, -1.0, 1.0)
+
+    def rows_of(self, w: np.ndarray, words: np.ndarray) -> np.ndarray:
+        """The orbit's words ``x_u`` for the integers ``words`` (u < 2^t), built from the rows: exact in float64.
+
+        For u >= K, ``x_u = D_h x_{u ⊕ h}`` with h = 2^(t−1) and u ⊕ h < K.
+
+        Examples
+        --------
+        >>> w = np.array([[1, 1], [1, -1], [-1, 1]]) / np.sqrt(2)
+        >>> (orbit_prefix(w, check_size=False).rows_of(w, np.array([3])) * np.sqrt(2)).tolist()
+        [[-1.0, -1.0]]
+        """
+        words = np.asarray(words, dtype=np.int64)
+        half = self.words // 2
+        out = w[np.where(words < self.k, words, words ^ half)]
+        beyond = words >= self.k
+        out[beyond] *= self.signs(w)
+        return out
+
+    def products(self, w: np.ndarray, vector: np.ndarray) -> np.ndarray:
+        """``<x_u, vector>`` for every word u < 2^t of the orbit: two products with the rows, never the 2^t words.
+
+        Examples
+        --------
+        >>> w = np.array([[1, 1], [1, -1], [-1, 1]]) / np.sqrt(2)
+        >>> (orbit_prefix(w, check_size=False).products(w, w[0]).round(12) + 0.0).tolist()  # f(u)
+        [1.0, 0.0, 0.0, -1.0]
+        """
+        half = self.words // 2
+        out = np.empty(self.words)
+        out[: self.k] = w @ vector
+        # x_u for u in [K, 2^t) is D_h x_{u ⊕ h}, u ⊕ h in [K − h, h): <x_u, v> = <x_{u ⊕ h}, D_h v>.
+        out[self.k :] = w[self.k - half : half] @ (self.signs(w) * vector)
+        return out
+
+    def cosines(self, w: np.ndarray) -> np.ndarray:
+        """``f(u) = <w_0, x_u>`` for u < 2^t: the cosine of rows m, m' is ``f(m ⊕ m')``."""
+        return self.products(w, w[0])
+
+    def nearest(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """Every row's nearest cosine and nearest row, and the smallest cosine of two rows: O(K·t + K·d).
+
+        Row m's others are the words ``m ⊕ v``, v in [0, K), v ≠ 0.  For each
+        binary digit b of K, the v whose bits above b are K's, bit b is 0 and
+        bits below are free form one aligned block of 2^b integers, and
+        ``m ⊕`` that block is the aligned block number ``(K >> b ⊕ 1) ⊕ (m >> b)``
+        of level b.  Each level of the tree holds its blocks' maxima of f
+        (f(0) = −inf: a row is not its own neighbour) and where they are.
+        Every u ≠ 0 below 2^t is some pair's (u ⊕ h and h for u >= h), so
+        the smallest cosine is the smallest f(u).
+
+        Examples
+        --------
+        >>> w = np.array([[1, 1], [1, -1], [-1, 1]]) / np.sqrt(2)
+        >>> best, index, low = orbit_prefix(w, check_size=False).nearest(w)
+        >>> (best.round(12) + 0.0).tolist(), index.tolist(), round(low, 12)
+        ([0.0, 0.0, 0.0], [1, 0, 0], -1.0)
+        """
+        f = self.cosines(w)
+        f[0] = np.inf
+        low = float(f.min())
+        f[0] = -np.inf
+        rows = np.arange(self.k, dtype=np.int64)
+        best = np.full(self.k, -np.inf)
+        best_word = np.zeros(self.k, dtype=np.int64)
+        values, where = f, np.arange(self.words, dtype=np.int64)
+        for b in range(self.rank):
+            if (self.k >> b) & 1:
+                block = ((self.k >> b) ^ 1) ^ (rows >> b)
+                found = values[block]
+                better = found > best
+                best[better] = found[better]
+                best_word[better] = where[block[better]]
+            pairs = values.reshape(-1, 2)
+            right = pairs[:, 1] > pairs[:, 0]
+            values = np.where(right, pairs[:, 1], pairs[:, 0])
+            where = np.where(right, where.reshape(-1, 2)[:, 1], where.reshape(-1, 2)[:, 0])
+        return best, rows ^ best_word, low
+
+
+def orbit_prefix(w: np.ndarray, generators: np.ndarray | None = None, *, check_size: bool = True) -> OrbitPrefix | None:
+    """The prefix structure of a code, proved from its rows, or None when it is not such a code.
+
+    Parameters
+    ----------
+    w : ndarray, shape (K, d)
+        float64 rows.
+    generators : array_like of bool or 0/1, shape (t, d), optional
+        The sign changes claimed to generate the orbit, t = ⌈log2 K⌉
+        (as :attr:`OrbitPrefix.generators` holds them); checked, not
+        trusted.  Default: row 2^b's signs XOR row 0's.
+    check_size : bool
+        Refuse K = 2^t (a whole orbit: :func:`sign_orbit`) and K < 3; False
+        only for the small examples of the documentation.
+
+    Returns
+    -------
+    OrbitPrefix or None
+        None unless every row has the same zero columns and its other
+        entries share one magnitude, and row m's signs XOR row 0's are the
+        XOR of the generators b over the bits b of m, for every m < K.  The
+        check reads the rows once and combines packed words: O(K·d).
+
+    Examples
+    --------
+    Five of the cube's vertices (±1, ±1, ±1)/√3, in the order of their
+    messages 0 … 4, are the prefix of that orbit; in another order they are
+    not (row 3 is then not the sum of rows 1 and 2's sign changes).
+
+    >>> import itertools
+    >>> w = np.array(list(itertools.product([1, -1], repeat=3))) / np.sqrt(3)
+    >>> orbit_prefix(w[:5]).generators.astype(int).tolist()
+    [[0, 0, 1], [0, 1, 0], [1, 0, 0]]
+    >>> orbit_prefix(w[[0, 1, 2, 4, 3]]), orbit_prefix(w[:5], generators=[[0, 0, 1], [0, 1, 0], [1, 1, 0]])
+    (None, None)
+    """
+    k, d = w.shape
+    if check_size and (k < 3 or k & (k - 1) == 0):
+        return None
+    rank = max(1, (k - 1).bit_length())
+    words = _sign_words(w)
+    if words is None:
+        return None
+    if generators is None:
+        basis = words[[1 << b for b in range(rank)]]
+    else:
+        generators = np.asarray(generators)
+        if generators.shape != (rank, d) or not np.isin(generators, (0, 1)).all():
+            return None
+        basis = _pack(generators.astype(bool))
+    # The combinations of the generators for messages 0 … K − 1, by doubling:
+    # messages [2^b, 2^(b+1)) are messages [0, 2^b) with generator b added.
+    combination = np.zeros_like(words)
+    for b in range(rank):
+        size = 1 << b
+        count = min(size, k - size)
+        combination[size : size + count] = combination[:count] ^ basis[b]
+    if not np.array_equal(combination, words):
+        return None
+    return OrbitPrefix(k, rank, np.unpackbits(basis.view(np.uint8), axis=1, count=d).astype(bool))
 
 
 def _pack(bits: np.ndarray) -> np.ndarray:

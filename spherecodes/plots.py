@@ -27,6 +27,7 @@ from .checks import check_sizes
 from .code import Code
 from .constructions import closed_form_rho
 from .errors import SpherecodesError
+from .orbit import SignOrbit
 from .report import printable
 from .sphere import gram_tiles
 
@@ -94,7 +95,7 @@ def _pair_tiles(prototypes: np.ndarray, orbit):
     every class sees row 0's cosines, so the K(K − 1)/2 pairs are row 0's
     K − 1 cosines, each K/2 times (K = 2^r is even); else the Gram tiles.
     """
-    if orbit is not None:
+    if isinstance(orbit, SignOrbit):
         yield prototypes[1:] @ prototypes[0], len(prototypes) // 2
         return
     for r, c, g in gram_tiles(prototypes):

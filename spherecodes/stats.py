@@ -9,7 +9,8 @@ statistics of a million prototypes in R^512 a matter of seconds.  A code
 that is one orbit of sign changes (a binary linear code or a coset of one,
 proved from its rows by :func:`spherecodes.orbit.sign_orbit`, once, where
 the code is made or read) needs one row: every prototype sees the same
-cosines.
+cosines; the first K words of such an orbit (:class:`spherecodes.orbit.OrbitPrefix`)
+need two, and a tree of their block maxima (O(K·log K)).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 
 from .errors import SpherecodesError
 from .memory import memory_limit, require_memory
-from .orbit import resolve_orbit
+from .orbit import OrbitPrefix, resolve_orbit
 from .sphere import DEFAULT_TILE, gram_tiles, nearest_others, random_start
 
 #: Largest allowed deviation of a row norm from 1 for a matrix to count as a code.
@@ -260,11 +261,13 @@ def separation_statistics(
         fraction of what is available.
     progress : callable, optional
         Called with a :class:`StatisticsProgress` after each block of rows.
-    orbit : SignOrbit, None or "auto"
+    orbit : SignOrbit, OrbitPrefix, None or "auto"
         The code's orbit of sign changes when already proved
         (:func:`spherecodes.orbit.sign_orbit`; its statistics then come from
-        one row of cosines), None for a generic code, ``"auto"`` to prove it
-        here (:func:`spherecodes.orbit.resolve_orbit`).
+        one row of cosines) or the orbit it is the prefix of
+        (:func:`spherecodes.orbit.orbit_prefix`: two rows and a tree of
+        their maxima), None for a generic code, ``"auto"`` to prove it here
+        (:func:`spherecodes.orbit.resolve_orbit`).
 
     Returns
     -------
@@ -288,7 +291,11 @@ def separation_statistics(
     tile = _tile_size(k, d, tile, dev, max_memory, "separation statistics")
     report = _reporter(progress, k)
     orbit = resolve_orbit(w, orbit)
-    if orbit is not None:
+    if isinstance(orbit, OrbitPrefix):
+        # The first K words of an orbit: the cosines of one class of the
+        # whole orbit and a tree of their block maxima give every row's.
+        nearest_cos, nearest_index, min_cos = orbit.nearest(w)
+    elif orbit is not None:
         # One orbit of sign changes (isometries of the code that act
         # transitively): every row sees row 0's cosines, so one row of the
         # Gram matrix gives all the statistics.

@@ -77,7 +77,7 @@ from .. import memory
 from ..devices import resolve_device, torch_threads
 from ..errors import SpherecodesError
 from ..memory import Estimate, memory_limit, require_memory
-from ..orbit import resolve_orbit
+from ..orbit import OrbitPrefix, SignOrbit, resolve_orbit
 from ..stats import RATTLER_TOL, validate_prototypes
 from . import _blocks
 from ._blocks import assemble_supports, exact_duplicates, host_memory, per_class_bytes
@@ -253,6 +253,8 @@ def one_vs_rest_distances(
         # the shells settle.
         resolve_device(device)
     orbit = resolve_orbit(w_np, orbit)
+    if isinstance(orbit, OrbitPrefix):
+        orbit = None
     require_memory(
         host_memory(k, d) if orbit is None else _orbit_bytes(k, d, max_memory),
         f"the certificate's inputs and results (K={k}, d={d})",
@@ -529,7 +531,7 @@ def certificate_estimate(
     seconds = 0.0
     if w is not None:
         started = time.perf_counter()
-        if resolve_orbit(w, orbit) is not None:
+        if isinstance(resolve_orbit(w, orbit), SignOrbit):
             # Class 0 against all K prototypes: every other class is its image.
             require_memory(_orbit_bytes(k, d, max_memory), f"the certificate's inputs and results (K={k}, d={d})",
                            "cpu", limit=max_memory)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SpherecodesError
-from ..orbit import resolve_orbit, sign_orbit
+from ..orbit import SignOrbit, resolve_orbit, sign_orbit
 
 __all__ = ["WITNESS_SLACK", "support_residuals", "verify_witness"]
 
@@ -116,7 +116,7 @@ def _certificate_orbit(w: np.ndarray, cert, orbit, where: str):
     if claimed is None:
         orbit = resolve_orbit(w, orbit)
         idx, wt = cert.support_indices, cert.support_weights
-        moved = orbit is not None and (wt == wt[0]).all() and _moved_from_first(orbit, np.asarray(idx))
+        moved = isinstance(orbit, SignOrbit) and (wt == wt[0]).all() and _moved_from_first(orbit, np.asarray(idx))
         return orbit if moved else None
     if not (isinstance(orbit, type(claimed)) and np.array_equal(orbit.generators, claimed.generators)):
         orbit = sign_orbit(w, claimed.generators)

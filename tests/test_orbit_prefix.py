@@ -1,0 +1,75 @@
+"""The first K words of a linear binary code (K not a power of two): structure, statistics and certificate."""
+
+import numpy as np
+import pytest
+
+from spherecodes.orbit import OrbitPrefix, orbit_prefix, resolve_orbit
+from spherecodes.stats import separation_statistics
+from spherecodes.structured.binary import bch_code, golay_code, reed_muller_code
+
+CODES = {
+    "bch-64": lambda: bch_code(6, 21),  # extended BCH [64,16,22]
+    "rm-2-6": lambda: reed_muller_code(2, 6),  # [64,22,16]
+    "golay": golay_code,  # n = 24: 1/√24 is not a power of two
+}
+
+
+def random_linear(k: int, n: int = 48, seed: int = 1) -> np.ndarray:
+    """Messages 0 … K − 1 of random generators, on the sphere: nearest cosines that differ from row to row."""
+    generators = np.random.default_rng(seed).integers(0, 2, size=((k - 1).bit_length(), n))
+    bits = (np.arange(k)[:, None] >> np.arange(len(generators))) & 1
+    return (1.0 - 2.0 * ((bits @ generators) % 2)) / np.sqrt(n)
+
+
+def subset(code: str, k: int, pad: int = 0) -> np.ndarray:
+    w = random_linear(k) if code == "random" else CODES[code]().construction.points(k)
+    return np.hstack([w, np.zeros((k, pad))])
+
+
+@pytest.mark.parametrize("code, k, pad", [("bch-64", 300, 0), ("rm-2-6", 1000, 3), ("golay", 1500, 0),
+                                          ("bch-64", 1025, 0), ("random", 1337, 2), ("random", 700, 0)])
+def test_statistics_equal_the_scan_of_all_pairs(code, k, pad):
+    w = subset(code, k, pad)
+    prefix = resolve_orbit(w)
+    assert isinstance(prefix, OrbitPrefix) and prefix.rank == (k - 1).bit_length()
+    fast, slow = separation_statistics(w), separation_statistics(w, orbit=None)
+    assert abs(fast.max_cos - slow.max_cos) < 1e-15 and abs(fast.min_cos - slow.min_cos) < 1e-15
+    assert np.abs(fast.nearest_cos - slow.nearest_cos).max() < 1e-15
+    # The nearest index may differ on ties: it is a row at the nearest cosine, not the row itself.
+    assert (fast.nearest_index != np.arange(k)).all()
+    assert np.abs(np.einsum("kd,kd->k", w, w[fast.nearest_index]) - slow.nearest_cos).max() < 1e-15
+    assert np.array_equal(fast.rattlers, slow.rattlers)
+    if code == "random":  # rows see different nearest cosines: the tree must tell them apart
+        assert len(np.unique(slow.nearest_cos.round(12))) > 1
+
+
+def test_rows_that_break_the_order_or_the_signs_are_not_a_prefix():
+    w = subset("bch-64", 1000)
+    assert orbit_prefix(w) is not None
+    swapped = w.copy()
+    swapped[[5, 6]] = swapped[[6, 5]]
+    flipped = w.copy()
+    flipped[700, 3] *= -1  # one sign: row 700 is then no sum of the generators
+    scaled = w.copy()
+    scaled[10] = np.where(np.arange(64) < 32, 1.0, 2.0) * scaled[10] / np.sqrt(2.5)  # unequal magnitudes
+    for bad in (swapped, flipped, scaled):
+        assert orbit_prefix(bad) is None
+        assert resolve_orbit(bad) is None
+    # Given generators are checked, not trusted; K = 2^t is a whole orbit, not a prefix.
+    prefix = orbit_prefix(w)
+    wrong = prefix.generators.copy()
+    wrong[2, 0] ^= True
+    assert orbit_prefix(w, prefix.generators).rank == 10 and orbit_prefix(w, wrong) is None
+    assert orbit_prefix(w, prefix.generators[:9]) is None
+    assert orbit_prefix(subset("bch-64", 1024)) is None
+
+
+def test_the_orbit_words_beyond_k_are_the_code_words():
+    # Words K … 2^t − 1 built from the rows (x_u = D_h x_{u ⊕ h}) are the code's own messages u.
+    code = CODES["rm-2-6"]()
+    w = code.construction.points(600)
+    full = code.construction.points(1024)
+    prefix = orbit_prefix(w)
+    words = np.arange(600, 1024)
+    assert np.array_equal(prefix.rows_of(w, words), full[words])
+    assert np.allclose(prefix.cosines(w), full @ full[0], atol=1e-15)
