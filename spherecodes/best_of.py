@@ -99,6 +99,10 @@ class Candidate:
         Certified lower bound on ρ, where computed (to break a tie).
     settings : dict
         How it was made (the solver's settings, or the structured code's parameters).
+    orbit : SignOrbit, OrbitPrefix, None or "auto"
+        The structure of sign changes of its prototypes where already proved
+        (:func:`spherecodes.orbit.resolve_orbit`; None: proved absent), else
+        ``"auto"``: the run proves it once it is chosen.
     """
 
     label: str
@@ -111,6 +115,7 @@ class Candidate:
     rho: float | None = None
     settings: dict = field(default_factory=dict)
     stop_reason: str = ""
+    orbit: object = field(default="auto", repr=False, compare=False)
 
     def to_dict(self) -> dict:
         """JSON-serialisable summary (no prototypes)."""

@@ -21,7 +21,7 @@ from .checks import check_seed, check_sizes
 from .code import Code, default_code_name, make_code
 from .constructions import CLOSED_FORMS, construct, random_rotation
 from .errors import SpherecodesError
-from .orbit import ORBIT_MIN_K, sign_orbit
+from .orbit import ORBIT_MIN_K, describe_orbit, resolve_orbit
 from .structured import best_structured_code
 
 #: Optimisers, for any (d, K).  ``auto`` compares ``tammes`` with the
@@ -152,21 +152,33 @@ def rotates(d: int, k: int, method: str, rotation: str) -> bool:
     if rotation != "auto" or method != STRUCTURED:
         return False
     code = best_structured_code(d, k)
-    # A code whose K points are, by construction, one orbit of sign changes keeps its coordinates (keeps_orbit).
+    # A code whose K points are, by construction, one orbit of sign changes (or the first K words of one) keeps
+    # its coordinates (keeps_orbit).
     return code is not None and code.native_d < d and not (_may_be_orbit(k) and code.sign_orbit(k))
 
 
+#: Classes from which ``auto`` keeps the first K words of an orbit of sign
+#: changes (:class:`spherecodes.orbit.OrbitPrefix`) in their coordinates
+#: although they leave dimensions unused.  Below it a rotation into every
+#: dimension costs seconds (the scans of all pairs); above it, minutes to
+#: hours, against O(K·d) for the prefix.
+PREFIX_KEPT_K = 2**17
+
+
 def _may_be_orbit(k: int) -> bool:
-    """Whether K prototypes can be one orbit of sign changes that the statistics and certificate use (K = 2^r)."""
-    return k >= ORBIT_MIN_K and k & (k - 1) == 0
+    """Whether ``auto`` keeps K prototypes in their coordinates where they are one orbit of sign changes (K = 2^r)
+    or, from :data:`PREFIX_KEPT_K` classes, the first K words of one."""
+    return k >= ORBIT_MIN_K and (k & (k - 1) == 0 or k >= PREFIX_KEPT_K)
 
 
 def keeps_orbit(prototypes: np.ndarray | None) -> bool:
     """Whether ``auto`` keeps a code in its coordinates although it leaves dimensions unused.
 
     A code that is one orbit of sign changes (a binary linear code or a
-    coset of one, :func:`spherecodes.orbit.sign_orbit`) has its statistics
-    and certificate read off one class, in O(K·d) instead of O(K²·d); a
+    coset of one, :func:`spherecodes.orbit.sign_orbit`) or, from
+    :data:`PREFIX_KEPT_K` classes, the first K words of one
+    (:func:`spherecodes.orbit.orbit_prefix`) has its statistics and
+    certificate read off one class, in O(K·d) instead of O(K²·d); a
     rotation hides the sign changes, so ``auto`` keeps such a code as built
     (``--rotation random`` still turns it).
 
@@ -176,7 +188,7 @@ def keeps_orbit(prototypes: np.ndarray | None) -> bool:
     >>> keeps_orbit(construct("cross-polytope", 3, 6)), keeps_orbit(None)
     (False, False)
     """
-    return prototypes is not None and _may_be_orbit(len(prototypes)) and sign_orbit(prototypes) is not None
+    return prototypes is not None and _may_be_orbit(len(prototypes)) and resolve_orbit(prototypes) is not None
 
 
 def uses_seed(method: str, rotation: str, d: int | None = None, k: int | None = None) -> bool:
@@ -214,8 +226,10 @@ def turned(prototypes: np.ndarray, rotation: str, seed: int, orbit="auto") -> tu
     :func:`spherecodes.constructions.random_rotation` ``(d, seed)``;
     ``auto`` only when some dimension is unused (all-zero column), so that
     every coordinate carries signal, unless the code is one orbit of sign
-    changes: ``orbit``, the :class:`spherecodes.orbit.SignOrbit` already
-    proved (None: not one), or ``"auto"`` to decide here (:func:`keeps_orbit`).
+    changes (or, from :data:`PREFIX_KEPT_K` classes, its prefix): ``orbit``,
+    the :class:`spherecodes.orbit.SignOrbit` or
+    :class:`spherecodes.orbit.OrbitPrefix` already proved (None: not one),
+    or ``"auto"`` to decide here (:func:`keeps_orbit`).
     Cosines, max-cos and ρ are unchanged up to rounding (the statistics are
     computed afterwards, from these rows).
 
@@ -232,7 +246,7 @@ def turned(prototypes: np.ndarray, rotation: str, seed: int, orbit="auto") -> tu
     if rotation == "random":
         why = "asked for (--rotation random)"
     elif rotation == "auto" and unused and not (keeps_orbit(prototypes) if isinstance(orbit, str)
-                                                else orbit is not None):
+                                                else orbit is not None and _may_be_orbit(len(prototypes))):
         why = f"{unused} of {prototypes.shape[1]} dimensions unused (all-zero columns)"
     else:
         return prototypes, None
@@ -442,20 +456,22 @@ def _packaged(prototypes, *, rotation, rotation_seed, settings, announce, progre
               orbit="auto", **code_fields) -> Code:
     """The code: turned as ``rotation`` asks (:func:`turned`), then its float64 statistics, announced.
 
-    The orbit of sign changes (``"auto"``: proved here from the rows; None:
-    known not to be one) is proved once and passed on, to the rotation's
-    decision, the statistics and (as ``code.orbit``) the certificate.
+    The orbit of sign changes or its prefix (``"auto"``: proved here from
+    the rows; None: known not to be one; else as the run's estimate proved
+    it, :attr:`spherecodes.best_of.Candidate.orbit`) is proved once and
+    passed on, to the rotation's decision, the statistics and (as
+    ``code.orbit``) the certificate.
     """
     prototypes = np.asarray(prototypes, dtype=np.float64)
     k, d = prototypes.shape
     if isinstance(orbit, str):
-        orbit = sign_orbit(prototypes) if _may_be_orbit(k) and rotation != "random" else None
+        orbit = resolve_orbit(prototypes) if rotation != "random" else None
     prototypes, record = turned(prototypes, rotation, rotation_seed, orbit=orbit)
     settings = dict(settings)
     if record is not None:
         settings["rotation"] = record
         orbit = None  # a rotation hides the sign changes
-    announce("statistics: one orbit of sign changes, the float64 cosines of one class" if orbit is not None
+    announce(f"statistics: {describe_orbit(orbit)}" if orbit is not None
              else f"statistics: float64 cosines of all {k * (k - 1) // 2:,} pairs")
     return make_code(prototypes, settings=settings, stats_device=stats_device, max_memory=max_memory,
                      progress=progress, orbit=orbit, **code_fields)
@@ -480,7 +496,7 @@ def _structured(d, k, method, *, name, labels, seed, used_seed, rotation, max_me
     return _packaged(candidate.prototypes, rotation=rotation, rotation_seed=seed, settings=settings, announce=announce,
                      progress=progress, max_memory=max_memory, method=STRUCTURED, name=name, labels=labels,
                      seed=used_seed, device="cpu", wall_time=candidate.seconds,
-                     orbit=None if rotates(d, k, STRUCTURED, rotation) else "auto")
+                     orbit=None if rotates(d, k, STRUCTURED, rotation) else candidate.orbit)
 
 
 def _auto(d, k, method, *, name, labels, seed, used_seed, rotation, device, steps, restarts, time_limit, progress,
@@ -508,7 +524,7 @@ def _auto(d, k, method, *, name, labels, seed, used_seed, rotation, device, step
     return _packaged(winner.prototypes, rotation=rotation, rotation_seed=seed, settings=settings, announce=announce,
                      progress=progress, max_memory=max_memory, stats_device=_where(winner), method="auto",
                      name=name, labels=labels, seed=used_seed, device=_where(winner),
-                     wall_time=time.perf_counter() - begin)
+                     wall_time=time.perf_counter() - begin, orbit=winner.orbit)
 
 
 def _where(candidate: Candidate) -> str:
@@ -521,11 +537,12 @@ def _closed_form(d, k, method, *, name, labels, seed, used_seed, rotation, max_m
     start = time.perf_counter()
     # A closed form's canonical coordinates are its definition; only --rotation random turns it.
     orientation = "random" if rotation == "random" else "canonical"
-    prototypes = built[0].prototypes if built and orientation == "canonical" else \
-        construct(method, d, k, rotation=orientation, seed=seed)
+    taken = built and orientation == "canonical"
+    prototypes = built[0].prototypes if taken else construct(method, d, k, rotation=orientation, seed=seed)
     return _packaged(prototypes, rotation="none", rotation_seed=seed, settings={"rotation": orientation},
                      announce=announce, progress=progress, max_memory=max_memory, method=method, name=name,
-                     labels=labels, seed=used_seed, device="cpu", wall_time=time.perf_counter() - start)
+                     labels=labels, seed=used_seed, device="cpu", wall_time=time.perf_counter() - start,
+                     orbit=built[0].orbit if taken else "auto")
 
 
 def _optimise(solver, d, k, *, name, labels, seed, used_seed, rotation, device, steps, restarts, time_limit,

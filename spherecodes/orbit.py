@@ -41,7 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ORBIT_MIN_K", "OrbitPrefix", "SignOrbit", "moved_vectors", "orbit_prefix", "resolve_orbit", "sign_orbit"]
+__all__ = ["ORBIT_MIN_K", "OrbitPrefix", "SignOrbit", "moved_vectors", "describe_orbit", "orbit_prefix", "resolve_orbit",
+           "sign_orbit"]
 
 #: Smallest K for which statistics and certificates take the orbit's shortcut
 #: (below it the scans take milliseconds and the shortcut gains nothing).
@@ -188,6 +189,21 @@ def resolve_orbit(w: np.ndarray, orbit="auto") -> SignOrbit | OrbitPrefix | None
         raise ValueError(f"orbit must be 'auto', None or the SignOrbit or OrbitPrefix of these {len(w)} rows, "
                          f"got {orbit!r}")
     return orbit
+
+
+def describe_orbit(orbit: SignOrbit | OrbitPrefix) -> str:
+    """How the statistics of a code with this structure are computed, in words.
+
+    Examples
+    --------
+    >>> w = np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]]) / np.sqrt(2)
+    >>> describe_orbit(sign_orbit(w))
+    'one orbit of sign changes, the float64 cosines of one class'
+    """
+    if isinstance(orbit, OrbitPrefix):
+        return (f"the first {orbit.k:,} of the {orbit.words:,} words of one orbit of sign changes, the float64 "
+                "cosines of one class of the orbit and a tree of their block maxima")
+    return "one orbit of sign changes, the float64 cosines of one class"
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from .constructions import construct
 from .errors import SpherecodesError
 from .generation import CLOSED_FORMS, STRUCTURED, resolve_method
 from .memory import format_bytes, format_duration
-from .orbit import ORBIT_MIN_K, sign_orbit
+from .orbit import ORBIT_MIN_K, OrbitPrefix, describe_orbit, resolve_orbit
 from .sphere import DEFAULT_TILE, nearest_others, random_start
 
 #: A run estimated longer than this is refused before any work (a day).
@@ -261,7 +261,7 @@ def estimate_run(
     solver = _solver_estimate(d, k, method, device, steps, restarts, neighbours, refresh, max_memory, effort) \
         if optimising else None
     built, points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed, max_memory)
-    statistics, orbit = _statistics_phase(d, k, points, optimising, rotation)
+    statistics, orbit = _statistics_phase(d, k, built, points, optimising, rotation)
     # Refused at once where the statistics alone are too long: timing the certificate could take minutes more.
     RunEstimate(d, k, (statistics,), time_limit).check()
     if certify and k * d >= LARGE_CODE:  # smaller certificates are timed in seconds: no need to say so
@@ -279,7 +279,7 @@ def estimate_run(
                 optimising = False
                 announce(f"{describe_plan(plan, k)}\nestimating: timing the certificate of that code ...")
                 built, points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed, max_memory)
-                statistics, orbit = _statistics_phase(d, k, points, optimising, rotation)
+                statistics, orbit = _statistics_phase(d, k, built, points, optimising, rotation)
                 certificate = _certificate_phase(points, optimising, device, max_memory, orbit) if certify else None
     phases = [statistics] + ([certificate] if certificate is not None else [])
     first = _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, solver, points,
@@ -288,19 +288,25 @@ def estimate_run(
     return estimate, plan
 
 
-def _statistics_phase(d: int, k: int, points: np.ndarray, optimising: bool, rotation: str):
+def _statistics_phase(d: int, k: int, built, points: np.ndarray, optimising: bool, rotation: str):
     """The float64 statistics' phase, and the orbit of sign changes the certificate's timing is given.
 
-    One row of cosines for a sign-change orbit kept as built (proved here
-    once; the run proves it once more where it builds the code), else every
-    pair.
+    For a code that is one orbit of sign changes, or the first K words of
+    one, kept as built: the structure proved here, once (the candidate
+    keeps it for the run, :attr:`spherecodes.best_of.Candidate.orbit`), and
+    the statistics' own work on it timed (a product or two and, for a
+    prefix, a tree of maxima: O(K·d)).  Else every pair.
     """
     if not optimising and rotation != "random" and k >= ORBIT_MIN_K:
         proved = time.perf_counter()
-        orbit = sign_orbit(points)
+        orbit = resolve_orbit(points)
+        for candidate in built:
+            if candidate.prototypes is points:
+                candidate.orbit = orbit
         if orbit is not None:
-            return Phase("statistics", "one orbit of sign changes: the cosines of one class",
-                         time.perf_counter() - proved), orbit
+            if isinstance(orbit, OrbitPrefix):
+                orbit.nearest(points)
+            return Phase("statistics", describe_orbit(orbit), time.perf_counter() - proved), orbit
     return Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k)), None
 
 

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from spherecodes.errors import SpherecodesError
 from spherecodes.orbit import OrbitPrefix, orbit_prefix, resolve_orbit
 from spherecodes.stats import separation_statistics
 from spherecodes.structured.binary import bch_code, golay_code, reed_muller_code
@@ -73,3 +74,33 @@ def test_the_orbit_words_beyond_k_are_the_code_words():
     words = np.arange(600, 1024)
     assert np.array_equal(prefix.rows_of(w, words), full[words])
     assert np.allclose(prefix.cosines(w), full @ full[0], atol=1e-15)
+
+
+def test_the_run_proves_the_prefix_once_and_the_bank_checks_its_generators(tmp_path, monkeypatch):
+    import h5py
+
+    import spherecodes.orbit as orbit_module
+    from spherecodes.bank import read_code, write_code
+    from spherecodes.generation import generate
+    from spherecodes.run_estimate import estimate_run
+
+    proofs = []
+    prove = orbit_module.orbit_prefix
+    monkeypatch.setattr(orbit_module, "orbit_prefix", lambda *a, **kw: proofs.append(1) or prove(*a, **kw))
+    estimate, _ = estimate_run(24, 3000, "structured", certify=False)  # the extended Golay code
+    statistics = estimate.phase("statistics")
+    assert statistics.what.startswith("the first 3,000 of the 4,096 words") and statistics.seconds < 5
+    code = generate(24, 3000, "structured", built=estimate.built)
+    assert isinstance(code.orbit, OrbitPrefix) and code.orbit.rank == 12 and len(proofs) == 1
+    write_code(tmp_path / "b.h5", code)
+    with h5py.File(tmp_path / "b.h5", "r") as f:
+        assert f[f"codes/{code.name}/orbit/generators"].shape == (12, 24)
+    again = read_code(tmp_path / "b.h5")
+    assert isinstance(again.orbit, OrbitPrefix) and np.array_equal(again.orbit.generators, code.orbit.generators)
+    with h5py.File(tmp_path / "b.h5", "r+") as f:
+        generators = f[f"codes/{code.name}/orbit/generators"]
+        changed = generators[()]
+        changed[11, 0] ^= 1
+        generators[...] = changed
+    with pytest.raises(SpherecodesError, match="first K words, in order"):
+        read_code(tmp_path / "b.h5")

@@ -91,8 +91,13 @@ class LinearBinaryConstruction:
         return next(c for c in self.chain if c[0] >= t)
 
     def sign_orbit(self, k: int) -> bool:
-        """Whether ``points(k)`` are one orbit of sign changes: K = 2^t points are all 2^t words of t basis rows."""
-        return k >= 2 and k & (k - 1) == 0
+        """Whether ``points(k)`` are one orbit of sign changes or the first K words of one, in order: always.
+
+        K = 2^t points are all 2^t words of t basis rows; other K are the
+        first K of them, message m's word being row 0's with the sign
+        changes of the basis rows of m's bits.
+        """
+        return k >= 2
 
     def points(self, k: int) -> np.ndarray:
         t = max(1, math.ceil(math.log2(k)))

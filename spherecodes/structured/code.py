@@ -127,17 +127,19 @@ class StructuredCode:
         return pts
 
     def sign_orbit(self, k: int | None = None) -> bool:
-        """Whether ``points(k)`` are, by construction, one orbit of a group of sign changes of the coordinates.
+        """Whether ``points(k)`` are, by construction, one orbit of a group of sign changes of the coordinates,
+        or the first K words of one in order.
 
         The first 2^t words of a linear binary code are all the words of a
         t-dimensional subcode: sign changes by its words act transitively
-        (:mod:`spherecodes.orbit`, which proves it from the points).
+        (:mod:`spherecodes.orbit`, which proves it from the points); the
+        first K < 2^t words are a prefix of that orbit.
 
         Examples
         --------
         >>> from spherecodes.structured import bch_code, e8_roots
         >>> bch_code(6, 21).sign_orbit(1024), bch_code(6, 21).sign_orbit(1000), e8_roots().sign_orbit()
-        (True, False, False)
+        (True, True, False)
         """
         k = self._check_k(k)
         orbit = getattr(self.construction, "sign_orbit", None)
