@@ -83,8 +83,10 @@ from . import _blocks
 from ._blocks import assemble_supports, exact_duplicates, host_memory, per_class_bytes
 from ._gram import GramPass, gram_applies, gram_block_bytes, gram_bytes
 from ._result import CertificateOutOfTime, CertificateProgress, OneVsRestCertificate
-from ._shell import classes_before_giving_up, shell_block_bytes, shell_bounds
-from .witness import WITNESS_SLACK, support_residuals, verify_witness
+from ._shell import SHELL_TOL, classes_before_giving_up, shell_block_bytes, shell_bounds
+from .witness import (
+    PAIR_ELEMENTS, WITNESS_SLACK, moved_witness_fits, prefix_bounds, support_residuals, verify_witness,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -92,7 +94,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TOL", "WITNESS_SLACK", "CertificateOutOfTime", "CertificateProgress", "OneVsRestCertificate",
     "certificate_estimate",
-    "host_memory", "one_vs_rest_distances", "support_residuals", "verify_witness",
+    "host_memory", "one_vs_rest_distances", "prefix_bounds", "support_residuals", "verify_witness",
 ]
 
 #: Default bound on every class's interval width ``hi_k − lo_k``.
@@ -253,14 +255,15 @@ def one_vs_rest_distances(
         # the shells settle.
         resolve_device(device)
     orbit = resolve_orbit(w_np, orbit)
-    if isinstance(orbit, OrbitPrefix):
-        orbit = None
     require_memory(
-        host_memory(k, d) if orbit is None else _orbit_bytes(k, d, max_memory),
+        host_memory(k, d) if orbit is None else _prefix_bytes(k, d, orbit.words, m, max_memory)
+        if isinstance(orbit, OrbitPrefix) else _orbit_bytes(k, d, max_memory),
         f"the certificate's inputs and results (K={k}, d={d})",
         "cpu",
         limit=max_memory,
     )
+    if isinstance(orbit, OrbitPrefix):
+        return _prefix_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, started, progress, deadline)
     if orbit is not None:
         return _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, started, progress, deadline)
     duplicates, duplicate_of = exact_duplicates(w_np)
@@ -346,6 +349,80 @@ def _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, sta
         support_indices=indices, support_weights=weights, features=feature[None, :], duplicates=[],
         rounds=rounds, device=where, wall_time=time.perf_counter() - started, orbit=orbit,
     )
+
+
+def _prefix_certificate(w_np, prefix, tol, rattler_tol, m, device, max_memory, started, progress, deadline):
+    """The certificate of the first K words of an orbit of sign changes (:class:`spherecodes.orbit.OrbitPrefix`).
+
+    The whole orbit's class 0 is certified from its nearest words (their
+    shell, else the QP on them), its dual bound checked against all 2^t
+    words of the orbit; :func:`.witness.prefix_bounds` turns that witness
+    into every class's interval: the moved witness where it stays among the
+    rows, the nearest row elsewhere.  O(K·(d + s + log K)).
+    """
+    k = len(w_np)
+    words, weights, rounds, where = _prefix_witness(w_np, prefix, tol, m, device, max_memory, started, deadline)
+    _, nearest_rows, _ = prefix.nearest(w_np)
+    nearest = np.where(moved_witness_fits(k, words), -1, nearest_rows)
+    lo, hi, feature = prefix_bounds(w_np, prefix, words, weights, nearest)
+    if progress is not None:
+        progress(CertificateProgress(k, k, time.perf_counter() - started))
+    return OneVsRestCertificate(
+        lo=lo, hi=hi, tol=float(tol), rattler_tol=float(rattler_tol), support_indices=words[None, :],
+        support_weights=weights[None, :], features=feature[None, :], duplicates=[], rounds=rounds, device=where,
+        wall_time=time.perf_counter() - started, orbit=prefix, nearest=nearest,
+    )
+
+
+def _prefix_witness(w_np, prefix, tol, m, device, max_memory, started, deadline):
+    """A witness of the whole orbit's class 0 as (words, weights), with the QP's rounds and device.
+
+    Its candidates are the orbit's nearest words to ``w_0`` (the nearest
+    shell, or the ``max(m, 4(d + 1))`` nearest where the shell is smaller),
+    built from the rows (:meth:`spherecodes.orbit.OrbitPrefix.rows_of`).
+    The nearest-shell pass tries the part of the shell that is rows first
+    (a witness there fits class 0 itself, so ρ's upper end is the orbit's),
+    then the whole shell; where neither is balanced, the QP solves class 0
+    among the nearest words (its bound is checked against every word
+    later, :func:`.witness.prefix_bounds`).
+    """
+    k, d = w_np.shape
+    f = prefix.cosines(w_np)
+    f[0] = -np.inf
+    top = f.max()
+    shell = np.flatnonzero(f >= top - SHELL_TOL)
+    first = np.zeros(1, dtype=np.int64)
+    for near in (shell[shell < k], shell):
+        if len(near) < 2:
+            continue
+        small = np.vstack([w_np[:1], prefix.rows_of(w_np, near)])
+        found = shell_bounds(small, tol=tol, block_bytes=_shell_block_bytes(max_memory),
+                             max_support=_max_support(len(small), max_memory), rows=first)
+        if found.exact[0]:
+            used = found.support_indices[0] >= 0
+            return near[found.support_indices[0][used] - 1], found.support_weights[0][used], 1, "cpu"
+    count = min(prefix.words - 1, max(m, 4 * (d + 1), len(shell)))
+    near = np.sort(np.argpartition(-f, count - 1)[:count])
+    small = np.vstack([w_np[:1], prefix.rows_of(w_np, near)])
+    lo, hi, pieces = np.zeros(len(small)), np.full(len(small), np.inf), []
+    rounds, where = _solve_rest(small, first, np.full(len(small), -1, dtype=np.int64), min(m, len(small) - 1), tol,
+                                device, max_memory, lo, hi, pieces, progress=None, done=0, started=started,
+                                deadline=deadline)
+    indices, weights = pieces[0][1][0], pieces[0][2][0]
+    used = indices >= 0
+    return near[indices[used] - 1], weights[used], rounds, where
+
+
+def _prefix_bytes(k: int, d: int, words: int, m: int, max_memory: float | None) -> float:
+    """Working memory of the certificate of the first K words of an orbit of 2^t ``words``.
+
+    The tree of the nearest rows (the cosines and a level of maxima with
+    their words, and five per-class arrays), the per-class bounds and
+    nearest rows, the candidates' rows and the shell pass's block.
+    """
+    candidates = min(words, max(m, 4 * (d + 1)))
+    return (8.0 * (5 * words + 10 * k) + 8.0 * candidates * d + 2 * 8.0 * PAIR_ELEMENTS
+            + shell_block_bytes(candidates, d, _shell_block_bytes(max_memory)))
 
 
 def _orbit_bytes(k: int, d: int, max_memory: float | None) -> float:

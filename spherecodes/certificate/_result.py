@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..orbit import SignOrbit, moved_vectors
+from ..errors import SpherecodesError
+from ..orbit import OrbitPrefix, SignOrbit, moved_vectors
 
 __all__ = ["CertificateProgress", "OneVsRestCertificate"]
 
@@ -84,12 +85,20 @@ class OneVsRestCertificate:
         Where the solver ran.
     wall_time : float
         Seconds spent.
-    orbit : SignOrbit or None
+    orbit : SignOrbit, OrbitPrefix or None
         For a code that is one orbit of sign changes
         (:mod:`spherecodes.orbit`): the witness, weights and feature of class
         0 only are held, and class c's are class 0's moved by the sign change
         that takes ``w_0`` to ``w_c`` (:meth:`weights_of`, :meth:`expanded`),
-        so that a million classes cost one.
+        so that a million classes cost one.  For the first K words of such
+        an orbit (:class:`spherecodes.orbit.OrbitPrefix`): the witness of the
+        whole orbit's class 0, its indices words of the orbit (below 2^t, so
+        possibly not rows), its feature and its dual bound, which bounds
+        every class from below (see :func:`spherecodes.certificate.prefix_bounds`).
+    nearest : ndarray of int64, shape (K,), or None
+        With an :class:`~spherecodes.orbit.OrbitPrefix`: −1 for the classes
+        whose moved witness (words ``c ⊕ u``) are all rows, whose ``hi`` is
+        the orbit's; else the row whose segment to the class gives ``hi``.
     """
 
     lo: np.ndarray
@@ -103,7 +112,8 @@ class OneVsRestCertificate:
     rounds: int
     device: str
     wall_time: float
-    orbit: SignOrbit | None = None
+    orbit: SignOrbit | OrbitPrefix | None = None
+    nearest: np.ndarray | None = None
 
     @property
     def k(self) -> int:
@@ -134,6 +144,21 @@ class OneVsRestCertificate:
     def certified(self) -> bool:
         """Whether every class's interval is at most :attr:`tol` wide."""
         return self.width <= self.tol
+
+    @property
+    def classes_certified(self) -> int:
+        """Classes whose interval is at most :attr:`tol` wide."""
+        return int((self.widths <= self.tol).sum())
+
+    @property
+    def rho_certified(self) -> bool:
+        """Whether ρ's own interval ``[rho_lower, rho_upper]`` is at most :attr:`tol` wide.
+
+        Implied by :attr:`certified`; for the first K words of an orbit it
+        can hold while classes whose moved witness leaves the rows keep
+        wider intervals (bounded below by ``rho_lower`` all the same).
+        """
+        return self.rho_upper - self.rho_lower <= self.tol
 
     @property
     def softmax_rattlers(self) -> np.ndarray:
@@ -170,10 +195,14 @@ class OneVsRestCertificate:
         >>> sorted(idx.tolist()), w.round(12).tolist()
         ([1, 5], [0.5, 0.5])
         """
+        if isinstance(self.orbit, OrbitPrefix) and self.nearest[k] >= 0:
+            return np.array([self.nearest[k]]), np.array([1.0])
         row = 0 if self.orbit is not None else k
         keep = self.support_indices[row] >= 0
         indices = self.support_indices[row][keep]
-        if self.orbit is not None:
+        if isinstance(self.orbit, OrbitPrefix):
+            indices = indices ^ k  # words of the orbit, all rows for this class
+        elif self.orbit is not None:
             indices = self.orbit.moved(indices, k)
         return indices, self.support_weights[row][keep]
 
@@ -182,6 +211,9 @@ class OneVsRestCertificate:
 
         For code that needs the arrays themselves (a gradient through every
         witness, a rotated copy of the code); itself when it has no orbit.
+        A certificate of the first K words of an orbit has no such form (its
+        lower bounds come from the whole orbit, not from each class's own
+        witness): refused.
 
         Examples
         --------
@@ -194,6 +226,10 @@ class OneVsRestCertificate:
         """
         if self.orbit is None:
             return self
+        if isinstance(self.orbit, OrbitPrefix):
+            raise SpherecodesError("the certificate of the first K words of an orbit of sign changes bounds its "
+                                   "classes through the whole orbit and has no witness per class; certify the "
+                                   "changed code again")
         k = self.k
         indices = np.where(self.support_indices[0] >= 0,
                            self.orbit.moved(np.maximum(self.support_indices[0], 0)[None, :], np.arange(k)[:, None]), -1)
@@ -219,6 +255,8 @@ class OneVsRestCertificate:
             "width": self.width,
             "tol": self.tol,
             "certified": self.certified,
+            "rho_certified": self.rho_certified,
+            "classes_certified": self.classes_certified,
             "softmax_rattlers": self.softmax_rattlers.tolist(),
             "rattlers_undecided": self.rattlers_undecided.tolist(),
             "rattler_tol": self.rattler_tol,
