@@ -45,24 +45,33 @@ import numpy as np
 from . import __version__
 from .atomic import check_name_fits, exclusive_lock, output_directory, replace_atomically, resolve_output
 from .bounds import known_optimal, max_cos_lower_bound, theorem_3_9
-from .certificate import OneVsRestCertificate, support_residuals, verify_witness
+from .certificate import OneVsRestCertificate, prefix_bytes, support_residuals, verify_witness
 from .checks import SEED_LIMIT
 from .code import Code, check_labels, prototype_checksum
 from .errors import SpherecodesError
 from .inputs import read_json
 from .memory import Estimate, format_bytes, memory_limit, process_peak, require_memory
-from .orbit import OrbitPrefix, orbit_prefix, resolve_orbit, sign_orbit
+from .orbit import OrbitPrefix, SignOrbit, orbit_prefix, resolve_orbit, sign_orbit
 from .stats import SeparationStats, validate_prototypes
 
 FORMAT_NAME = "spherecodes-bank"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: The schema version of a bank none of whose certificates keeps class 0's witness alone.
 PLAIN_SCHEMA_VERSION = 1
 
+#: The schema version of a bank with a certificate that keeps class 0's witness of an orbit, and no prefix.
+ORBIT_SCHEMA_VERSION = 2
+
 #: ``certificate`` attribute ``witness`` of a certificate that keeps class 0's
 #: witness alone, every other class's being its image under the code's orbit.
 ORBIT_WITNESS = "class 0, moved by the orbit"
+
+#: ``certificate`` attribute ``witness`` of the certificate of the first K
+#: words of an orbit: the whole orbit's class 0's witness (words of the
+#: orbit), moved to each class where it stays among the rows, else the
+#: class's ``nearest`` row.
+PREFIX_WITNESS = "class 0 of the whole orbit, moved where it stays among the rows, else the nearest row"
 
 #: Rows checked at a time when a code is read (unit norms, nearest cosines): 64 MiB at d = 128.
 _READ_ROWS = 65536
@@ -469,8 +478,12 @@ def _read_bytes(fields: _Fields, k: int, d: int) -> float:
         certificate = fields.subgroup("certificate")
         support = certificate.member("support_indices")
         s = support.shape[-1] if isinstance(support, h5py.Dataset) and support.ndim == 2 else 0
-        if certificate.attr("witness", "str", "") == ORBIT_WITNESS:
+        witness = certificate.attr("witness", "str", "")
+        if witness == ORBIT_WITNESS:
             nbytes += 8.0 * 4 * k + 16.0 * s + 8.0 * 2 * d
+        elif witness == PREFIX_WITNESS:
+            # The tree of nearest rows over the 2^t words (< 2K), the per-class bounds, and their blocks.
+            nbytes += prefix_bytes(k, d, 2 * k, s, None)
         else:
             nbytes += 16.0 * k * s + 8.0 * 4 * k * d + 8.0 * 4 * k
     return nbytes
@@ -511,10 +524,12 @@ def read_estimate(path, name: str | None = None, *, max_memory: float | None = N
         what = (f"reading code {fields.group.name.rsplit('/', 1)[-1]!r} (K = {k}, d = {d}): checksum, unit rows "
                 "and statistics")
         certified = fields.has("certificate")
-        by_orbit = certified and fields.subgroup("certificate").attr("witness", "str", "") == ORBIT_WITNESS
+        witness = fields.subgroup("certificate").attr("witness", "str", "") if certified else ""
+        by_orbit = witness in (ORBIT_WITNESS, PREFIX_WITNESS)
         if certified:
-            what += (", the orbit's generators and the certificate (class 0 against all K)" if by_orbit else
-                     ", and the certificate (every class against all K)")
+            what += (", the orbit's generators and the certificate (class 0 against all K)" if witness == ORBIT_WITNESS
+                     else ", the orbit's generators and the certificate (class 0 of the whole orbit against its "
+                     "words, O(K·d))" if by_orbit else ", and the certificate (every class against all K)")
         require_memory(needed, what, limit=max_memory)
         rows = min(k, _READ_ROWS)
         started = time.perf_counter()
@@ -572,13 +587,14 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str, orbi
     if fields.attr("prototypes_sha256", "str") != sha256:
         raise fields.damaged("certificate", "belongs to other prototypes")
     witness = fields.attr("witness", "str", "")
-    if witness not in ("", ORBIT_WITNESS):
-        raise fields.damaged("attribute certificate/witness", f"is {_shown(witness)}; the only value written is "
-                             f"{ORBIT_WITNESS!r} (or none: every class's witness stored)")
-    by_orbit = witness == ORBIT_WITNESS
-    if by_orbit and orbit is None:
-        raise fields.damaged("certificate", "keeps class 0's witness alone, but the code is not one orbit of "
-                             "sign changes")
+    if witness not in ("", ORBIT_WITNESS, PREFIX_WITNESS):
+        raise fields.damaged("attribute certificate/witness", f"is {_shown(witness)}; the only values written are "
+                             f"{ORBIT_WITNESS!r} and {PREFIX_WITNESS!r} (or none: every class's witness stored)")
+    by_prefix = witness == PREFIX_WITNESS
+    by_orbit = witness == ORBIT_WITNESS or by_prefix
+    if by_orbit and not isinstance(orbit, OrbitPrefix if by_prefix else SignOrbit):
+        raise fields.damaged("certificate", "keeps class 0's witness alone, but the code is not "
+                             + ("the first K words of an orbit" if by_prefix else "one orbit") + " of sign changes")
     stored = fields.member("support_indices")
     if isinstance(stored, h5py.Dataset) and stored.ndim == 2 and stored.shape[1] > k:
         # A support draws on the other K - 1 prototypes: a wider (compressed) array would only cost decompressing.
@@ -586,8 +602,11 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str, orbi
                              f"K = {k}")
     indices = fields.array("support_indices", "iu", (1 if by_orbit else k, None))
     weights = fields.array("support_weights", "f", indices.shape)
-    if indices.size and (indices.min() < -1 or indices.max() >= k):
-        raise fields.damaged("certificate/support_indices", f"hold indices outside [-1, {k})")
+    # A prefix's witness names words of the whole orbit, not only rows.
+    bound = orbit.words if by_prefix else k
+    if indices.size and (indices.min() < -1 or indices.max() >= bound):
+        raise fields.damaged("certificate/support_indices", f"hold indices outside [-1, {bound})")
+    nearest = fields.array("nearest", "i", (k,)).astype(np.int64) if by_prefix else None
     lo = fields.array("lo", "f", (k,)).astype(np.float64)
     hi = fields.array("hi", "f", (k,)).astype(np.float64)
     tol = fields.attr("tol", "float")
@@ -601,8 +620,12 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str, orbi
     if any(not 0 <= i < k for group in duplicates for i in group):
         raise fields.damaged("attribute certificate/duplicates", f"names indices outside [0, {k})")
     # An orbit's certificate holds class 0's witness: its residual is class 0's (class c's is its image).
-    residuals = support_residuals(prototypes[:1] if by_orbit else prototypes, indices.astype(np.int64),
-                                  weights.astype(np.float64), others=prototypes)
+    if by_prefix:
+        used = indices[0] >= 0
+        residuals = prototypes[:1] - weights[:1, used] @ orbit.rows_of(prototypes, indices[0, used].astype(np.int64))
+    else:
+        residuals = support_residuals(prototypes[:1] if by_orbit else prototypes, indices.astype(np.int64),
+                                      weights.astype(np.float64), others=prototypes)
     norms = np.linalg.norm(residuals, axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         features = np.where(norms > 0, residuals / norms, np.nan)
@@ -619,6 +642,7 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str, orbi
         device=fields.attr("device", "str", ""),
         wall_time=fields.attr("wall_time_s", "float", 0.0),
         orbit=orbit if by_orbit else None,
+        nearest=nearest,
     )
 
 
@@ -899,10 +923,23 @@ def _write_bank(tmp: Path, path: Path, keep: list[str], add: tuple[Code, dict] |
         if add is not None:
             code, bounds = add
             _write_group(codes.create_group(code.name), code, bounds)
-        # Version 2 only where it is needed, so that older readers keep reading every other bank.
-        compact = any(isinstance(codes[name].get("certificate"), h5py.Group)
-                      and _as_str(codes[name]["certificate"].attrs.get("witness")) == ORBIT_WITNESS for name in codes)
-        dst.attrs["schema_version"] = np.int64(SCHEMA_VERSION if compact else PLAIN_SCHEMA_VERSION)
+        # Versions 2 and 3 only where they are needed, so that older readers keep reading every other bank.
+        dst.attrs["schema_version"] = np.int64(max((_schema_needed(codes[name]) for name in codes),
+                                                   default=PLAIN_SCHEMA_VERSION))
+
+
+def _schema_needed(group: h5py.Group) -> int:
+    """The schema version one stored code needs: 3 for the first K words of an orbit (K not a power of two), 2
+    for a certificate that keeps class 0's witness of an orbit, else 1."""
+    orbit = group.get("orbit")
+    if isinstance(orbit, h5py.Group) and isinstance(group.get("prototypes"), h5py.Dataset):
+        k = group["prototypes"].shape[0]
+        if k & (k - 1):
+            return SCHEMA_VERSION
+    certificate = group.get("certificate")
+    if isinstance(certificate, h5py.Group) and _as_str(certificate.attrs.get("witness")) == ORBIT_WITNESS:
+        return ORBIT_SCHEMA_VERSION
+    return PLAIN_SCHEMA_VERSION
 
 
 def _write_group(group: h5py.Group, code: Code, bounds: dict) -> None:
@@ -954,6 +991,7 @@ def _write_certificate(group: h5py.Group, code: Code) -> None:
     a["width"] = cert.width
     a["tol"] = cert.tol
     a["certified"] = cert.certified
+    a["rho_certified"] = cert.rho_certified
     a["rattler_tol"] = cert.rattler_tol
     a["duplicates"] = json.dumps([list(map(int, g)) for g in cert.duplicates])
     a["rounds"] = np.int64(cert.rounds)
@@ -963,7 +1001,9 @@ def _write_certificate(group: h5py.Group, code: Code) -> None:
         if code.orbit is None or not np.array_equal(cert.orbit.generators, code.orbit.generators):
             raise SpherecodesError("the certificate keeps class 0's witness for an orbit of sign changes that is not "
                                    "the code's")
-        a["witness"] = ORBIT_WITNESS
+        a["witness"] = PREFIX_WITNESS if isinstance(cert.orbit, OrbitPrefix) else ORBIT_WITNESS
+    if isinstance(cert.orbit, OrbitPrefix):
+        group.create_dataset("nearest", data=cert.nearest, compression="gzip", shuffle=True)
     group.create_dataset("lo", data=cert.lo)
     group.create_dataset("hi", data=cert.hi)
     group.create_dataset("softmax_rattlers", data=np.asarray(cert.softmax_rattlers, dtype=np.int64))

@@ -70,7 +70,9 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
     certified),
     ``max_cos_lower_bound`` (``value``, ``method``, ``gap``), ``known_optimal``
     (``value``, ``reason``); for a certified code ``rho`` (``lower``,
-    ``upper``, ``width``, ``tol``, ``certified``), ``softmax_rattlers`` and
+    ``upper``, ``width``, ``tol``, ``certified``, ``rho_certified``,
+    ``rho_width``, ``classes_certified``), ``softmax_rattlers``,
+    ``rattlers_undecided`` (a count) and
     ``one_vs_rest`` (per-class ``lo`` and ``hi``), all ``None`` otherwise.
 
     Examples
@@ -116,6 +118,7 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
         "known_optimal": optimal.to_dict(),
         "rho": None,
         "softmax_rattlers": None,
+        "rattlers_undecided": None,
         "one_vs_rest": None,
         "exact_max_cos": _exact_max_cos(code.settings),
         "auto": code.settings.get("auto"),
@@ -128,8 +131,12 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
             "width": cert.width,
             "tol": cert.tol,
             "certified": cert.certified,
+            "rho_certified": cert.rho_certified,
+            "rho_width": cert.rho_upper - cert.rho_lower,
+            "classes_certified": cert.classes_certified,
         }
         report["softmax_rattlers"] = cert.softmax_rattlers.tolist()
+        report["rattlers_undecided"] = len(cert.rattlers_undecided)
         report["one_vs_rest"] = {
             "lo": cert.lo.tolist(),
             "hi": cert.hi.tolist(),
@@ -248,20 +255,28 @@ def _verified_line(verified: dict, k: int) -> str:
     >>> print(_verified_line({"checksum_seconds": 9.1, "certificate": True, "certificate_seconds": 0.6,
     ...                       "orbit": True, "certificate_by_orbit": True}, 1048576))
     on read: SHA-256 and unit norms of the 1048576 prototypes, and that they are one orbit of the stored sign changes (9.1 s); class 0's certificate witness re-evaluated against all 1048576 prototypes, every other class's being its image (0.6 s)
+    >>> print(_verified_line({"checksum_seconds": 2.5, "certificate": True, "certificate_seconds": 1.5, "orbit": True,
+    ...                       "orbit_prefix": True, "certificate_by_orbit": True}, 1000000))
+    on read: SHA-256 and unit norms of the 1000000 prototypes, and that they are the first K words, in order, of the orbit of the stored sign changes (2.5 s); the certificate's witness of the whole orbit's class 0 re-evaluated against all its words, and every class's bound from it or from its nearest row (1.5 s)
     """
 
     def seconds(x: float) -> str:
         return f"{x:.2g} s" if x < 60 else format_duration(x)
 
-    orbit = verified.get("orbit", False)
+    orbit, prefix = verified.get("orbit", False), verified.get("orbit_prefix", False)
     text = (f"on read: SHA-256 and unit norms of the {k} prototypes"
-            + (", and that they are one orbit of the stored sign changes" if orbit else "")
+            + (", and that they are the first K words, in order, of the orbit of the stored sign changes" if prefix
+               else ", and that they are one orbit of the stored sign changes" if orbit else "")
             + f" ({seconds(verified['checksum_seconds'])})")
     certificate = verified["certificate"]
     if certificate is None:
         return text + "; no certificate stored"
     outcome = "re-evaluated" if certificate else "FAILED when re-evaluated"
     by_orbit = verified.get("certificate_by_orbit", False)
+    if by_orbit and prefix:
+        return (text + f"; the certificate's witness of the whole orbit's class 0 {outcome} against all its words, "
+                       "and every class's bound from it or from its nearest row "
+                       f"({seconds(verified['certificate_seconds'])})")
     whose = "class 0's certificate witness" if by_orbit else "the certificate's witness"
     images = ", every other class's being its image" if by_orbit else ""
     return (text + f"; {whose} {outcome} against all {k} prototypes{images} "
@@ -369,8 +384,16 @@ def _rattlers_line(count: int, k: int, tol: float) -> str:
             "says; normal, harmless for training)")
 
 
-def _softmax_rattlers_line(count: int, k: int, tol: float) -> str:
-    """Softmax-Code rattlers (Jiang et al. 2024) in words."""
+def _softmax_rattlers_line(count: int, k: int, tol: float, undecided: int = 0) -> str:
+    """Softmax-Code rattlers (Jiang et al. 2024) in words.
+
+    Examples
+    --------
+    >>> _softmax_rattlers_line(0, 1000, 1e-6, undecided=216)
+    '0 proved; 216 of 1,000 undecided (their intervals reach above rho by > 1e-06)'
+    """
+    if undecided:
+        return (f"{count:,} proved; {undecided:,} of {k:,} undecided (their intervals reach above rho by > {tol:g})")
     if count == 0:
         return "0: every class is at distance rho from the hull of the others"
     return (f"{count} of {k} (dist_k above rho by > {tol:g}: more margin than rho says; normal, "
@@ -411,16 +434,24 @@ def _certificate_lines(report: dict) -> list:
                "certifies it")
         return [("rho", f"not certified ({how})")]
     hi = np.asarray(report["one_vs_rest"]["hi"])
-    status = (
-        f"certified, width {rho['width']:.2g} <= tol {rho['tol']:g}"
-        if rho["certified"]
-        else f"NOT certified to tol {rho['tol']:g}: width {rho['width']:.3g}"
-    )
+    k, settled = report["k"], rho.get("classes_certified", report["k"])
+    if rho["certified"]:
+        status = f"certified, width {rho['width']:.2g} <= tol {rho['tol']:g}"
+    elif rho.get("rho_certified"):
+        # The first K words of an orbit: rho from the whole orbit, some classes only bounded.
+        status = (f"rho certified, width {rho['rho_width']:.2g} <= tol {rho['tol']:g}; per-class distances "
+                  f"certified for {settled:,} of {k:,} classes, the others bounded below by rho")
+    else:
+        status = f"NOT certified to tol {rho['tol']:g}: width {rho['width']:.3g}"
+    spread = f"min {_fmt(hi.min(), 6)}  median {_fmt(float(np.median(hi)), 6)}  max {_fmt(hi.max(), 6)}"
+    if settled < k:
+        spread = f"upper ends {spread}   ({k - settled:,} classes: only bounded, between rho's lower end and these)"
     lines = [
         ("rho", f"[{_fmt(rho['lower'], 12)}, {_fmt(rho['upper'], 12)}]   ({status})"),
-        ("dist_k", f"min {_fmt(hi.min(), 6)}  median {_fmt(float(np.median(hi)), 6)}  max {_fmt(hi.max(), 6)}"),
-        ("softmax rattlers", _softmax_rattlers_line(len(report["softmax_rattlers"]), report["k"],
-                                                    report["one_vs_rest"]["rattler_tol"])),
+        ("dist_k", spread),
+        ("softmax rattlers", _softmax_rattlers_line(len(report["softmax_rattlers"]), k,
+                                                    report["one_vs_rest"]["rattler_tol"],
+                                                    report.get("rattlers_undecided", 0))),
     ]
     duplicates = report["one_vs_rest"]["duplicates"]
     if duplicates:

@@ -169,7 +169,7 @@ def counted_searches(monkeypatch):
 
 
 def test_generate_proves_the_orbit_once_and_the_bank_keeps_its_generators(tmp_path, monkeypatch):
-    from spherecodes.bank import SCHEMA_VERSION, read_code, write_code
+    from spherecodes.bank import ORBIT_SCHEMA_VERSION, read_code, write_code
     from spherecodes.generation import generate, planned_code_name
 
     searches = counted_searches(monkeypatch)
@@ -187,7 +187,7 @@ def test_generate_proves_the_orbit_once_and_the_bank_keeps_its_generators(tmp_pa
     assert abs(code.certificate.rho_lower - 2 / 3) < 1e-14 and code.certificate.width < 1e-14
     write_code(tmp_path / "b.h5", code)
     with h5py.File(tmp_path / "b.h5", "r") as f:
-        assert f.attrs["schema_version"] == SCHEMA_VERSION
+        assert f.attrs["schema_version"] == ORBIT_SCHEMA_VERSION
         stored = f["codes/structured-d30-k4096/orbit/generators"][()]
         assert stored.shape == (12, 30) and not stored[:, 24:].any()
     again = read_code(tmp_path / "b.h5")

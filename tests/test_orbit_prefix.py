@@ -104,3 +104,85 @@ def test_the_run_proves_the_prefix_once_and_the_bank_checks_its_generators(tmp_p
         generators[...] = changed
     with pytest.raises(SpherecodesError, match="first K words, in order"):
         read_code(tmp_path / "b.h5")
+
+
+@pytest.mark.parametrize("code, k", [("bch-64", 300), ("rm-2-6", 1000), ("random", 700)])
+def test_certificate_holds_the_generic_certificates_intervals(code, k):
+    from spherecodes.certificate import one_vs_rest_distances, verify_witness
+
+    w = subset(code, k)
+    fast = one_vs_rest_distances(w, device="cpu")
+    slow = one_vs_rest_distances(w, device="cpu", orbit=None)
+    assert isinstance(fast.orbit, OrbitPrefix) and fast.support_indices.shape[0] == 1 and slow.certified
+    # ρ and every dist_k of the generic QP lie in this certificate's intervals.
+    assert fast.rho_lower <= slow.rho_lower + 1e-12 and slow.rho_upper <= fast.rho_upper + 1e-12
+    assert (fast.lo <= slow.hi + 1e-12).all() and (slow.lo <= fast.hi + 1e-12).all()
+    settled = fast.widths <= fast.tol
+    assert np.abs(fast.hi[settled] - slow.hi[settled]).max(initial=0) < 1e-12
+    if code == "random":
+        # An unbalanced shell: the QP of the whole orbit's class 0, a lower bound below ρ; ρ's upper end
+        # from the nearest rows (no moved witness stays among the rows): an honest, wide interval.
+        assert not fast.rho_certified and fast.rho_lower < slow.rho_lower - 1e-3
+        assert abs(fast.rho_upper - np.sqrt(2 - 2 * separation_statistics(w).max_cos)) < 1e-12
+    else:
+        # Balanced nearest shells: ρ = 1 − max-cos (the bound of w_0's own direction is met).
+        assert fast.rho_certified and abs(fast.rho_lower - slow.rho_lower) < 1e-12
+        assert abs(fast.rho_lower - (1 - separation_statistics(w).max_cos)) < 1e-14
+        assert 0 < fast.classes_certified < k and not fast.certified
+    lo, hi = verify_witness(w, fast)
+    assert np.array_equal(hi, fast.hi) and np.array_equal(lo, fast.lo)
+    with pytest.raises(SpherecodesError, match="expanded|whole orbit"):
+        fast.expanded(w)
+
+
+def test_a_tampered_prefix_certificate_does_not_check():
+    from dataclasses import replace
+
+    from spherecodes.certificate import one_vs_rest_distances, verify_witness
+
+    w = subset("bch-64", 1000)
+    cert = one_vs_rest_distances(w, device="cpu")
+    moved, bounded = np.flatnonzero(cert.nearest < 0), np.flatnonzero(cert.nearest >= 0)
+    assert len(moved) and len(bounded)
+    claimed = cert.nearest.copy()
+    claimed[bounded[-1]] = -1  # the moved witness claimed where it leaves the rows
+    higher = cert.lo.copy()
+    higher[moved[3]] += 1e-6
+    word = cert.support_indices.copy()
+    word[0, 0] = 1000 + word[0, 0] % 24  # another word of the orbit
+    for bad, match in ((replace(cert, nearest=claimed), "leaves the rows"), (replace(cert, lo=higher), "does not check"),
+                       (replace(cert, support_indices=word), "does not check|leaves the rows")):
+        with pytest.raises(SpherecodesError, match=match):
+            verify_witness(w, bad)
+    flipped = w.copy()
+    flipped[999] = -flipped[999]
+    with pytest.raises(SpherecodesError, match="not the first K words"):
+        verify_witness(flipped, cert)
+
+
+def test_the_bank_keeps_and_rechecks_a_prefix_certificate(tmp_path):
+    import h5py
+
+    from spherecodes.bank import SCHEMA_VERSION, read_code, write_code
+    from spherecodes.certificate import one_vs_rest_distances
+    from spherecodes.code import make_code
+    from spherecodes.report import code_report, format_code_report
+
+    code = make_code(subset("bch-64", 1000), method="external", name="bch")
+    code.certificate = one_vs_rest_distances(code.prototypes, device="cpu", orbit=code.orbit)
+    write_code(tmp_path / "b.h5", code)
+    with h5py.File(tmp_path / "b.h5", "r") as f:
+        assert f.attrs["schema_version"] == SCHEMA_VERSION == 3
+        assert f["codes/bch/certificate"].attrs["rho_certified"] and not f["codes/bch/certificate"].attrs["certified"]
+    again = read_code(tmp_path / "b.h5")
+    assert np.array_equal(again.certificate.nearest, code.certificate.nearest)
+    assert again.certificate.rho_lower == code.certificate.rho_lower == 0.875
+    text = format_code_report(code_report(again))
+    assert "rho certified, width" in text and f"certified for {again.certificate.classes_certified:,} of 1,000" in text
+    with h5py.File(tmp_path / "b.h5", "r+") as f:
+        nearest = f["codes/bch/certificate/nearest"]
+        changed = nearest[()]
+        changed[np.flatnonzero(changed >= 0)[0]] = 0 if changed[np.flatnonzero(changed >= 0)[0]] != 0 else 1
+        nearest[...] = changed
+    with pytest.raises(SpherecodesError, match="does not check"):
+        read_code(tmp_path / "b.h5")

@@ -70,7 +70,7 @@ def entry_for_code(code: Code, *, file: str, file_sha256: str, size: int, source
         max_cos=float(stats.max_cos),
         rho_lower=rho_lower,
         rho_upper=rho_upper,
-        rho_certified=bool((hi - lo).max() <= code.certificate.tol),
+        rho_certified=bool(hi.min() - lo.min() <= code.certificate.tol),  # rho's own interval
         lp_bound=float(bound.value),
         lp_bound_method=bound.method,
         lp_gap=float(stats.max_cos - bound.value),

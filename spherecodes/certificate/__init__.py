@@ -94,7 +94,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TOL", "WITNESS_SLACK", "CertificateOutOfTime", "CertificateProgress", "OneVsRestCertificate",
     "certificate_estimate",
-    "host_memory", "one_vs_rest_distances", "prefix_bounds", "support_residuals", "verify_witness",
+    "host_memory", "one_vs_rest_distances", "prefix_bounds", "prefix_bytes", "support_residuals", "verify_witness",
 ]
 
 #: Default bound on every class's interval width ``hi_k − lo_k``.
@@ -256,7 +256,7 @@ def one_vs_rest_distances(
         resolve_device(device)
     orbit = resolve_orbit(w_np, orbit)
     require_memory(
-        host_memory(k, d) if orbit is None else _prefix_bytes(k, d, orbit.words, m, max_memory)
+        host_memory(k, d) if orbit is None else prefix_bytes(k, d, orbit.words, m, max_memory)
         if isinstance(orbit, OrbitPrefix) else _orbit_bytes(k, d, max_memory),
         f"the certificate's inputs and results (K={k}, d={d})",
         "cpu",
@@ -361,7 +361,7 @@ def _prefix_certificate(w_np, prefix, tol, rattler_tol, m, device, max_memory, s
     rows, the nearest row elsewhere.  O(K·(d + s + log K)).
     """
     k = len(w_np)
-    words, weights, rounds, where = _prefix_witness(w_np, prefix, tol, m, device, max_memory, started, deadline)
+    words, weights, rounds, where, _ = _prefix_witness(w_np, prefix, tol, m, device, max_memory, started, deadline)
     _, nearest_rows, _ = prefix.nearest(w_np)
     nearest = np.where(moved_witness_fits(k, words), -1, nearest_rows)
     lo, hi, feature = prefix_bounds(w_np, prefix, words, weights, nearest)
@@ -375,14 +375,17 @@ def _prefix_certificate(w_np, prefix, tol, rattler_tol, m, device, max_memory, s
 
 
 def _prefix_witness(w_np, prefix, tol, m, device, max_memory, started, deadline):
-    """A witness of the whole orbit's class 0 as (words, weights), with the QP's rounds and device.
+    """A witness of the whole orbit's class 0 as (words, weights), with the QP's rounds and device, and whether the
+    QP was needed.
 
     Its candidates are the orbit's nearest words to ``w_0`` (the nearest
     shell, or the ``max(m, 4(d + 1))`` nearest where the shell is smaller),
     built from the rows (:meth:`spherecodes.orbit.OrbitPrefix.rows_of`).
-    The nearest-shell pass tries the part of the shell that is rows first
-    (a witness there fits class 0 itself, so ρ's upper end is the orbit's),
-    then the whole shell; where neither is balanced, the QP solves class 0
+    The nearest-shell pass tries the shell's words below 2^s for s = 1, 2,
+    … first (a witness there moves to rows for all classes but the last
+    ones, so ρ's upper end is the orbit's and most classes are certified),
+    then its words below K, then the whole shell; where none is balanced,
+    the QP solves class 0
     among the nearest words (its bound is checked against every word
     later, :func:`.witness.prefix_bounds`).
     """
@@ -392,15 +395,20 @@ def _prefix_witness(w_np, prefix, tol, m, device, max_memory, started, deadline)
     top = f.max()
     shell = np.flatnonzero(f >= top - SHELL_TOL)
     first = np.zeros(1, dtype=np.int64)
-    for near in (shell[shell < k], shell):
-        if len(near) < 2:
+    tried = set()
+    # Words below 2^s move with class i to words below K for every i below K rounded down to a multiple of 2^s:
+    # the smaller the witness's words, the more classes it certifies.
+    for bound in [1 << s for s in range(1, prefix.rank)] + [k, prefix.words]:
+        near = shell[shell < bound]
+        if len(near) < 2 or len(near) in tried:
             continue
+        tried.add(len(near))
         small = np.vstack([w_np[:1], prefix.rows_of(w_np, near)])
         found = shell_bounds(small, tol=tol, block_bytes=_shell_block_bytes(max_memory),
                              max_support=_max_support(len(small), max_memory), rows=first)
         if found.exact[0]:
             used = found.support_indices[0] >= 0
-            return near[found.support_indices[0][used] - 1], found.support_weights[0][used], 1, "cpu"
+            return near[found.support_indices[0][used] - 1], found.support_weights[0][used], 1, "cpu", False
     count = min(prefix.words - 1, max(m, 4 * (d + 1), len(shell)))
     near = np.sort(np.argpartition(-f, count - 1)[:count])
     small = np.vstack([w_np[:1], prefix.rows_of(w_np, near)])
@@ -410,15 +418,21 @@ def _prefix_witness(w_np, prefix, tol, m, device, max_memory, started, deadline)
                                 deadline=deadline)
     indices, weights = pieces[0][1][0], pieces[0][2][0]
     used = indices >= 0
-    return near[indices[used] - 1], weights[used], rounds, where
+    return near[indices[used] - 1], weights[used], rounds, where, True
 
 
-def _prefix_bytes(k: int, d: int, words: int, m: int, max_memory: float | None) -> float:
-    """Working memory of the certificate of the first K words of an orbit of 2^t ``words``.
+def prefix_bytes(k: int, d: int, words: int, m: int, max_memory: float | None) -> float:
+    """Working memory of the certificate of the first K words of an orbit of 2^t ``words``, or of its check.
 
     The tree of the nearest rows (the cosines and a level of maxima with
     their words, and five per-class arrays), the per-class bounds and
-    nearest rows, the candidates' rows and the shell pass's block.
+    nearest rows, the candidates' rows (``m`` at least) and the shell
+    pass's block.
+
+    Examples
+    --------
+    >>> prefix_bytes(1_000_000, 128, 2**20, 258, None) < 2**30
+    True
     """
     candidates = min(words, max(m, 4 * (d + 1)))
     return (8.0 * (5 * words + 10 * k) + 8.0 * candidates * d + 2 * 8.0 * PAIR_ELEMENTS
@@ -608,7 +622,10 @@ def certificate_estimate(
     seconds = 0.0
     if w is not None:
         started = time.perf_counter()
-        if isinstance(resolve_orbit(w, orbit), SignOrbit):
+        resolved = resolve_orbit(w, orbit)
+        if isinstance(resolved, OrbitPrefix):
+            return _prefix_estimate(w, resolved, device, max_memory)
+        if isinstance(resolved, SignOrbit):
             # Class 0 against all K prototypes: every other class is its image.
             require_memory(_orbit_bytes(k, d, max_memory), f"the certificate's inputs and results (K={k}, d={d})",
                            "cpu", limit=max_memory)
@@ -669,6 +686,28 @@ def certificate_estimate(
     blocks = f"{workers} workers, blocks of {block}" if workers > 1 else f"blocks of {block}"
     return Estimate(f"certificate of K = {k} classes in d = {d} (QP in {blocks}{cut})", str(dev), nbytes,
                     memory_limit(str(dev), max_memory), seconds)
+
+
+def _prefix_estimate(w: np.ndarray, prefix, device, max_memory: float | None) -> Estimate:
+    """The certificate of the first K words of an orbit, timed on its parts: the witness of the whole orbit's class
+    0 found here (as the certificate finds it), the moved witnesses checked for a sample of classes (scaled to K),
+    and the tree of nearest rows and the bounds' products, counted as three times the cosines' two products."""
+    k, d = w.shape
+    m = min(k - 1, max(32, 2 * d + 2))
+    nbytes = prefix_bytes(k, d, prefix.words, m, max_memory)
+    require_memory(nbytes, f"the certificate's inputs and results (K={k}, d={d})", "cpu", limit=max_memory)
+    started = time.perf_counter()
+    words, _, _, _, qp = _prefix_witness(w, prefix, DEFAULT_TOL, m, device, max_memory, started, None)
+    found = time.perf_counter()
+    prefix.cosines(w)
+    products = time.perf_counter()
+    sample = min(k, 65536)
+    moved_witness_fits(sample, words[words < sample])
+    seconds = (found - started) + 3 * (products - found) + (time.perf_counter() - products) * k / sample
+    how = "the QP on its nearest words" if qp else "its nearest shell"
+    return Estimate(f"certificate of K = {k} classes in d = {d} (the first {k:,} of the {prefix.words:,} words of "
+                    f"one orbit of sign changes: the whole orbit's class 0 by {how}, and its images)", "cpu",
+                    memory.process_peak(nbytes, loads_torch=qp), memory_limit("cpu", max_memory), seconds)
 
 
 def _time_shells(w: np.ndarray, sample: np.ndarray, max_memory: float | None):

@@ -16,6 +16,7 @@ from ..certificate import (
     DEFAULT_TOL, CertificateOutOfTime, certificate_estimate, one_vs_rest_distances, verify_witness,
 )
 from ..errors import SpherecodesError
+from ..orbit import OrbitPrefix
 from ..report import code_report, format_code_report, format_duration, printable
 
 
@@ -93,7 +94,7 @@ def read_with_certificate_check(bank, name: str | None, *, max_memory: float | N
     began = time.perf_counter()
     code = read_code(bank, name, verify_certificate=False, max_memory=max_memory)
     verified = {"checksum_seconds": time.perf_counter() - began, "certificate": None, "certificate_seconds": 0.0,
-                "orbit": code.orbit is not None,
+                "orbit": code.orbit is not None, "orbit_prefix": isinstance(code.orbit, OrbitPrefix),
                 "certificate_by_orbit": code.certificate is not None and code.certificate.orbit is not None}
     if code.certificate is None:
         return code, None, verified
