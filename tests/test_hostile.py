@@ -1243,9 +1243,11 @@ _orbit_case("bank-orbit-generators-contradict-the-rows", lambda g: np.vstack([g[
 _orbit_case("bank-orbit-generators-as-floats", lambda g: g + 0.5, ("orbit/generators", "float64", "integers"))
 
 
-@case("bank-orbit-stored-for-k-10", says=("orbit", "K = 10 is not a power of two"))
+@case("bank-orbit-stored-for-k-10", says=("orbit/generators", "first K words, in order"))
 def _(f, web):
-    return ["report", _bank(f, edit=lambda g: g.create_group("orbit").create_dataset("generators", data=np.eye(3)))]
+    # K = 10: claimed to be the first 10 words of an orbit of 16 (4 generators), which random rows are not.
+    return ["report", _bank(f, edit=lambda g: g.create_group("orbit").create_dataset(
+        "generators", data=np.eye(4, 3, dtype=np.uint8)))]
 
 
 @case("bank-orbit-witness-on-a-code-that-is-no-orbit", says=("certificate", "class 0's witness alone", "not one orbit"))
