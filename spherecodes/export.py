@@ -29,6 +29,7 @@ from .checks import check_choice, check_seed
 from .code import Code, default_code_name, make_code
 from .constructions import CLOSED_FORMS, ROTATIONS, random_rotation
 from .errors import SpherecodesError
+from .orbit import OrbitPrefix
 
 #: File name endings :func:`export_code` writes, and what they hold.
 EXPORT_FORMATS = {
@@ -75,7 +76,10 @@ def rotate_code(code: Code, seed: int, *, name: str | None = None) -> Code:
     here equals the one generated with that seed).  The statistics are
     recomputed from the rotated rows in float64; a certificate is carried
     over by re-verifying its witness on them, so ρ and every one-vs-rest
-    interval stay certified for the rows that are stored.  ``settings``
+    interval stay certified for the rows that are stored.  The certificate
+    of the first K words of an orbit of sign changes is not carried over (it
+    bounds its classes through the whole orbit, which the rotation hides,
+    and has no witness per class): the turned code is uncertified.  ``settings``
     records the rotation: ``{"rotation": {"seed": S, "of": name, "of_sha256": ...}}``.
 
     Parameters
@@ -106,7 +110,7 @@ def rotate_code(code: Code, seed: int, *, name: str | None = None) -> Code:
     settings = {**code.settings, "rotation": {"seed": seed, "of": code.name, "of_sha256": code.sha256}}
     out = make_code(rotated, method=code.method, name=name, labels=code.labels, settings=settings,
                     seed=code.seed, device=code.device, wall_time=code.wall_time)
-    if code.certificate is not None:
+    if code.certificate is not None and not isinstance(code.certificate.orbit, OrbitPrefix):
         cert = code.certificate.expanded(code.prototypes)  # a rotation hides the sign changes of an orbit
         lo, hi = verify_witness(out.prototypes, cert, where=f"code {name!r}", orbit=None)
         out.certificate = dataclasses.replace(cert, lo=lo, hi=hi, features=cert.features @ q)

@@ -186,3 +186,15 @@ def test_the_bank_keeps_and_rechecks_a_prefix_certificate(tmp_path):
         nearest[...] = changed
     with pytest.raises(SpherecodesError, match="does not check"):
         read_code(tmp_path / "b.h5")
+
+
+def test_a_turned_prefix_is_exported_uncertified_with_the_same_cosines():
+    from spherecodes.certificate import one_vs_rest_distances
+    from spherecodes.code import make_code
+    from spherecodes.export import rotate_code
+
+    code = make_code(subset("rm-2-6", 600), method="external", name="rm")
+    code.certificate = one_vs_rest_distances(code.prototypes, device="cpu", orbit=code.orbit)
+    turned = rotate_code(code, 3)
+    assert turned.orbit is None and turned.certificate is None  # the rotation hides the sign changes
+    assert abs(turned.stats.max_cos - code.stats.max_cos) < 1e-14
