@@ -277,6 +277,33 @@ class OrbitPrefix:
         """``f(u) = <w_0, x_u>`` for u < 2^t: the cosine of rows m, m' is ``f(m ⊕ m')``."""
         return self.products(w, w[0])
 
+    def pair_counts(self) -> np.ndarray:
+        """For every u < 2^t, the pairs of rows i < j with ``i ⊕ j = u`` (their cosine is ``f(u)``): O(2^t · b²).
+
+        Row m ⊕ u for m in the aligned block of [0, K) at binary digit b of
+        K runs over one aligned block Q of 2^b integers; Q meets the block
+        of digit c ≥ b wholly or not at all, and holds the block of digit
+        c < b wholly or not at all.  Summed over b and c that counts the
+        ordered pairs, twice the unordered ones.
+
+        Examples
+        --------
+        >>> w = np.array([[1, 1], [1, -1], [-1, 1]]) / np.sqrt(2)
+        >>> orbit_prefix(w, check_size=False).pair_counts().tolist()  # rows 0, 1, 2: 0⊕1, 0⊕2, 1⊕2
+        [0, 1, 1, 1]
+        """
+        u = np.arange(self.words, dtype=np.int64)
+        digits = [b for b in range(self.rank) if (self.k >> b) & 1]
+        ordered = np.zeros(self.words, dtype=np.int64)
+        for b in digits:
+            block = ((self.k >> b) ^ 1) ^ (u >> b)
+            for c in digits:
+                other = (self.k >> c) ^ 1
+                inside = (block >> (c - b)) == other if c >= b else (other >> (b - c)) == block
+                ordered += inside.astype(np.int64) << min(b, c)
+        ordered[0] = 0
+        return ordered // 2
+
     def nearest(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """Every row's nearest cosine and nearest row, and the smallest cosine of two rows: O(K·t + K·d).
 

@@ -27,7 +27,7 @@ from .checks import check_sizes
 from .code import Code
 from .constructions import closed_form_rho
 from .errors import SpherecodesError
-from .orbit import SignOrbit
+from .orbit import OrbitPrefix, SignOrbit
 from .report import printable
 from .sphere import gram_tiles
 
@@ -93,10 +93,18 @@ def _pair_tiles(prototypes: np.ndarray, orbit):
 
     For a code that is one orbit of sign changes (:mod:`spherecodes.orbit`)
     every class sees row 0's cosines, so the K(K − 1)/2 pairs are row 0's
-    K − 1 cosines, each K/2 times (K = 2^r is even); else the Gram tiles.
+    K − 1 cosines, each K/2 times (K = 2^r is even); for the first K words
+    of one, the pairs of each XOR difference u have the cosine ``f(u)``
+    (:meth:`spherecodes.orbit.OrbitPrefix.pair_counts`), yielded grouped by
+    their count; else the Gram tiles.
     """
     if isinstance(orbit, SignOrbit):
         yield prototypes[1:] @ prototypes[0], len(prototypes) // 2
+        return
+    if isinstance(orbit, OrbitPrefix):
+        cosines, pairs = orbit.cosines(prototypes)[1:], orbit.pair_counts()[1:]
+        for count in np.unique(pairs[pairs > 0]):
+            yield cosines[pairs == count], int(count)
         return
     for r, c, g in gram_tiles(prototypes):
         yield (g[np.triu_indices(g.shape[0], k=1)] if r == c else g), 1
@@ -105,8 +113,9 @@ def _pair_tiles(prototypes: np.ndarray, orbit):
 def cosine_histogram(prototypes: np.ndarray, bins: np.ndarray, orbit=None) -> np.ndarray:
     """Counts of the pairwise cosines ``<w_i, w_j>``, i < j, in ``bins``, computed in tiles.
 
-    ``orbit``: the code's :class:`spherecodes.orbit.SignOrbit`, if it is one
-    (then one row of cosines gives all the counts).
+    ``orbit``: the code's :class:`spherecodes.orbit.SignOrbit` or
+    :class:`spherecodes.orbit.OrbitPrefix`, if it has one (then one or two
+    rows of cosines give all the counts).
 
     Examples
     --------

@@ -198,3 +198,21 @@ def test_a_turned_prefix_is_exported_uncertified_with_the_same_cosines():
     turned = rotate_code(code, 3)
     assert turned.orbit is None and turned.certificate is None  # the rotation hides the sign changes
     assert abs(turned.stats.max_cos - code.stats.max_cos) < 1e-14
+
+
+@pytest.mark.parametrize("k", [3, 5, 300, 1337])
+def test_pairs_per_xor_difference_and_the_plots_counts(k):
+    from spherecodes.plots import cosine_histogram, distinct_cosines
+
+    rows = np.arange(k)
+    i, j = np.triu_indices(k, 1)
+    expected = np.bincount(rows[i] ^ rows[j], minlength=1 << (k - 1).bit_length())
+    w = subset("random", k) if k > 5 else random_linear(k, n=6)
+    prefix = orbit_prefix(w, check_size=False)
+    assert np.array_equal(prefix.pair_counts(), expected)
+    if k > 5:
+        bins = (np.arange(-25, 25) + 0.5) / 24  # between the cosines (24 − w)/24 of words of length 48
+        assert np.array_equal(cosine_histogram(w, bins, orbit=prefix), cosine_histogram(w, bins))
+        few = subset("rm-2-6", k)  # a handful of cosine values: one bar each
+        fast, slow = distinct_cosines(few, orbit=orbit_prefix(few)), distinct_cosines(few)
+        assert np.array_equal(fast[1], slow[1]) and np.allclose(fast[0], slow[0], atol=1e-12)
