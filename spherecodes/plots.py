@@ -365,8 +365,11 @@ def _draw_distances(ax, code: Code, cert) -> None:
                 "than another, and none is a Softmax-Code rattler.",
                 transform=ax.transAxes, ha="center", va="center", fontsize=9)
         return
-    ax.plot(ranks, excess_hi, color="#1f77b4", lw=2, zorder=3, marker="." if code.k <= 200 else None,
-            label="distance of each class to the hull of the others")
+    bounded = code.k - cert.classes_certified
+    what = ("distance of each class to the hull of the others" if not bounded else
+            f"upper end of each class's distance to the hull of the others ({bounded:,} classes only bounded, "
+            "within the shaded interval)")
+    ax.plot(ranks, excess_hi, color="#1f77b4", lw=2, zorder=3, marker="." if code.k <= 200 else None, label=what)
     if np.max(hi - lo) > 1e-6 * max(rho, 1e-300):
         ax.fill_between(ranks, excess_lo, excess_hi, color="#1f77b4", alpha=0.25, zorder=2,
                         label="certified interval of each class")
