@@ -483,7 +483,7 @@ def _read_bytes(fields: _Fields, k: int, d: int) -> float:
             nbytes += 8.0 * 4 * k + 16.0 * s + 8.0 * 2 * d
         elif witness == PREFIX_WITNESS:
             # The tree of nearest rows over the 2^t words (< 2K), the per-class bounds, and their blocks.
-            nbytes += prefix_bytes(k, d, 2 * k, s, None)
+            nbytes += prefix_bytes(k, d, 2 * k, None)
         else:
             nbytes += 16.0 * k * s + 8.0 * 4 * k * d + 8.0 * 4 * k
     return nbytes

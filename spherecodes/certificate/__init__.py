@@ -190,12 +190,16 @@ def one_vs_rest_distances(
         Default: a safe fraction of what is free.
     progress : callable, optional
         Called with a :class:`CertificateProgress` after every block of classes.
-    orbit : SignOrbit, None or "auto"
+    orbit : SignOrbit, OrbitPrefix, None or "auto"
         The code's orbit of sign changes when already proved
         (:func:`spherecodes.orbit.sign_orbit`): class 0 is certified and the
         group gives every other class, and the result holds class 0's
-        witness with the orbit.  None: a generic code; ``"auto"``: proved
-        here (:func:`spherecodes.orbit.resolve_orbit`).
+        witness with the orbit.  For the first K words of an orbit
+        (:func:`spherecodes.orbit.orbit_prefix`): the whole orbit's class 0
+        bounds every class (:func:`prefix_bounds`), where its nearest shell
+        is balanced and ρ is certified so; else every class as for a generic
+        code.  None: a generic code; ``"auto"``: proved here
+        (:func:`spherecodes.orbit.resolve_orbit`).
     client : distributed.Client, optional
         Run the QP's blocks of classes as tasks on this Dask cluster
         (:func:`spherecodes.cluster.dask_client`), on its workers' CPUs: the
@@ -255,15 +259,21 @@ def one_vs_rest_distances(
         # the shells settle.
         resolve_device(device)
     orbit = resolve_orbit(w_np, orbit)
+    if isinstance(orbit, OrbitPrefix):
+        require_memory(prefix_bytes(k, d, orbit.words, max_memory), f"the certificate's inputs and results (K={k}, "
+                       f"d={d})", "cpu", limit=max_memory)
+        cert = _prefix_certificate(w_np, orbit, tol, rattler_tol, max_memory, started, progress)
+        if cert is not None:
+            return cert
+        # The whole orbit does not pin ρ down (its nearest shell is not balanced, or no moved witness stays
+        # among the rows, where ρ may exceed the orbit's distance): every class against the K rows.
+        orbit = None
     require_memory(
-        host_memory(k, d) if orbit is None else prefix_bytes(k, d, orbit.words, m, max_memory)
-        if isinstance(orbit, OrbitPrefix) else _orbit_bytes(k, d, max_memory),
+        host_memory(k, d) if orbit is None else _orbit_bytes(k, d, max_memory),
         f"the certificate's inputs and results (K={k}, d={d})",
         "cpu",
         limit=max_memory,
     )
-    if isinstance(orbit, OrbitPrefix):
-        return _prefix_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, started, progress, deadline)
     if orbit is not None:
         return _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, started, progress, deadline)
     duplicates, duplicate_of = exact_duplicates(w_np)
@@ -351,49 +361,54 @@ def _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, sta
     )
 
 
-def _prefix_certificate(w_np, prefix, tol, rattler_tol, m, device, max_memory, started, progress, deadline):
-    """The certificate of the first K words of an orbit of sign changes (:class:`spherecodes.orbit.OrbitPrefix`).
+def _prefix_certificate(w_np, prefix, tol, rattler_tol, max_memory, started, progress):
+    """The certificate of the first K words of an orbit of sign changes (:class:`spherecodes.orbit.OrbitPrefix`),
+    or None where the whole orbit does not certify ρ.
 
-    The whole orbit's class 0 is certified from its nearest words (their
-    shell, else the QP on them), its dual bound checked against all 2^t
+    The whole orbit's class 0 is certified from its balanced nearest shell
+    (:func:`_prefix_witness`), its dual bound checked against all 2^t
     words of the orbit; :func:`.witness.prefix_bounds` turns that witness
     into every class's interval: the moved witness where it stays among the
-    rows, the nearest row elsewhere.  O(K·(d + s + log K)).
+    rows, the nearest row elsewhere.  O(K·(d + s + log K)).  None when the
+    shell is not balanced or no moved witness stays among the rows.
     """
     k = len(w_np)
-    words, weights, rounds, where, _ = _prefix_witness(w_np, prefix, tol, m, device, max_memory, started, deadline)
+    found = _prefix_witness(w_np, prefix, tol, max_memory)
+    if found is None:
+        return None
+    words, weights = found
+    fits = moved_witness_fits(k, words)
+    if not fits.any():
+        return None
     _, nearest_rows, _ = prefix.nearest(w_np)
-    nearest = np.where(moved_witness_fits(k, words), -1, nearest_rows)
+    nearest = np.where(fits, -1, nearest_rows)
     lo, hi, feature = prefix_bounds(w_np, prefix, words, weights, nearest)
-    if progress is not None:
-        progress(CertificateProgress(k, k, time.perf_counter() - started))
-    return OneVsRestCertificate(
+    cert = OneVsRestCertificate(
         lo=lo, hi=hi, tol=float(tol), rattler_tol=float(rattler_tol), support_indices=words[None, :],
-        support_weights=weights[None, :], features=feature[None, :], duplicates=[], rounds=rounds, device=where,
+        support_weights=weights[None, :], features=feature[None, :], duplicates=[], rounds=1, device="cpu",
         wall_time=time.perf_counter() - started, orbit=prefix, nearest=nearest,
     )
+    if not cert.rho_certified:
+        return None
+    if progress is not None:
+        progress(CertificateProgress(k, k, time.perf_counter() - started))
+    return cert
 
 
-def _prefix_witness(w_np, prefix, tol, m, device, max_memory, started, deadline):
-    """A witness of the whole orbit's class 0 as (words, weights), with the QP's rounds and device, and whether the
-    QP was needed.
+def _prefix_witness(w_np, prefix, tol, max_memory):
+    """A balanced witness of the whole orbit's class 0 as (words, weights), or None.
 
-    Its candidates are the orbit's nearest words to ``w_0`` (the nearest
-    shell, or the ``max(m, 4(d + 1))`` nearest where the shell is smaller),
-    built from the rows (:meth:`spherecodes.orbit.OrbitPrefix.rows_of`).
+    Its candidates are the orbit's nearest words to ``w_0``, its nearest
+    shell, built from the rows (:meth:`spherecodes.orbit.OrbitPrefix.rows_of`).
     The nearest-shell pass tries the shell's words below 2^s for s = 1, 2,
     … first (a witness there moves to rows for all classes but the last
     ones, so ρ's upper end is the orbit's and most classes are certified),
-    then its words below K, then the whole shell; where none is balanced,
-    the QP solves class 0
-    among the nearest words (its bound is checked against every word
-    later, :func:`.witness.prefix_bounds`).
+    then its words below K, then the whole shell.
     """
-    k, d = w_np.shape
+    k = len(w_np)
     f = prefix.cosines(w_np)
     f[0] = -np.inf
-    top = f.max()
-    shell = np.flatnonzero(f >= top - SHELL_TOL)
+    shell = np.flatnonzero(f >= f.max() - SHELL_TOL)
     first = np.zeros(1, dtype=np.int64)
     tried = set()
     # Words below 2^s move with class i to words below K for every i below K rounded down to a multiple of 2^s:
@@ -408,33 +423,24 @@ def _prefix_witness(w_np, prefix, tol, m, device, max_memory, started, deadline)
                              max_support=_max_support(len(small), max_memory), rows=first)
         if found.exact[0]:
             used = found.support_indices[0] >= 0
-            return near[found.support_indices[0][used] - 1], found.support_weights[0][used], 1, "cpu", False
-    count = min(prefix.words - 1, max(m, 4 * (d + 1), len(shell)))
-    near = np.sort(np.argpartition(-f, count - 1)[:count])
-    small = np.vstack([w_np[:1], prefix.rows_of(w_np, near)])
-    lo, hi, pieces = np.zeros(len(small)), np.full(len(small), np.inf), []
-    rounds, where = _solve_rest(small, first, np.full(len(small), -1, dtype=np.int64), min(m, len(small) - 1), tol,
-                                device, max_memory, lo, hi, pieces, progress=None, done=0, started=started,
-                                deadline=deadline)
-    indices, weights = pieces[0][1][0], pieces[0][2][0]
-    used = indices >= 0
-    return near[indices[used] - 1], weights[used], rounds, where, True
+            return near[found.support_indices[0][used] - 1], found.support_weights[0][used]
+    return None
 
 
-def prefix_bytes(k: int, d: int, words: int, m: int, max_memory: float | None) -> float:
+def prefix_bytes(k: int, d: int, words: int, max_memory: float | None) -> float:
     """Working memory of the certificate of the first K words of an orbit of 2^t ``words``, or of its check.
 
     The tree of the nearest rows (the cosines and a level of maxima with
     their words, and five per-class arrays), the per-class bounds and
-    nearest rows, the candidates' rows (``m`` at least) and the shell
-    pass's block.
+    nearest rows, the nearest shell's rows (counted as 4(d + 1), or all
+    words if fewer) and the shell pass's block.
 
     Examples
     --------
-    >>> prefix_bytes(1_000_000, 128, 2**20, 258, None) < 2**30
+    >>> prefix_bytes(1_000_000, 128, 2**20, None) < 2**30
     True
     """
-    candidates = min(words, max(m, 4 * (d + 1)))
+    candidates = min(words, 4 * (d + 1))
     return (8.0 * (5 * words + 10 * k) + 8.0 * candidates * d + 2 * 8.0 * PAIR_ELEMENTS
             + shell_block_bytes(candidates, d, _shell_block_bytes(max_memory)))
 
@@ -623,8 +629,9 @@ def certificate_estimate(
     if w is not None:
         started = time.perf_counter()
         resolved = resolve_orbit(w, orbit)
-        if isinstance(resolved, OrbitPrefix):
-            return _prefix_estimate(w, resolved, device, max_memory)
+        found = _prefix_estimate(w, resolved, max_memory) if isinstance(resolved, OrbitPrefix) else None
+        if found is not None:
+            return found
         if isinstance(resolved, SignOrbit):
             # Class 0 against all K prototypes: every other class is its image.
             require_memory(_orbit_bytes(k, d, max_memory), f"the certificate's inputs and results (K={k}, d={d})",
@@ -688,26 +695,28 @@ def certificate_estimate(
                     memory_limit(str(dev), max_memory), seconds)
 
 
-def _prefix_estimate(w: np.ndarray, prefix, device, max_memory: float | None) -> Estimate:
-    """The certificate of the first K words of an orbit, timed on its parts: the witness of the whole orbit's class
-    0 found here (as the certificate finds it), the moved witnesses checked for a sample of classes (scaled to K),
-    and the tree of nearest rows and the bounds' products, counted as three times the cosines' two products."""
+def _prefix_estimate(w: np.ndarray, prefix, max_memory: float | None) -> Estimate | None:
+    """The certificate of the first K words of an orbit, timed on its parts (None where it falls back to every
+    class: no balanced witness, or none that stays among the rows): the witness of the whole orbit's class 0
+    found here (as the certificate finds it), the moved witnesses checked for a sample of classes (scaled to
+    K), and the tree of nearest rows and the bounds' products, counted as three times the cosines' two
+    products."""
     k, d = w.shape
-    m = min(k - 1, max(32, 2 * d + 2))
-    nbytes = prefix_bytes(k, d, prefix.words, m, max_memory)
+    nbytes = prefix_bytes(k, d, prefix.words, max_memory)
     require_memory(nbytes, f"the certificate's inputs and results (K={k}, d={d})", "cpu", limit=max_memory)
     started = time.perf_counter()
-    words, _, _, _, qp = _prefix_witness(w, prefix, DEFAULT_TOL, m, device, max_memory, started, None)
-    found = time.perf_counter()
+    found = _prefix_witness(w, prefix, DEFAULT_TOL, max_memory)
+    if found is None or not moved_witness_fits(k, found[0]).any():
+        return None
+    searched = time.perf_counter()
     prefix.cosines(w)
     products = time.perf_counter()
     sample = min(k, 65536)
-    moved_witness_fits(sample, words[words < sample])
-    seconds = (found - started) + 3 * (products - found) + (time.perf_counter() - products) * k / sample
-    how = "the QP on its nearest words" if qp else "its nearest shell"
+    moved_witness_fits(sample, found[0][found[0] < sample])
+    seconds = (searched - started) + 3 * (products - searched) + (time.perf_counter() - products) * k / sample
     return Estimate(f"certificate of K = {k} classes in d = {d} (the first {k:,} of the {prefix.words:,} words of "
-                    f"one orbit of sign changes: the whole orbit's class 0 by {how}, and its images)", "cpu",
-                    memory.process_peak(nbytes, loads_torch=qp), memory_limit("cpu", max_memory), seconds)
+                    "one orbit of sign changes: the whole orbit's class 0 by its nearest shell, and its images)",
+                    "cpu", memory.process_peak(nbytes), memory_limit("cpu", max_memory), seconds)
 
 
 def _time_shells(w: np.ndarray, sample: np.ndarray, max_memory: float | None):
