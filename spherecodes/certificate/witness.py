@@ -9,7 +9,10 @@ that witness alone both ends of the interval follow again:
 product in tiles (of bounded size, whatever K), not a new solve; for a code
 that is one orbit of sign changes (:mod:`spherecodes.orbit`) whose witnesses
 are class 0's moved by the group, one row of it, after the orbit itself is
-checked against the rows (O(K·d)).
+checked against the rows (O(K·d)); for the first K words of such an orbit,
+the whole orbit's class 0 against its 2^t words by two products with the
+rows, and every class's bound from its moved witness or its nearest row
+(:func:`prefix_bounds`, O(K·(d + s))).
 """
 
 from __future__ import annotations
@@ -302,11 +305,13 @@ def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the cod
         Anything with ``lo``, ``hi``, ``support_indices`` and ``support_weights``.
     where : str
         How error messages name the code (e.g. ``"code 'tammes-d3-k12'"``).
-    orbit : SignOrbit, None or "auto"
-        The code's orbit of sign changes when already proved for these rows
-        (:func:`spherecodes.orbit.sign_orbit`), None for a generic code,
-        ``"auto"`` to prove it here.  A certificate that holds only class 0's
-        witness has its orbit checked against the rows in any case.
+    orbit : SignOrbit, OrbitPrefix, None or "auto"
+        The code's orbit of sign changes (or the one it is the first K words
+        of) when already proved for these rows
+        (:func:`spherecodes.orbit.sign_orbit`, :func:`spherecodes.orbit.orbit_prefix`),
+        None for a generic code, ``"auto"`` to prove it here.  A certificate
+        that holds only class 0's witness has its orbit checked against the
+        rows in any case; a prefix's is re-derived by :func:`prefix_bounds`.
 
     Returns
     -------
