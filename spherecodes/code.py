@@ -20,7 +20,7 @@ import numpy as np
 from . import __version__
 from .checks import check_seed
 from .errors import SpherecodesError
-from .orbit import SignOrbit, resolve_orbit
+from .orbit import OrbitPrefix, SignOrbit, resolve_orbit
 from .stats import SeparationStats, separation_statistics, validate_prototypes
 
 if TYPE_CHECKING:  # the certificate package imports torch for its solver; load it only when needed
@@ -88,11 +88,13 @@ class Code:
     certificate : OneVsRestCertificate or None
         Certified one-vs-rest distances, when the code has been certified
         (:func:`spherecodes.certificate.one_vs_rest_distances`).
-    orbit : SignOrbit or None
+    orbit : SignOrbit, OrbitPrefix or None
         The group of sign changes of which the code is one orbit (a binary
-        linear code or a coset of one, :mod:`spherecodes.orbit`), proved
-        once where the code was made or read; None for any other code.  Its
-        statistics and certificate come from one class.
+        linear code or a coset of one, :mod:`spherecodes.orbit`), or whose
+        orbit's first K words it is (a linear code's first K messages),
+        proved once where the code was made or read; None for any other
+        code.  Its statistics and certificate come from one class (of the
+        whole orbit, for a prefix).
 
     The numbers most often wanted are attributes too: ``k``, ``d``,
     ``max_cos``, ``min_angle_deg``, ``rattlers`` (from :attr:`stats`), and
@@ -122,7 +124,7 @@ class Code:
     wall_time: float = 0.0
     created_utc: str = ""
     certificate: "OneVsRestCertificate | None" = None
-    orbit: SignOrbit | None = None
+    orbit: SignOrbit | OrbitPrefix | None = None
 
     @property
     def k(self) -> int:
@@ -211,8 +213,8 @@ def make_code(
         Bytes the statistics may use (``--max-memory``).
     progress : callable, optional
         Receives the statistics' :class:`spherecodes.stats.StatisticsProgress`.
-    orbit : SignOrbit, None or "auto"
-        The code's orbit of sign changes if the caller proved it already
+    orbit : SignOrbit, OrbitPrefix, None or "auto"
+        The code's orbit of sign changes (or its prefix) if the caller proved it already
         (None: known not to be one); ``"auto"`` proves it here
         (:func:`spherecodes.orbit.resolve_orbit`).  Kept as :attr:`Code.orbit`.
 
