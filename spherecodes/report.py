@@ -70,8 +70,9 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
     certified),
     ``max_cos_lower_bound`` (``value``, ``method``, ``gap``), ``known_optimal``
     (``value``, ``reason``); for a certified code ``rho`` (``lower``,
-    ``upper``, ``width``, ``tol``, ``certified``, ``rho_certified``,
-    ``rho_width``, ``classes_certified``), ``softmax_rattlers``,
+    ``upper``, ``width`` (the widest class's interval), ``tol``,
+    ``certified`` (ρ's own interval within ``tol``), ``rho_width``,
+    ``every_class_certified``, ``classes_certified``), ``softmax_rattlers``,
     ``rattlers_undecided`` (a count) and
     ``one_vs_rest`` (per-class ``lo`` and ``hi``), all ``None`` otherwise.
 
@@ -130,9 +131,9 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
             "upper": cert.rho_upper,
             "width": cert.width,
             "tol": cert.tol,
-            "certified": cert.certified,
-            "rho_certified": cert.rho_certified,
+            "certified": cert.rho_certified,
             "rho_width": cert.rho_upper - cert.rho_lower,
+            "every_class_certified": cert.certified,
             "classes_certified": cert.classes_certified,
         }
         report["softmax_rattlers"] = cert.softmax_rattlers.tolist()
@@ -435,9 +436,9 @@ def _certificate_lines(report: dict) -> list:
         return [("rho", f"not certified ({how})")]
     hi = np.asarray(report["one_vs_rest"]["hi"])
     k, settled = report["k"], rho.get("classes_certified", report["k"])
-    if rho["certified"]:
+    if rho.get("every_class_certified", rho["certified"]):
         status = f"certified, width {rho['width']:.2g} <= tol {rho['tol']:g}"
-    elif rho.get("rho_certified"):
+    elif rho["certified"]:
         # The first K words of an orbit: rho from the whole orbit, some classes only bounded.
         status = (f"rho certified, width {rho['rho_width']:.2g} <= tol {rho['tol']:g}; per-class distances "
                   f"certified for {settled:,} of {k:,} classes, the others bounded below by rho")
