@@ -273,6 +273,15 @@ def test_isotropic_family_refuses_what_it_does_not_list():
         isotropic_code(31)   # 953,344 points in R^28861: 205 GiB
 
 
+def test_auto_plans_say_what_building_a_large_code_takes():
+    from spherecodes.best_of import describe_plan, plan_auto
+
+    plan = plan_auto(1221, 15_984)   # isotropic subspaces q = 11: seconds to build, so the plan says so
+    assert plan.structured.name.startswith("isotropic subspaces q = 11") and plan.build[1] > 8 * 15_984 * 1221
+    assert "(max-cos 1/121; building it takes ~" in describe_plan(plan, 15_984)
+    assert plan_auto(52, 325).build is None   # q = 4: milliseconds, nothing to say
+
+
 def test_a_build_over_max_memory_is_refused_before_any_work():
     from spherecodes.best_of import plan_auto
 
