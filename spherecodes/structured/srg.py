@@ -48,9 +48,12 @@ COHN_KUMAR = "Cohn & Kumar (2007), Universally optimal distribution of points on
 BROUWER = "Brouwer & Van Maldeghem (2022), Strongly Regular Graphs, ch. 10"
 DGS = "Delsarte, Goethals & Seidel (1977), Spherical codes and designs, §9"
 
-#: Largest Gram matrix (bytes) formed whole and factored by LAPACK (v² float64: q ≤ 9, 7300 points,
-#: 426 MB); a larger code asks for its m pivot columns one at a time.
-MAX_GRAM_BYTES = 2**30
+#: Largest Gram matrix (bytes) formed whole and factored by LAPACK (v² float64: every named graph, and the
+#: isotropic codes up to q = 5, 756 points); a larger code is built in blocks (faster from q = 7 on: q = 9 in
+#: about 1 s instead of 5–9 s, and without its 426 MB Gram matrix).
+MAX_GRAM_BYTES = 2**25
+#: Multiply-adds (v·m²) from which building a code in blocks takes seconds: its cost is estimated and shown.
+SLOW_BUILD_WORK = 10**10
 #: Rows of the points computed at once when the Gram matrix is not formed (one triangular solve each).
 BLOCK_ROWS = 1024
 
@@ -625,7 +628,7 @@ def srg_code(graph: str, theta: int | None = None) -> StructuredCode:
         orbits=1,
         citation=citation + "; " + DGS,
         construction=PointSetConstruction(build=_Eigenspace(graph, theta), max_cos=max_cos, distance_invariant=True,
-                                          cost=_EigenspaceCost(v, m) if 8 * v * v > MAX_GRAM_BYTES else None),
+                                          cost=_EigenspaceCost(v, m) if v * m * m >= SLOW_BUILD_WORK else None),
     )
 
 
@@ -634,9 +637,9 @@ def isotropic_code(q: int) -> StructuredCode:
 
     Inner products −1/q and 1/q² (Cohn & Kumar 2007, Table 1): a sharp
     configuration, universally optimal. Listed for every prime power q whose points this machine's
-    memory could hold (:func:`isotropic_orders`: q ≤ 19 on 24 GiB); from q = 11 on the Gram matrix is not
-    formed (:data:`MAX_GRAM_BYTES`), and building takes seconds (q = 11) to about a minute (q = 16) on two
-    cores (:meth:`~spherecodes.structured.code.StructuredCode.build_cost` estimates it).
+    memory could hold (:func:`isotropic_orders`: q ≤ 19 on 24 GiB); from q = 7 on the Gram matrix is not
+    formed (:data:`MAX_GRAM_BYTES`); building takes seconds from q = 11 and about a minute for q = 16 on
+    two cores (:meth:`~spherecodes.structured.code.StructuredCode.build_cost` estimates it).
 
     Examples
     --------
