@@ -249,6 +249,7 @@ def test_a_wrong_graph_is_caught_by_the_block_build(monkeypatch):
         srg.eigenspace_points(lambda r, c: ~quadrangle_adjacency(4)(r, c), params, -17)
 
 
+@pytest.mark.slow  # the whole catalog of R^3856 (seconds)
 def test_isotropic_family_is_listed_as_far_as_memory_allows():
     """Every prime power q whose (q + 1)(q³ + 1) points in R^(q(q² − q + 1)) fit: on 24 GiB up to q = 19
     (137,200 points in R^6517, 7.2 GB of float64); q = 23 (292,032 points in R^11661, 27 GB) does not."""
@@ -264,6 +265,11 @@ def test_isotropic_family_is_listed_as_far_as_memory_allows():
             assert 8 * n * n > srg.MAX_GRAM_BYTES
             seconds, nbytes = code.build_cost()
             assert seconds > 0 and 8 * n * d < nbytes < 2 * 8 * n * d   # the float64 points, the basis sample
+    if 16 in isotropic_orders(srg.physical_memory_bytes()):
+        result = CliRunner().invoke(main, ["codes", "--d", "3856", "--k", "69649", "--json"])
+        first = json.loads(result.output)["codes"][0]
+        assert first["name"].startswith("isotropic subspaces q = 16") and first["size"] == 69_649
+        assert first["max_cos"] == first["max_cos_k"] == "1/256"
 
 
 def test_isotropic_family_refuses_what_it_does_not_list():
