@@ -55,7 +55,7 @@ import numpy as np
 from .bounds import sharp_optimum
 from .constructions import applicable_closed_forms, construct, optimal_closed_form
 from .errors import SpherecodesError
-from .memory import format_duration, require_memory
+from .memory import format_bytes, format_duration, require_memory
 from .optimiser_table import NOISE, Prediction, measurements, predict_tammes, predict_warm
 from .stats import max_cos
 from .structured import StructuredCode, available_codes, best_structured_code
@@ -177,6 +177,10 @@ class AutoPlan:
     sure : float or None
         The smallest max-cos among the exact candidates (structured code,
         closed forms, bundled code): what an optimiser must beat.
+    build : tuple of (float, float) or None
+        (seconds, bytes) expected for building the structured code, where
+        that takes long (:meth:`~spherecodes.structured.StructuredCode.build_cost`):
+        every run of this plan spends them, optimisers or not.
     """
 
     closed_form: str | None
@@ -186,6 +190,7 @@ class AutoPlan:
     optimisers: tuple = ()
     budget: float = 0.0
     sure: float | None = None
+    build: tuple | None = None
 
     @property
     def single_method(self) -> str | None:
@@ -212,7 +217,8 @@ def describe_plan(plan: AutoPlan, k: int) -> str:
     """
     parts = []
     if plan.structured is not None:
-        parts.append(f"{structured_label(plan.structured, k)} (max-cos {plan.structured.max_cos_bound(k)})")
+        built = "" if plan.build is None else f"; {describe_build(plan.build)}"
+        parts.append(f"{structured_label(plan.structured, k)} (max-cos {plan.structured.max_cos_bound(k)}{built})")
     parts.extend(f"closed form {method} (max-cos {value:.4g})" for method, value in plan.closed_forms)
     if plan.stored is not None:
         parts.append(f"bundled {plan.stored.name} (max-cos {plan.stored.max_cos:.4g})")
@@ -220,6 +226,34 @@ def describe_plan(plan: AutoPlan, k: int) -> str:
         parts.append(f"{opt.label}: {_predicted(opt.prediction)}, "
                      + (f"~{format_duration(opt.seconds)}" if not opt.skip else f"skipped ({opt.skip})"))
     return "auto: " + "; ".join(parts) + f"; budget {format_duration(plan.budget)}"
+
+
+def describe_build(build: tuple) -> str:
+    """How long building a structured code is expected to take, and its memory, for the plan and the estimate.
+
+    Examples
+    --------
+    >>> describe_build((59.0, 2.75e9))
+    'building it takes ~59 s and ~2.6 GiB'
+    """
+    seconds, nbytes = build
+    return f"building it takes ~{format_duration(seconds)} and ~{format_bytes(nbytes)}"
+
+
+def structured_build(code: StructuredCode, max_memory: float | None = None) -> tuple | None:
+    """(seconds, bytes) of building ``code`` where that takes long (else None), refused where it cannot fit.
+
+    Examples
+    --------
+    >>> from spherecodes.structured import e8_roots
+    >>> structured_build(e8_roots()) is None
+    True
+    """
+    cost = code.build_cost()
+    if cost is not None:
+        require_memory(cost[1], f"building {code.name} ({code.size:,} points in R^{code.native_d})", "cpu",
+                       limit=max_memory, hint="choose a smaller size (spherecodes codes --d D lists the codes)")
+    return cost
 
 
 def _predicted(prediction: Prediction) -> str:
@@ -319,6 +353,7 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
     if closed is not None:
         return AutoPlan(closed)
     structured = best_structured_code(d, k)
+    build = structured_build(structured, max_memory) if structured is not None else None
     closed_forms = tuple((method, max_cos(construct(method, d, k))) for method in applicable_closed_forms(d, k))
     stored = bundled_entry(d, k) if catalog else None
     exact = [float(structured.max_cos_bound(k))] if structured is not None else []
@@ -343,7 +378,7 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
     if proven is not None and sure <= proven.value + TIE:
         why = f"cannot win: {sure:.4g} is the proven optimum (Levenshtein bound)"
         return AutoPlan(None, structured, closed_forms, stored, tuple(replace(o, skip=why) for o in optimisers),
-                        0.0, sure)
+                        0.0, sure, build)
     # A predicted winner must beat the exact candidates by more than half the noise band: a bundled code is
     # often this optimiser's own result, which it would only repeat to within rounding.  A bracket with no
     # upper end (more points than any measured size: only an easier size bounds it, from below) is no
@@ -370,7 +405,7 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
             why = f"could win but needs ~{format_duration(opt.seconds)}, over the budget; --time-limit raises it"
         planned.append(replace(opt, skip=why))
     planned.sort(key=lambda o: bool(o.skip))
-    return AutoPlan(None, structured, closed_forms, stored, tuple(planned), budget, sure)
+    return AutoPlan(None, structured, closed_forms, stored, tuple(planned), budget, sure, build)
 
 
 def structured_label(code: StructuredCode, k: int) -> str:
@@ -428,8 +463,11 @@ def structured_candidate(code: StructuredCode, k: int, max_memory: float | None 
     ('E8 roots', Fraction(1, 2), (240, 8))
     """
     begin = time.perf_counter()
-    # The points, the float64 statistics of the code and the bank's copy.
-    require_memory(3 * 8.0 * k * code.d, f"the {k} points of {code.name} in R^{code.d} (float64)", "cpu",
+    # The points, the float64 statistics of the code and the bank's copy; where the build is large, its arrays
+    # (the points among them).
+    build = code.build_cost()
+    require_memory((3 * 8.0 * k * code.d) if build is None else (build[1] + 2 * 8.0 * k * code.d),
+                   f"the {k:,} points of {code.name} in R^{code.d} (float64)", "cpu",
                    limit=max_memory, hint="choose a smaller size")
     points = code.points(k)
     exact = code.max_cos_for(k)

@@ -39,6 +39,17 @@ def available_memory_bytes(device: str = "cpu") -> int:
     available = _proc_kib("/proc/meminfo", "MemAvailable:")
     if available is not None:
         return available * 1024
+    return physical_memory_bytes()
+
+
+def physical_memory_bytes() -> int:
+    """The machine's physical memory in bytes (what it could ever allocate, not what is free now).
+
+    Examples
+    --------
+    >>> physical_memory_bytes() >= available_memory_bytes()
+    True
+    """
     return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
 
 

@@ -18,13 +18,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .best_of import AutoPlan, Candidate, describe_plan, exact_candidates, plan_auto, run_structured
+from .best_of import (
+    AutoPlan,
+    Candidate,
+    describe_build,
+    describe_plan,
+    exact_candidates,
+    plan_auto,
+    run_structured,
+    structured_build,
+)
 from .constructions import construct
 from .errors import SpherecodesError
 from .generation import CLOSED_FORMS, STRUCTURED, resolve_method
-from .memory import format_bytes, format_duration
+from .memory import format_bytes, format_duration, memory_limit
 from .orbit import ORBIT_MIN_K, OrbitPrefix, describe_orbit, resolve_orbit
 from .sphere import DEFAULT_TILE, nearest_others, random_start
+from .structured import best_structured_code
 
 #: A run estimated longer than this is refused before any work (a day).
 ABSURD_SECONDS = 24 * 3600.0
@@ -260,6 +270,9 @@ def estimate_run(
     # What cannot fit in memory is refused first: the optimiser's working set, or the exact code as it is built.
     solver = _solver_estimate(d, k, method, device, steps, restarts, neighbours, refresh, max_memory, effort) \
         if optimising else None
+    build = _structured_build(d, k, method, plan, max_memory)
+    if build is not None and not optimising:
+        announce(f"estimating: the structured code first ({describe_build(build)}; the certificate is timed on it) ...")
     built, points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed, max_memory)
     statistics, orbit = _statistics_phase(d, k, built, points, optimising, rotation)
     # Refused at once where the statistics alone are too long: timing the certificate could take minutes more.
@@ -271,7 +284,9 @@ def estimate_run(
     optimiser_limit = None
     if time_limit is not None:
         after = statistics.seconds + (certificate.seconds if certificate is not None else 0.0)
-        optimiser_limit = max(time_limit - after - (time.perf_counter() - started), 1e-3)
+        # An optimising run builds its structured candidate itself: its build is not the optimisers' either.
+        later_build = build[0] if build is not None and optimising else 0.0
+        optimiser_limit = max(time_limit - after - later_build - (time.perf_counter() - started), 1e-3)
         if plan is not None:
             plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=optimiser_limit,
                              neighbours=neighbours, max_memory=max_memory, catalog=catalog)
@@ -283,7 +298,7 @@ def estimate_run(
                 certificate = _certificate_phase(points, optimising, device, max_memory, orbit) if certify else None
     phases = [statistics] + ([certificate] if certificate is not None else [])
     first = _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, solver, points,
-                              device=device, steps=steps, max_memory=max_memory)
+                              device=device, steps=steps, max_memory=max_memory, build=build)
     estimate = RunEstimate(d, k, (first, *phases), time_limit, optimiser_limit if optimising else None, built)
     return estimate, plan
 
@@ -364,16 +379,29 @@ def _exact_codes(d: int, k: int, method: str, plan: AutoPlan | None, max_memory)
     return exact_candidates(d, k, plan, max_memory)
 
 
+def _structured_build(d, k, method, plan, max_memory) -> tuple | None:
+    """(seconds, bytes) of building the run's structured code where that takes long, refused where it cannot fit."""
+    if method == "auto":
+        return plan.build
+    code = best_structured_code(d, k) if method == STRUCTURED else None
+    return structured_build(code, max_memory) if code is not None else None
+
+
 def _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, solver, stand_in, *, device, steps,
-                      max_memory) -> Phase:
-    """The first phase: the exact codes built (timed above), or the optimisers (``solver``: their estimate)."""
+                      max_memory, build=None) -> Phase:
+    """The first phase: the exact codes built (timed above), or the optimisers (``solver``: their estimate).
+
+    ``build``: the (seconds, bytes) expected for building the structured code where that takes long; built
+    above where no optimiser runs (its measured seconds are the phase's), else by the run, before the optimisers.
+    """
     runs = 1
+    memory = {} if build is None else {"nbytes": build[1], "limit": memory_limit("cpu", max_memory)}
     if method == "auto":
         if not plan.runs_optimiser:
-            return Phase("candidates", "exact codes (structured, closed forms, bundled)", build_seconds)
+            return Phase("candidates", "exact codes (structured, closed forms, bundled)", build_seconds, **memory)
         runs = sum(1 for o in plan.optimisers if not o.skip)
     elif method in CLOSED_FORMS + (STRUCTURED,):
-        return Phase("candidates", f"{method}: built", build_seconds)
+        return Phase("candidates", f"{method}: built", build_seconds, **memory)
     seconds, what = runs * solver.seconds, solver.what
     if method == "auto":
         what = f"{runs} optimiser run{'s' if runs > 1 else ''} of {what}"
@@ -383,6 +411,9 @@ def _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, solver
         what = f"{method}: the start and work of {what} (its cost at this size)"
     if optimiser_limit is not None:
         seconds = min(seconds, optimiser_limit)
+    if build is not None and method == "auto":
+        seconds += build[0]
+        what = f"the structured code ({describe_build(build)}), then {what}"
     return Phase("candidates", what, seconds, solver.nbytes, solver.limit)
 
 

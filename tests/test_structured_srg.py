@@ -38,7 +38,8 @@ from spherecodes.structured.srg import (
     schlafli_graph,
     isotropic_code,
     petersen_graph,
-    quadrangle_adjacency_rows,
+    isotropic_orders,
+    quadrangle_adjacency,
     srg_code,
     srg_codes,
     srg_parameters,
@@ -138,7 +139,7 @@ def test_quadrangle_graphs_are_gq_q_q2_collinearity_graphs(q):
     v = (s + 1) * (s * t + 1)
     points = elliptic_quadric_points(q)
     assert len(points) == v
-    adjacency = quadrangle_adjacency_rows(q)(0, v)
+    adjacency = quadrangle_adjacency(q)(np.arange(v), np.arange(v))
     assert srg_parameters(adjacency).as_tuple() == (v, s * (t + 1), s - 1, t + 1)
     params = GRAPHS[f"isotropic-{q}"][1]
     assert params.eigenvalues() == (s - 1, -t - 1)
@@ -179,35 +180,123 @@ def test_isotropic_subspaces_codes(q):
     assert all(s == {Fraction(1): 1, Fraction(-1, q): q * (q * q + 1), Fraction(1, q * q): q**4} for s in spectra)
 
 
-def test_large_codes_are_factored_column_by_column(monkeypatch):
-    """A code whose Gram matrix is not formed (q ≥ 11) is factored one pivot column at a time: here q = 4
-    both ways, against the Gram matrix the graph predicts."""
-    from spherecodes.structured import srg
+def _gf2k_product(x: int, y: int, modulus: int) -> int:
+    """x·y in GF(2)[t] modulo ``modulus``, elements as bit patterns (bit i: the coefficient of t^i)."""
+    product = 0
+    for i in range(y.bit_length()):  # carry-less: the partial products are added by XOR
+        if y >> i & 1:
+            product ^= x << i
+    degree = modulus.bit_length() - 1
+    for i in range(product.bit_length() - 1, degree - 1, -1):
+        if product >> i & 1:
+            product ^= modulus << (i - degree)
+    return product
 
-    params, v = GRAPHS["isotropic-4"][1], 325
-    adjacency = quadrangle_adjacency_rows(4)(0, v)
-    expected = np.where(adjacency, -1 / 4, 1 / 16)
-    np.fill_diagonal(expected, 1.0)
+
+@pytest.mark.parametrize("e", [2, 3, 4, 5])
+def test_gf_2_to_the_e_is_carry_less_multiplication_modulo_an_irreducible_polynomial(e):
+    """GF(2^e) a second way: elements are bit patterns, + is XOR, × the carry-less product reduced by a
+    modulus of degree e read off the table (t·t^(e−1) = t^e), which must have no factor of degree ≤ e/2."""
+    q = 2**e
+    f = finite_field(q)
+    x, y = np.meshgrid(range(q), range(q), indexing="ij")
+    assert np.array_equal(f.add, x ^ y)
+    modulus = q | int(f.mul[2, q // 2])
+    assert all(_gf2k_product(modulus, 1, g) != 0 for g in range(2, 1 << (e // 2 + 1)) if g.bit_length() > 1)
+    expected = np.array([[_gf2k_product(a, b, modulus) for b in range(q)] for a in range(q)])
+    assert np.array_equal(f.mul, expected)
+
+
+def test_gq_16_256_from_gf16_on_a_sample_of_points():
+    """The quadric and its collinearity over GF(16), the field of the (3856, 69649) code, checked on a few
+    points: (q + 1)(q³ + 1) points, each collinear with q(q² + 1); q − 1 common neighbours for collinear
+    points, q² + 1 for the others (GQ(q, q²), Brouwer & Haemers 2012, §9.6)."""
+    q = 16
+    v = (q + 1) * (q**3 + 1)
+    assert len(elliptic_quadric_points(q)) == v == 69_649
+    rows = np.arange(0, v, v // 5)[:5]
+    adjacency = quadrangle_adjacency(q)(rows, np.arange(v))
+    assert adjacency.sum(axis=1).tolist() == [q * (q * q + 1)] * 5
+    common = adjacency[:, None, :] & adjacency[None, :, :]
+    for i in range(5):
+        for j in range(i + 1, 5):
+            assert common[i, j].sum() == (q - 1 if adjacency[i, rows[j]] else q * q + 1)
+
+
+@pytest.mark.parametrize("q", [4, 7])
+def test_large_codes_are_built_in_blocks(monkeypatch, q):
+    """A code whose Gram matrix is not formed (q ≥ 11) is built in blocks of rows against a basis of pivot
+    points: here q = 4 and 7 that way, against the Gram matrix the graph predicts and the spectrum of Cohn &
+    Kumar (2007, Table 1)."""
+    params, v, m = GRAPHS[f"isotropic-{q}"][1], (q + 1) * (q**3 + 1), q * (q * q - q + 1)
+    everyone = np.arange(v)
     monkeypatch.setattr(srg, "MAX_GRAM_BYTES", 0)
-    x = srg.eigenspace_points(quadrangle_adjacency_rows(4), params, -17)
-    assert x.shape == (v, 52) and np.abs(x @ x.T - expected).max() < 1e-12
+    monkeypatch.setattr(srg, "BLOCK_ROWS", 100)
+    x = srg.eigenspace_points(quadrangle_adjacency(q), params, -q * q - 1)
+    assert x.shape == (v, m)
+    rows = everyone[:: v // 40]
+    expected = np.where(quadrangle_adjacency(q)(rows, everyone), -1 / q, 1 / q**2)
+    expected[np.arange(len(rows)), rows] = 1.0
+    assert np.abs(x[rows] @ x.T - expected).max() < 1e-12
+    spectra = spectrum_of_rows(x, rows)
+    assert all(s == {Fraction(1): 1, Fraction(-1, q): q * (q * q + 1), Fraction(1, q * q): q**4} for s in spectra)
+
+
+def test_a_wrong_graph_is_caught_by_the_block_build(monkeypatch):
+    params = GRAPHS["isotropic-4"][1]
+    monkeypatch.setattr(srg, "MAX_GRAM_BYTES", 0)
     with pytest.raises(ArithmeticError, match="rank"):   # another graph (the complement) is caught
-        srg.eigenspace_points(lambda a, b: ~quadrangle_adjacency_rows(4)(a, b), params, -17)
+        srg.eigenspace_points(lambda r, c: ~quadrangle_adjacency(4)(r, c), params, -17)
 
 
-def test_isotropic_codes_beyond_the_gram_limit_are_listed():
-    for q, d, n in ((11, 1221, 15984), (13, 2041, 30772)):   # q(q² − q + 1), (q + 1)(q³ + 1)
+@pytest.mark.slow  # the whole catalog of R^3856 (seconds)
+def test_isotropic_family_is_listed_as_far_as_memory_allows():
+    """Every prime power q whose (q + 1)(q³ + 1) points in R^(q(q² − q + 1)) fit: on 24 GiB up to q = 19
+    (137,200 points in R^6517, 7.2 GB of float64); q = 23 (292,032 points in R^11661, 27 GB) does not."""
+    assert isotropic_orders(24 * 2**30) == [2, 3, 4, 5, 7, 8, 9, 11, 13, 16, 17, 19]
+    assert isotropic_orders(3 * 2**30)[-1] == 16
+    for q, d, n in ((11, 1221, 15984), (13, 2041, 30772), (16, 3856, 69649), (17, 4641, 88452)):
+        if q not in isotropic_orders(srg.physical_memory_bytes()):
+            continue
         code = isotropic_code(q)
         assert (code.d, code.size, code.max_cos) == (d, n, Fraction(1, q * q))
-        assert 8 * n * n > srg.MAX_GRAM_BYTES
         assert best_structured_code(d, n).name == code.name
+        if q >= 11:
+            assert 8 * n * n > srg.MAX_GRAM_BYTES
+            seconds, nbytes = code.build_cost()
+            assert seconds > 0 and 8 * n * d < nbytes < 2 * 8 * n * d   # the float64 points, the basis sample
+    if 16 in isotropic_orders(srg.physical_memory_bytes()):
+        result = CliRunner().invoke(main, ["codes", "--d", "3856", "--k", "69649", "--json"])
+        first = json.loads(result.output)["codes"][0]
+        assert first["name"].startswith("isotropic subspaces q = 16") and first["size"] == 69_649
+        assert first["max_cos"] == first["max_cos_k"] == "1/256"
 
 
 def test_isotropic_family_refuses_what_it_does_not_list():
-    with pytest.raises(SpherecodesError, match="prime power"):
+    with pytest.raises(SpherecodesError, match="prime power q"):
         isotropic_code(6)
-    with pytest.raises(SpherecodesError, match="q in 2, 3, 4, 5, 7, 8, 9, 11, 13; got q = 16"):
-        isotropic_code(16)
+    with pytest.raises(SpherecodesError, match=r"q = 31 needs about \d+\.\d GiB, over this machine's"):
+        isotropic_code(31)   # 953,344 points in R^28861: 205 GiB
+
+
+def test_auto_plans_say_what_building_a_large_code_takes():
+    from spherecodes.best_of import describe_plan, plan_auto
+
+    plan = plan_auto(1221, 15_984)   # isotropic subspaces q = 11: seconds to build, so the plan says so
+    assert plan.structured.name.startswith("isotropic subspaces q = 11") and plan.build[1] > 8 * 15_984 * 1221
+    assert "(max-cos 1/121; building it takes ~" in describe_plan(plan, 15_984)
+    assert plan_auto(52, 325).build is None   # q = 4: milliseconds, nothing to say
+
+
+def test_a_build_over_max_memory_is_refused_before_any_work():
+    from spherecodes.best_of import plan_auto
+
+    if 16 not in isotropic_orders(srg.physical_memory_bytes()):
+        pytest.skip("this machine cannot hold the q = 16 code")
+    with pytest.raises(SpherecodesError, match=r"building isotropic subspaces q = 16 .* \(--max-memory\) allows 1.0 GiB"):
+        plan_auto(3856, 69649, max_memory=2**30)
+    result = CliRunner().invoke(main, ["generate", "--d", "3856", "--k", "69649", "--max-memory", "1GiB"])
+    assert result.exit_code != 0 and result.output.startswith("Error: ") and "--max-memory" in result.output
 
 
 def test_srg_codes_are_described_without_building():

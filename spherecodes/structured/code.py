@@ -30,11 +30,12 @@ from typing import Any
 import numpy as np
 
 from spherecodes.errors import SpherecodesError
+from spherecodes.memory import require_memory
 
 # Largest Gram block formed at once (rows × cols): 4·10^6 float64 = 32 MB, so
 # that no K×K matrix is ever materialised for large K.
 _BLOCK_ENTRIES = 4_000_000
-# points() refuses outputs larger than this (bytes): ask for K points instead.
+#: Bytes of points up to which the shortened and punctured codes are listed.
 MAX_POINTS_BYTES = 4 * 2**30
 
 
@@ -116,15 +117,27 @@ class StructuredCode:
         [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
         """
         k = self._check_k(k)
-        if k * self.d * 8 > MAX_POINTS_BYTES:
-            raise SpherecodesError(
-                f"{k} points in R^{self.d} need {k * self.d * 8 / 2**30:.1f} GiB of memory, over the "
-                f"{MAX_POINTS_BYTES / 2**30:.0f} GiB allowed; ask for fewer points"
-            )
+        require_memory(8.0 * k * self.d, f"{k:,} points of {self.name} in R^{self.d} (float64)",
+                       hint="ask for fewer points")
         pts = self.construction.points(k)
         if self.d > self.native_d:
             pts = np.concatenate([pts, np.zeros((len(pts), self.d - self.native_d))], axis=1)
         return pts
+
+    def build_cost(self) -> tuple[float, float] | None:
+        """(seconds, bytes) that building the points is expected to take, where it takes long; None: milliseconds.
+
+        The seconds are timed on a sample of the build's own work on this
+        machine (a rough figure), the bytes are the build's peak arrays.
+
+        Examples
+        --------
+        >>> from spherecodes.structured import e8_roots
+        >>> e8_roots().build_cost() is None
+        True
+        """
+        cost = getattr(self.construction, "cost", None)
+        return None if cost is None else cost()
 
     def sign_orbit(self, k: int | None = None) -> bool:
         """Whether ``points(k)`` are, by construction, one orbit of a group of sign changes of the coordinates,
@@ -327,6 +340,8 @@ class PointSetConstruction:
     K < N points are chosen by :func:`greedy_far_order`; the points are built
     once per call (N·d float64, N ≤ ~2·10^5 here). ``values``: the exact inner
     products, where they are not all small rationals (:func:`exact_value`).
+    ``cost``: where building takes long, a function returning its expected
+    (seconds, bytes) (:meth:`StructuredCode.build_cost`).
 
     Examples
     --------
@@ -339,6 +354,7 @@ class PointSetConstruction:
     max_cos: Fraction
     distance_invariant: bool = False
     values: tuple = ()
+    cost: Any = None
 
     def points(self, k: int) -> np.ndarray:
         pts = self.build()
@@ -396,35 +412,64 @@ def gram_points(gram: np.ndarray, rank: int) -> np.ndarray:
     return points / norms[:, None]
 
 
-def gram_points_by_columns(column, n: int, rank: int) -> np.ndarray:
-    """Unit rows whose Gram matrix has columns ``column(i)``, of the given rank, without forming the matrix.
+def gram_points_by_blocks(gram_block, n: int, rank: int, *, block_rows: int = 1024, check_rows: int = 64,
+                          progress=None) -> np.ndarray:
+    """Unit rows whose Gram matrix has blocks ``gram_block(rows, cols)``, of the given rank, never forming it whole.
 
-    Pivoted Cholesky one column at a time (Harbrecht, Peters & Schneider
-    2012): at each of ``rank`` steps the point with the largest residual norm
-    becomes the pivot, its Gram column is asked for, and one coordinate of
-    every point follows. Memory is the (n, rank) result plus O(n); work is
-    about n·rank² multiply-adds. A residual left after ``rank`` steps, or one
-    that runs out before, means the matrix does not have that rank, and raises.
+    The Gram matrix G (n × n, positive semidefinite of rank ``rank``) is
+    asked for in blocks only. A basis of ``rank`` points is chosen by
+    pivoted Cholesky (LAPACK ``dpstrf``) of the Gram matrix of a fixed
+    sample of 2·rank points (every point when n ≤ 2·rank); with
+    G[P, P] = L·Lᵀ on that basis P, the points are X = G[:, P]·L⁻ᵀ, since a
+    positive semidefinite matrix of rank ``rank`` equals
+    G[:, P]·G[P, P]⁻¹·G[P, :] (its Schur complement vanishes). X is
+    computed in blocks of ``block_rows`` rows, each one triangular solve
+    (BLAS ``dtrsm``): about n·rank² multiply-adds, at BLAS-3 speed. Memory:
+    the (n, rank) result, the sample's Gram matrix (4·rank² float64) and
+    one block. Rows that are not unit vectors (G has a larger rank, or the
+    sample does not span), or ``check_rows`` rows whose products with every
+    point miss G by more than 1e-9, raise ArithmeticError.
+
+    ``progress``, if given, is called with the fraction of rows done.
 
     Examples
     --------
     >>> g = np.array([[1.0, -0.5, -0.5], [-0.5, 1.0, -0.5], [-0.5, -0.5, 1.0]])
-    >>> x = gram_points_by_columns(lambda i: g[:, i], 3, 2)
+    >>> x = gram_points_by_blocks(lambda r, c: g[np.ix_(r, c)], 3, 2)
     >>> x.shape, round(float(x[0] @ x[1]), 12)
     ((3, 2), -0.5)
     """
-    factor = np.zeros((n, rank), order="F")
-    residual = np.ones(n)
-    for j in range(rank):
-        pivot = int(np.argmax(residual))
-        if residual[pivot] < 1e-9:
-            raise ArithmeticError(f"the Gram matrix has rank {j}, not {rank}")
-        col = np.asarray(column(pivot), dtype=np.float64) - factor[:, :j] @ factor[pivot, :j]
-        factor[:, j] = col / math.sqrt(residual[pivot])
-        residual -= factor[:, j] ** 2
-    if residual.max() > 1e-9:
-        raise ArithmeticError(f"the Gram matrix has rank above {rank}")
-    return factor / np.linalg.norm(factor, axis=1, keepdims=True)
+    from scipy.linalg import blas, lapack
+
+    everyone = np.arange(n)
+    # A fixed sample (deterministic), twice the rank: its best-conditioned basis is the pivots.
+    sample = everyone if n <= 2 * rank else np.sort(np.random.default_rng(0).choice(n, 2 * rank, replace=False))
+    factor, pivots, found, info = lapack.dpstrf(np.asarray(gram_block(sample, sample), dtype=np.float64),
+                                                lower=1, tol=1e-9, overwrite_a=1)
+    if info < 0 or found != rank:
+        raise ArithmeticError(f"the Gram matrix has rank {found} on a sample of {len(sample)} points, not {rank}")
+    basis = sample[pivots[:rank] - 1]
+    lower = np.asfortranarray(np.tril(factor[:rank, :rank]))
+    del factor
+    points = np.empty((n, rank))
+    for start in range(0, n, block_rows):
+        rows = everyone[start : start + block_rows]
+        points[rows] = gram_block(rows, basis)
+        # In place: the rows' block, seen transposed, is a Fortran-ordered (rank, rows) matrix B; L·Y = B.
+        solved = blas.dtrsm(1.0, lower, points[rows[0] : rows[-1] + 1].T, side=0, lower=1, overwrite_b=1)
+        if not np.shares_memory(solved, points):
+            points[rows] = solved.T
+        if progress is not None:
+            progress(min(n, start + block_rows) / n)
+    norms = np.sqrt(np.einsum("ij,ij->i", points, points))  # no (n, rank) temporary
+    if np.abs(norms - 1.0).max() > 1e-9:
+        raise ArithmeticError(f"the Gram matrix has rank above {rank} (a row of norm {norms.min():.6g})")
+    points /= norms[:, None]
+    checked = everyone[:: max(1, n // check_rows)][:check_rows]
+    error = np.abs(points[checked] @ points.T - gram_block(checked, everyone)).max()
+    if error > 1e-9:
+        raise ArithmeticError(f"the points miss their Gram matrix by {error:.3g}")
+    return points
 
 
 def _householder_drop(vectors: np.ndarray, p: np.ndarray) -> np.ndarray:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -38,8 +39,8 @@ from functools import lru_cache
 import numpy as np
 
 from spherecodes.errors import SpherecodesError
-from spherecodes.memory import require_memory
-from spherecodes.structured.code import PointSetConstruction, StructuredCode, gram_points, gram_points_by_columns
+from spherecodes.memory import format_bytes, physical_memory_bytes, require_memory
+from spherecodes.structured.code import PointSetConstruction, StructuredCode, gram_points, gram_points_by_blocks
 from spherecodes.structured.gfq import finite_field, prime_power
 from spherecodes.structured.lattices import golay_codewords
 
@@ -47,12 +48,14 @@ COHN_KUMAR = "Cohn & Kumar (2007), Universally optimal distribution of points on
 BROUWER = "Brouwer & Van Maldeghem (2022), Strongly Regular Graphs, ch. 10"
 DGS = "Delsarte, Goethals & Seidel (1977), Spherical codes and designs, §9"
 
-#: Largest Gram matrix (bytes) formed whole and factored by LAPACK (v² float64: q ≤ 9, 7300 points,
-#: 426 MB); a larger code asks for its m pivot columns one at a time.
-MAX_GRAM_BYTES = 2**30
-#: Largest isotropic-subspaces code (bytes of its float64 points, v·m·8) listed: q ≤ 13
-#: (30,772 points in R^2041, 502 MB); q = 16 would need 2.1 GB and ~45 times the work of q = 11.
-MAX_ISOTROPIC_BYTES = 2**30
+#: Largest Gram matrix (bytes) formed whole and factored by LAPACK (v² float64: every named graph, and the
+#: isotropic codes up to q = 5, 756 points); a larger code is built in blocks (faster from q = 7 on: q = 9 in
+#: about 1 s instead of 5–9 s, and without its 426 MB Gram matrix).
+MAX_GRAM_BYTES = 2**25
+#: Multiply-adds (v·m²) from which building a code in blocks takes seconds: its cost is estimated and shown.
+SLOW_BUILD_WORK = 10**10
+#: Rows of the points computed at once when the Gram matrix is not formed (one triangular solve each).
+BLOCK_ROWS = 1024
 
 
 @dataclass(frozen=True)
@@ -132,50 +135,107 @@ def srg_parameters(adjacency: np.ndarray) -> SRGParameters:
     return SRGParameters(v, k, lam, int(common_non[0]))
 
 
-def eigenspace_points(adjacency_rows, params: SRGParameters, theta: int) -> np.ndarray:
+def eigenspace_points(adjacency, params: SRGParameters, theta: int, progress=None) -> np.ndarray:
     """The v normalised projections of the standard basis on the θ-eigenspace, as (v, m_θ) float64 rows.
 
-    ``adjacency_rows(start, stop)`` returns rows start…stop−1 of the 0/1
-    adjacency matrix (so that large graphs are never held as integers twice).
-    The Gram matrix of the code is formed exactly from the two inner products
-    and factored by pivoted Cholesky; a rank other than m_θ, or rows that are
-    not unit vectors, mean the graph is not SRG(v, k, λ, μ), and raise.
+    ``adjacency(rows, cols)`` returns the block of the 0/1 adjacency matrix
+    on those vertices (index arrays), so that a large graph is never held
+    whole. The Gram matrix of the code, I + (θ/k)·A + (−(1 + θ)/(v − k − 1))·(J − I − A),
+    is formed exactly from the two inner products and factored by pivoted
+    Cholesky (whole up to :data:`MAX_GRAM_BYTES`, in blocks beyond:
+    :func:`~spherecodes.structured.code.gram_points_by_blocks`, memory
+    estimated first); a rank other than m_θ, or rows that are not unit
+    vectors, mean the graph is not SRG(v, k, λ, μ), and raise.
+    ``progress``, if given, is called with the fraction built (large graphs).
 
     Examples
     --------
-    >>> x = eigenspace_points(lambda a, b: petersen_graph()[a:b], SRGParameters(10, 3, 0, 1), -2)
+    >>> x = eigenspace_points(lambda r, c: petersen_graph()[np.ix_(r, c)], SRGParameters(10, 3, 0, 1), -2)
     >>> x.shape, round(float(x[0] @ x[1]), 12)
     ((10, 4), 0.166666666667)
     """
     v, m = params.v, params.dimension(theta)
     adjacent, other = (float(x) for x in params.inner_products(theta))
+
+    def gram_block(rows, cols):
+        block = np.where(adjacency(rows, cols), adjacent, other)
+        block[rows[:, None] == cols[None, :]] = 1.0
+        return block
+
     if 8 * v * v > MAX_GRAM_BYTES:
-        # Too large to hold: the factorisation asks for the m pivot columns one at a time; the factor,
-        # its normalised copy and one product of the pivot rows are what it holds.
-        require_memory(3 * 8.0 * v * m, f"the {v} points in R^{m} of SRG{params.as_tuple()} (float64)")
-
-        def column(i):
-            col = np.where(adjacency_rows(i, i + 1)[0], adjacent, other)
-            col[i] = 1.0
-            return col
-
+        require_memory(eigenspace_bytes(v, m), f"the {v:,} points in R^{m} of SRG{params.as_tuple()} (float64)")
         try:
-            return gram_points_by_columns(column, v, m)
+            return gram_points_by_blocks(gram_block, v, m, block_rows=BLOCK_ROWS, progress=progress)
         except ArithmeticError as err:
             raise ArithmeticError(f"{err}: the graph is not SRG{params.as_tuple()}") from None
     gram = np.empty((v, v))
     step = max(1, 2**22 // v)
+    everyone = np.arange(v)
     for start in range(0, v, step):
-        rows = adjacency_rows(start, min(start + step, v))
-        if not np.all(rows.sum(axis=1) == params.k):
+        rows = everyone[start : start + step]
+        if not np.all(adjacency(rows, everyone).sum(axis=1) == params.k):
             raise ArithmeticError(f"the graph is not {params.k}-regular")
-        block = np.where(rows, adjacent, other)
-        block[np.arange(len(rows)), np.arange(start, start + len(rows))] = 1.0
-        gram[start : start + len(rows)] = block
+        gram[rows] = gram_block(rows, everyone)
     try:
         return gram_points(gram, m)
     except ArithmeticError as err:
         raise ArithmeticError(f"{err}: the graph is not SRG{params.as_tuple()} (multiplicity {m} of {theta})") from None
+
+
+def eigenspace_bytes(v: int, m: int) -> float:
+    """Peak bytes of building v points in R^m: the points and the Gram matrix, or (large v) the sample's and a block.
+
+    Examples
+    --------
+    >>> round(eigenspace_bytes(69_649, 3_856) / 2**30, 2)    # isotropic subspaces, q = 16
+    2.56
+    """
+    if 8 * v * v <= MAX_GRAM_BYTES:
+        return 8.0 * v * v + 8.0 * v * m
+    sample = min(v, 2 * m)
+    return 8.0 * v * m + 8.0 * sample * sample + 4 * 8.0 * BLOCK_ROWS * m
+
+
+@lru_cache(maxsize=8)
+def eigenspace_seconds(v: int, m: int) -> float:
+    """Expected seconds of building v points in R^m in blocks (v² float64 over :data:`MAX_GRAM_BYTES`), timed here.
+
+    The work is one triangular solve of v rows against the m × m basis
+    (v·m² multiply-adds) and the basis itself, the pivoted Cholesky
+    factorisation of a 2m-point sample (about 5·m³, measured); its rate is
+    timed on one block of :data:`BLOCK_ROWS` rows against a triangular
+    matrix of order min(m, 1024), so the figure is rough (within a factor
+    of about two), and follows the machine's load.
+
+    Examples
+    --------
+    >>> 0 < eigenspace_seconds(15_984, 1_221) < eigenspace_seconds(69_649, 3_856)
+    True
+    """
+    from scipy.linalg import blas
+
+    order = min(m, 1024)
+    rng = np.random.default_rng(0)
+    lower = np.asfortranarray(np.tril(rng.normal(size=(order, order))) + order * np.eye(order))
+    rows = np.asfortranarray(rng.normal(size=(order, BLOCK_ROWS)))
+    fastest = math.inf
+    for _ in range(2):  # the faster of two: the first also meets the arrays' first page faults
+        began = time.perf_counter()
+        blas.dtrsm(1.0, lower, rows, side=0, lower=1, overwrite_b=1)
+        fastest = min(fastest, time.perf_counter() - began)
+    rate = BLOCK_ROWS * order * order / fastest
+    return (float(v) * m * m + 5.0 * m**3) / rate
+
+
+@dataclass(frozen=True)
+class _EigenspaceCost:
+    """The (seconds, bytes) of building a large eigenspace code: a picklable, hashable function."""
+
+    v: int
+    m: int
+
+    def __call__(self) -> tuple[float, float]:
+        return eigenspace_seconds(self.v, self.m), eigenspace_bytes(self.v, self.m)
 
 
 # ----------------------------------------------------------------- the graphs
@@ -337,7 +397,8 @@ def schlafli_graph() -> np.ndarray:
     >>> int(schlafli_graph().sum(axis=1)[0])
     16
     """
-    return ~quadrangle_adjacency_rows(2)(0, 27) & ~np.eye(27, dtype=bool)
+    everyone = np.arange(27)
+    return ~quadrangle_adjacency(2)(everyone, everyone) & ~np.eye(27, dtype=bool)
 
 
 @lru_cache(maxsize=4)
@@ -346,7 +407,9 @@ def elliptic_quadric_points(q: int) -> np.ndarray:
 
     Q(x) = x0·x1 + x2·x3 + x4² + b·x4·x5 + c·x5², with t² + bt + c the first
     irreducible quadratic over GF(q); each projective point is listed once,
-    with its first nonzero coordinate 1, in lexicographic order.
+    with its first nonzero coordinate 1, in lexicographic order. The
+    (q⁶ − 1)/(q − 1) projective points are enumerated as arrays and Q is
+    evaluated with the field's tables, all points at once.
 
     Examples
     --------
@@ -355,13 +418,19 @@ def elliptic_quadric_points(q: int) -> np.ndarray:
     """
     f = finite_field(q)
     b, c = _irreducible_quadratic(q)
-    x = np.array(list(itertools.product(range(q), repeat=6)), dtype=np.int64)
-    first = np.argmax(x != 0, axis=1)
-    x = x[(x != 0).any(axis=1) & (x[np.arange(len(x)), first] == 1)]
-    m, add = f.mul, f.add
-    value = add[m[x[:, 0], x[:, 1]], m[x[:, 2], x[:, 3]]]
-    value = add[value, add[m[x[:, 4], x[:, 4]], add[m[b, m[x[:, 4], x[:, 5]]], m[c, m[x[:, 5], x[:, 5]]]]]]
-    return x[value == 0]
+    found = []
+    for lead in range(5, -1, -1):  # (0, …, 0, 1) first: lexicographic order
+        free = 5 - lead
+        x = np.zeros((q**free, 6), dtype=np.int64)
+        x[:, lead] = 1
+        index = np.arange(q**free)
+        for j in range(free):  # base-q digits, the last coordinate least significant
+            x[:, 5 - j] = (index // q**j) % q
+        m, add = f.mul, f.add
+        value = add[m[x[:, 0], x[:, 1]], m[x[:, 2], x[:, 3]]]
+        value = add[value, add[m[x[:, 4], x[:, 4]], add[m[b, m[x[:, 4], x[:, 5]]], m[c, m[x[:, 5], x[:, 5]]]]]]
+        found.append(x[value == 0])
+    return np.concatenate(found)
 
 
 def _irreducible_quadratic(q: int) -> tuple[int, int]:
@@ -394,41 +463,52 @@ def _polar_form_tensors(q: int) -> np.ndarray:
     return tensors
 
 
-def quadrangle_adjacency_rows(q: int):
-    """Rows of the collinearity graph of the generalised quadrangle Q⁻(5, q), GQ(q, q²), on demand.
+def quadrangle_adjacency(q: int):
+    """The collinearity graph of the generalised quadrangle Q⁻(5, q), GQ(q, q²), in blocks on demand.
 
     Two points of the quadric are collinear (on a line of the quadric) when
     they are orthogonal for its polar form. The graph is
     SRG((q + 1)(q³ + 1), q(q² + 1), q − 1, q² + 1) (Brouwer & Van Maldeghem 2022,
     §2.2); its vertices are also the totally isotropic lines of the Hermitian
     quadrangle H(3, q²), adjacent when they meet (the dual quadrangle).
+    Returns ``block(rows, cols)``: the 0/1 adjacency between two arrays of
+    point indices. The polar form over GF(p^e) is GF(p)-bilinear in the
+    points' base-p digits: its e digits, packed in one float64, are one
+    matrix product (BLAS, exact below 2^53), each reduced mod p.
 
     Examples
     --------
-    >>> rows = quadrangle_adjacency_rows(3)
-    >>> rows(0, 2).sum(axis=1).tolist()
+    >>> block = quadrangle_adjacency(3)
+    >>> block(np.arange(2), np.arange(112)).sum(axis=1).tolist()
     [30, 30]
     """
     f = finite_field(q)
     x = elliptic_quadric_points(q)
-    # float32 products of small non-negative integers are exact below 2^24, and
-    # twice as fast as float64; a table then tells which sums are 0 mod p.
-    digits = f.digits[x].reshape(len(x), 6 * f.e).astype(np.float32)
+    digits = f.digits[x].reshape(len(x), 6 * f.e).astype(np.float64)
     tensors = _polar_form_tensors(q)
-    products = [digits @ t.astype(np.float32) for t in tensors]
-    largest = int(tensors.max()) * (f.p - 1) ** 2 * (6 * f.e) ** 2
-    if largest >= 2**24:
-        raise SpherecodesError(f"GF({q}) is too large for the exact float32 products here")
-    zero_mod_p = np.arange(largest + 1) % f.p == 0
+    # Digit c of B(x, y) is the integer Xᵀ·T_c·Y (below 2^width) reduced mod p; the e integers are packed in
+    # one float64 (exact below 2^53), width bits each, so that one matrix product gives them all.
+    width = (int(tensors.max()) * (f.p - 1) ** 2 * 6 * f.e).bit_length()
+    if f.e * width > 52:
+        raise SpherecodesError(f"GF({q}) is too large for the exact float64 products here")
+    packed = sum((digits @ t) * 2.0 ** (width * c) for c, t in enumerate(tensors))
+    fields = (1 << width) - 1
+    zero_mod_p = np.arange(fields + 1) % f.p == 0
+    # In characteristic 2 a digit vanishes mod 2 when its lowest bit is 0: one mask tests all e of them.
+    low_bits = sum(1 << (width * c) for c in range(f.e))
 
-    def rows(start: int, stop: int) -> np.ndarray:
-        orth = np.ones((stop - start, len(x)), dtype=bool)
-        for left in products:  # every GF(p) coordinate of B(x, y) must vanish
-            orth &= zero_mod_p[(left[start:stop] @ digits.T).astype(np.int32)]
-        orth[np.arange(stop - start), np.arange(start, stop)] = False
+    def block(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        values = (packed[rows] @ digits[cols].T).astype(np.int64)
+        if f.p == 2:
+            orth = (values & low_bits) == 0
+        else:
+            orth = np.ones(values.shape, dtype=bool)
+            for c in range(f.e):  # every GF(p) coordinate of B(x, y) must vanish
+                orth &= zero_mod_p[(values >> (width * c)) & fields]
+        orth[rows[:, None] == cols[None, :]] = False
         return orth
 
-    return rows
+    return block
 
 
 # ------------------------------------------------------------------ the codes
@@ -449,14 +529,14 @@ class _Eigenspace:
 def _eigenspace_points(graph: str, theta: int) -> np.ndarray:
     params = GRAPHS[graph][1]
     if graph.startswith("isotropic-"):
-        rows = quadrangle_adjacency_rows(int(graph.split("-")[1]))
+        block = quadrangle_adjacency(int(graph.split("-")[1]))
     else:
         adjacency = GRAPHS[graph][2]()
 
-        def rows(start, stop):
-            return adjacency[start:stop]
+        def block(rows, cols):
+            return adjacency[np.ix_(rows, cols)]
 
-    points = eigenspace_points(rows, params, theta)
+    points = eigenspace_points(block, params, theta)
     points.setflags(write=False)
     return points
 
@@ -481,13 +561,29 @@ GRAPHS = {
 }
 
 
-def _register_isotropic() -> None:
-    q = 2
-    while 8 * _isotropic_parameters(q).v * q * (q * q - q + 1) <= MAX_ISOTROPIC_BYTES:
+def isotropic_orders(memory: float) -> list[int]:
+    """The prime powers q whose isotropic-subspaces code can be built in ``memory`` bytes (:func:`eigenspace_bytes`).
+
+    Examples
+    --------
+    >>> isotropic_orders(24 * 2**30)
+    [2, 3, 4, 5, 7, 8, 9, 11, 13, 16, 17, 19]
+    """
+    orders, q = [], 2
+    while True:
+        params = _isotropic_parameters(q)
+        if eigenspace_bytes(params.v, q * (q * q - q + 1)) > memory:  # grows with q
+            return orders
         if prime_power(q) is not None:
-            GRAPHS[f"isotropic-{q}"] = (f"isotropic subspaces q = {q}", _isotropic_parameters(q), None,
-                                        COHN_KUMAR + "; " + BROUWER + " §2.2")
+            orders.append(q)
         q += 1
+
+
+def _register_isotropic() -> None:
+    # Every member of the family that this machine could hold; whether it fits now is checked when it is built.
+    for q in isotropic_orders(physical_memory_bytes()):
+        GRAPHS[f"isotropic-{q}"] = (f"isotropic subspaces q = {q}", _isotropic_parameters(q), None,
+                                    COHN_KUMAR + "; " + BROUWER + " §2.2")
 
 
 _register_isotropic()
@@ -500,8 +596,8 @@ def srg_code(graph: str, theta: int | None = None) -> StructuredCode:
     ----------
     graph : str
         A key of :data:`GRAPHS` (``"petersen"``, ``"clebsch"``, ``"gewirtz"``,
-        ``"higman-sims"``, ``"schlafli"``, ``"mclaughlin"``, ``"mclaughlin-2"``, ``"isotropic-q"`` for prime
-        powers q ≤ 13).
+        ``"higman-sims"``, ``"schlafli"``, ``"mclaughlin"``, ``"mclaughlin-2"``, ``"isotropic-q"`` for the prime
+        powers q of :func:`isotropic_orders`).
     theta : int, optional
         A restricted eigenvalue r or s of the graph.
 
@@ -531,7 +627,8 @@ def srg_code(graph: str, theta: int | None = None) -> StructuredCode:
         transitive=True,
         orbits=1,
         citation=citation + "; " + DGS,
-        construction=PointSetConstruction(build=_Eigenspace(graph, theta), max_cos=max_cos, distance_invariant=True),
+        construction=PointSetConstruction(build=_Eigenspace(graph, theta), max_cos=max_cos, distance_invariant=True,
+                                          cost=_EigenspaceCost(v, m) if v * m * m >= SLOW_BUILD_WORK else None),
     )
 
 
@@ -539,8 +636,10 @@ def isotropic_code(q: int) -> StructuredCode:
     """The isotropic-subspaces code for a prime power q: (q + 1)(q³ + 1) points in R^(q(q² − q + 1)).
 
     Inner products −1/q and 1/q² (Cohn & Kumar 2007, Table 1): a sharp
-    configuration, universally optimal. Listed for q ≤ 13 (:data:`MAX_ISOTROPIC_BYTES`); from q = 11 on
-    the Gram matrix is not formed (:data:`MAX_GRAM_BYTES`), and building takes seconds to minutes.
+    configuration, universally optimal. Listed for every prime power q whose points this machine's
+    memory could hold (:func:`isotropic_orders`: q ≤ 19 on 24 GiB); from q = 7 on the Gram matrix is not
+    formed (:data:`MAX_GRAM_BYTES`); building takes seconds from q = 11 and about a minute for q = 16 on
+    two cores (:meth:`~spherecodes.structured.code.StructuredCode.build_cost` estimates it).
 
     Examples
     --------
@@ -550,9 +649,13 @@ def isotropic_code(q: int) -> StructuredCode:
     """
     key = f"isotropic-{q}"
     if key not in GRAPHS:
-        listed = [g.split("-")[1] for g in GRAPHS if g.startswith("isotropic-")]
-        raise SpherecodesError(f"isotropic subspaces need a prime power q whose points take at most "
-                               f"{MAX_ISOTROPIC_BYTES / 2**30:.0f} GiB: q in {', '.join(listed)}; got q = {q}")
+        listed = ", ".join(g.split("-")[1] for g in GRAPHS if g.startswith("isotropic-"))
+        if prime_power(q) is None:
+            raise SpherecodesError(f"isotropic subspaces need a prime power q (here: {listed}); got q = {q}")
+        params = _isotropic_parameters(q)
+        need = eigenspace_bytes(params.v, q * (q * q - q + 1))
+        raise SpherecodesError(f"the isotropic-subspaces code of q = {q} needs about {format_bytes(need)}, over "
+                               f"this machine's {format_bytes(physical_memory_bytes())}: q in {listed}")
     return srg_code(key)
 
 

@@ -50,7 +50,8 @@ def codes(d, k, as_json):
     (down to the 276 equiangular lines and the McLaughlin configuration),
     two-distance sets of strongly regular graphs (Petersen, Clebsch,
     Schlafli, Gewirtz, Higman-Sims, McLaughlin, the isotropic-subspaces
-    codes), and real equiangular tight frames (Paley, Steiner, Latin-square
+    codes for every prime power q whose points this machine's memory could
+    hold: 69,649 points in R^3856 for q = 16), and real equiangular tight frames (Paley, Steiner, Latin-square
     and their complements: one vector per line, or both signs); a code from a
     smaller dimension is embedded by zero padding.
     'generate --method structured' builds the first one listed for (d, K).
