@@ -313,6 +313,9 @@ def test_history_columns():
         lambda: tammes(3, 8, dtype="float16"),
         lambda: tammes(3, 8, beta1=1.0),
         lambda: tammes(3, 8, t_spread=0.5),
+        lambda: tammes(3, 8, sharp_share=1.5),
+        lambda: tammes(3, 8, sharp_share=float("nan")),
+        lambda: tammes(3, 8, sharp_share="half"),
         lambda: tammes(3, 10**9, device="cpu"),  # 3.3 TiB of neighbour lists: refused on any machine
         lambda: maxsep(3, 8, lr=0),
         lambda: maxsep(3, 8, steps=-5),
