@@ -114,7 +114,9 @@ def tammes(
         ``dtype`` ("auto", "float32", "float64"); ``t_start``, ``t_end``
         (sharpness of the smoothed max at the first and last step);
         ``t_spread`` (start i > 0 begins at ``t_start * t_spread**u_i``, u_i
-        uniform in [0, 1), for diverse basins); ``lr_start``, ``lr_end``
+        uniform in [0, 1), for diverse basins); ``sharp_share`` (the share of
+        the starts i > 0, interleaved, that begin at ``t_end / 100`` instead:
+        the two schedules end in different basins; default 0.5, 0 with ``init``); ``lr_start``, ``lr_end``
         (Adam step size, geometric decay); ``beta1``, ``beta2``, ``eps``
         (Adam's constants; eps is large enough that a second moment which
         underflows in float32 cannot turn a negligible gradient into a full step);
