@@ -426,7 +426,8 @@ def test_tammes_precision_and_sharp_starts_follow_the_run():
     assert (cold.dtype, cold.sharp_share) == ("float32", 0.5)
     # Nothing refines an unpolished small code, and a warm start is already sharp.
     assert solvers.TammesOptions.resolve(3, 12, device="cpu", polish=False).dtype == "float64"
-    assert solvers.TammesOptions.resolve(5, 43, device="cpu").dtype == "float64"
+    assert (solvers.TammesOptions.resolve(5, 43, device="cpu").dtype,
+            solvers.TammesOptions.resolve(5, 43, device="cpu").sharp_share) == ("float64", 0.0)
     assert solvers.TammesOptions.resolve(3, 12, device="cpu", warm=True).sharp_share == 0.0
     # Whatever the schedule mix, a run ends at the proven optimum of N = 12 (the icosahedron, 1/sqrt(5)).
     for share in (0.0, 1.0):

@@ -116,7 +116,8 @@ def tammes(
         ``t_spread`` (start i > 0 begins at ``t_start * t_spread**u_i``, u_i
         uniform in [0, 1), for diverse basins); ``sharp_share`` (the share of
         the starts i > 0, interleaved, that begin at ``t_end / 100`` instead:
-        the two schedules end in different basins; default 0.5, 0 with ``init``); ``lr_start``, ``lr_end``
+        the two schedules end in different basins; default 0.5 in R^3 without
+        ``init``, else 0); ``lr_start``, ``lr_end``
         (Adam step size, geometric decay); ``beta1``, ``beta2``, ``eps``
         (Adam's constants; eps is large enough that a second moment which
         underflows in float32 cannot turn a negligible gradient into a full step);
