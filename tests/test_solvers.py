@@ -313,6 +313,9 @@ def test_history_columns():
         lambda: tammes(3, 8, dtype="float16"),
         lambda: tammes(3, 8, beta1=1.0),
         lambda: tammes(3, 8, t_spread=0.5),
+        lambda: tammes(3, 8, sharp_share=1.5),
+        lambda: tammes(3, 8, sharp_share=float("nan")),
+        lambda: tammes(3, 8, sharp_share="half"),
         lambda: tammes(3, 10**9, device="cpu"),  # 3.3 TiB of neighbour lists: refused on any machine
         lambda: maxsep(3, 8, lr=0),
         lambda: maxsep(3, 8, steps=-5),
@@ -415,3 +418,18 @@ def test_softmax_starts_from_init():
     unit = start / np.linalg.norm(start, axis=1, keepdims=True)
     assert res.settings["rho_start"] == pytest.approx(one_vs_rest_distances(unit).rho_lower, abs=1e-12)
     assert res.settings["rho"] >= res.settings["rho_start"]
+
+
+def test_tammes_precision_and_sharp_starts_follow_the_run():
+    """float32 annealing only where float64 refines it; sharp starts only for cold runs."""
+    cold = solvers.TammesOptions.resolve(3, 12, device="cpu")
+    assert (cold.dtype, cold.sharp_share) == ("float32", 0.5)
+    # Nothing refines an unpolished small code, and a warm start is already sharp.
+    assert solvers.TammesOptions.resolve(3, 12, device="cpu", polish=False).dtype == "float64"
+    assert (solvers.TammesOptions.resolve(5, 43, device="cpu").dtype,
+            solvers.TammesOptions.resolve(5, 43, device="cpu").sharp_share) == ("float64", 0.0)
+    assert solvers.TammesOptions.resolve(3, 12, device="cpu", warm=True).sharp_share == 0.0
+    # Whatever the schedule mix, a run ends at the proven optimum of N = 12 (the icosahedron, 1/sqrt(5)).
+    for share in (0.0, 1.0):
+        res = solvers.tammes(3, 12, seed=1, steps=300, restarts=4, device="cpu", sharp_share=share)
+        assert abs(res.max_cos - 1 / math.sqrt(5)) < 1e-12

@@ -35,6 +35,9 @@ __all__ = ["LINE_RESTARTS", "LINE_STEPS", "LineCosines", "coherence", "line_pack
 LINE_RESTARTS = 16
 LINE_STEPS = 500
 
+#: Annealed codes that are polished (the best; Tammes's default polishes more, for the basins of R^3).
+LINE_POLISH_TOP = 3
+
 
 def coherence(w: np.ndarray) -> float:
     """``max_{i != j} |<w_i, w_j>|`` in float64: the max-cos of the code and its antipodes, in tiles.
@@ -129,7 +132,7 @@ def line_packing(
     defaults = TammesOptions.resolve(d, k, device=dev, effort=effort, neighbours=0)
     cfg = TammesOptions.resolve(d, k, steps=steps or min(defaults.steps, LINE_STEPS),
                                 restarts=restarts or max(1, min(defaults.restarts, round(LINE_RESTARTS * EFFORTS[effort]["restarts"]))),
-                                device=dev, effort=effort, neighbours=0)
+                                device=dev, effort=effort, neighbours=0, polish_top=LINE_POLISH_TOP)
     bound = line_lower_bound(d, k)
     settings = {"method": "lines", "d": d, "k": k, "seed": seed, "time_limit": time_limit, "device": str(dev),
                 "init": None if init is None else "array", "lower_bound": bound.to_dict(),

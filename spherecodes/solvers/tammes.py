@@ -114,7 +114,10 @@ def tammes(
         ``dtype`` ("auto", "float32", "float64"); ``t_start``, ``t_end``
         (sharpness of the smoothed max at the first and last step);
         ``t_spread`` (start i > 0 begins at ``t_start * t_spread**u_i``, u_i
-        uniform in [0, 1), for diverse basins); ``lr_start``, ``lr_end``
+        uniform in [0, 1), for diverse basins); ``sharp_share`` (the share of
+        the starts i > 0, interleaved, that begin at ``t_end / 100`` instead:
+        the two schedules end in different basins; default 0.5 in R^3 without
+        ``init``, else 0); ``lr_start``, ``lr_end``
         (Adam step size, geometric decay); ``beta1``, ``beta2``, ``eps``
         (Adam's constants; eps is large enough that a second moment which
         underflows in float32 cannot turn a negligible gradient into a full step);
@@ -408,6 +411,32 @@ def _starts(seed: int, members: list[int], k: int, d: int, init: np.ndarray | No
     return np.stack(starts)
 
 
+#: The sharp starts (``sharp_share``) begin at ``t_end / SHARP_START``.
+SHARP_START = 100.0
+
+
+def _start_sharpness(seed: int, members: list[int], cfg: TammesOptions) -> np.ndarray:
+    """The sharpness at the first step of each of the starts ``members``.
+
+    Start 0 begins at ``t_start``; of the others, a share ``sharp_share``
+    (interleaved: start r is sharp when ``floor((r + 1) s) > floor(r s)``)
+    begins at ``t_end / SHARP_START``, the rest at ``t_start * t_spread**u_r``
+    (u_r uniform in [0, 1) from the stream ``(seed, r, 1)``).  Never above ``t_end``.
+
+    Examples
+    --------
+    >>> cfg = TammesOptions.resolve(3, 40, device="cpu", sharp_share=0.5)
+    >>> t = _start_sharpness(0, [0, 1, 2, 3], cfg)
+    >>> bool(t[0] == cfg.t_start), bool(t[1] == t[3] == cfg.t_end / SHARP_START), bool(t[2] >= cfg.t_start)
+    (True, True, True)
+    """
+    share = cfg.sharp_share
+    t = [cfg.t_start if r == 0
+         else cfg.t_end / SHARP_START if math.floor((r + 1) * share) > math.floor(r * share)
+         else cfg.t_start * cfg.t_spread ** np.random.default_rng([seed, r, 1]).random() for r in members]
+    return np.minimum(np.array(t, dtype=np.float64), cfg.t_end)
+
+
 #: Sharpness of the energy-continuation starts at their first and last step:
 #: the Riesz exponent s = 2 (t - 1) rises from 2 to 512.
 RIESZ_SHARPNESS = (2.0, 257.0)
@@ -494,19 +523,16 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
             stop_reason = "time_limit"
             break
         starts = _starts(seed, members, k, d, init, cfg)
-        spread = np.array([cfg.t_spread ** np.random.default_rng([seed, r, 1]).random() if r else 1.0
-                           for r in members])
+        t_start = _start_sharpness(seed, members, cfg)
         deadline = _batch_deadline(clock, cfg, batches - n_batch)
         if riesz:
             batch = _anneal_batch(starts, np.full(len(members), RIESZ_SHARPNESS[0]),
                                   dataclasses.replace(cfg, t_end=RIESZ_SHARPNESS[1]), dev, first, clock, history,
                                   total_steps, deadline, riesz=True)
         elif plan is None:
-            t_start = np.minimum(cfg.t_start * spread, cfg.t_end)
             batch = _anneal_batch(starts, t_start, cfg, dev, first, clock, history, total_steps, deadline)
         else:
-            t_start = min(cfg.t_start * spread[0], cfg.t_end)
-            batch = anneal_neighbours(starts[0], t_start, cfg, plan, dev, first, clock, history,
+            batch = anneal_neighbours(starts[0], float(t_start[0]), cfg, plan, dev, first, clock, history,
                                       total_steps, deadline)
             refreshes += batch.refreshes
         total_steps += batch.steps * len(members)
