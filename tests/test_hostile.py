@@ -1715,18 +1715,18 @@ def test_ctrl_c_at_any_moment_of_generate_keeps_a_valid_bank(tmp_path, delay):
 
 
 _SLOW_WRITER = """
-import sys, time
+import sys
 import spherecodes.bank as bank
 from spherecodes.cli import main
 rewrite = bank._rewrite
 
 def slow_rewrite(*args, **kwargs):
     print("read", flush=True)  # the bank has been read; another writer may now act
-    time.sleep(float(sys.argv[1]))
+    sys.stdin.readline()  # until the test says the other writer is waiting
     rewrite(*args, **kwargs)
 
 bank._rewrite = slow_rewrite
-main(sys.argv[2:], prog_name="spherecodes")
+main(sys.argv[1:], prog_name="spherecodes")
 """
 
 
@@ -1742,19 +1742,29 @@ def test_concurrent_writers_of_one_bank_take_turns_and_lose_nothing(tmp_path, se
     bank = _bank(tmp_path)
     assert subprocess.run([sys.executable, "-m", "spherecodes", "generate", "--d", "3", "--k", "4", "--out", str(bank),
                            "-q"], capture_output=True).returncode == 0
-    first = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, "2", "generate", "--d", "4", "--k", "5", "--out",
-                              str(bank), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, "generate", "--d", "4", "--k", "5", "--out",
+                              str(bank), "-q"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    notice = f"{bank} is being written by another spherecodes process (process {first.pid}); waiting"
     try:
         assert first.stdout.readline().strip() == "read"
         args = (["generate", "--d", "5", "--k", "6", "--out", str(bank), "-q"] if second == "generate"
                 else ["rm", str(bank), "--code", "etf-d3-k4"])
-        other = subprocess.run([sys.executable, "-m", "spherecodes", *args], capture_output=True, text=True, timeout=60)
-        assert other.returncode == 0, other.stderr
-        # The second writer waited 2 s for the first: it said so (rm), or kept quiet as asked (generate -q).
-        notice = f"{bank} is being written by another spherecodes process (process {first.pid}); waiting"
-        assert (notice in other.stderr) == (second == "rm"), other.stderr
+        other = subprocess.Popen([sys.executable, "-m", "spherecodes", *args], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        if second == "rm":
+            # The notice comes after a second of waiting for the lock: only then may the first writer go on,
+            # however long the second took to start (a loaded machine).
+            waiting = other.stderr.readline()
+            assert waiting.startswith(notice), waiting
+        else:
+            time.sleep(3)  # quiet as asked (-q): nothing to wait for but time
     finally:
-        out, err = first.communicate(timeout=60)
+        out, err = first.communicate("\n", timeout=60)
+    _, rest = other.communicate(timeout=60)
+    assert other.returncode == 0, rest
+    assert notice not in rest
+    assert first.returncode == 0, err
     assert first.returncode == 0, err
     expected = {GOOD_CODE, "etf-d4-k5"} | ({"etf-d3-k4", "etf-d5-k6"} if second == "generate" else set())
     assert _codes_in(bank) == expected
