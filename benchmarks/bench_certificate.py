@@ -45,7 +45,7 @@ from spherecodes.certificate import one_vs_rest_distances
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "spherecodes-bench"
 
 CERTIFICATE_CASES = [(64, 1000), (128, 10_000)]
-RESTART_CASES = [(64, 1000), (128, 2000), (256, 2000)]
+RESTART_CASES = [(64, 1000), (256, 2000)]
 LP_CASES = [(3, 12), (4, 120), (8, 240), (64, 1000), (100, 100), (128, 10_000), (512, 1_000_000)]
 
 
@@ -87,12 +87,18 @@ def spread_codes(k: int, d: int, seed: int = 0) -> list[tuple[np.ndarray, str]]:
     """The repelled code, and the Tammes optimiser's code when spherecodes.solvers exists."""
     codes = [(cached(f"repelled-d{d}-k{k}-s{seed}", lambda: repelled_code(k, d, seed)), "repelled")]
     try:
-        from spherecodes.solvers import tammes
+        codes.append((tammes_code(k, d, seed), "solvers.tammes"))
     except ImportError:
-        return codes
-    make = lambda: np.asarray(tammes(d, k, seed=seed, device="cpu").prototypes, dtype=np.float64)
-    codes.append((cached(f"tammes-d{d}-k{k}-s{seed}", make), "solvers.tammes"))
+        pass
     return codes
+
+
+def tammes_code(k: int, d: int, seed: int = 0) -> np.ndarray:
+    """The Tammes optimiser's code (default settings, CPU), cached."""
+    from spherecodes.solvers import tammes
+
+    make = lambda: np.asarray(tammes(d, k, seed=seed, device="cpu").prototypes, dtype=np.float64)
+    return cached(f"tammes-d{d}-k{k}-s{seed}", make)
 
 
 def bench_certificate(w: np.ndarray, device: str, repeats: int) -> dict:
@@ -168,7 +174,7 @@ def main() -> None:
               "| ρ interval | intervals agree |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         for d, k in RESTART_CASES:
-            w, _ = spread_codes(k, d)[-1]
+            w = tammes_code(k, d)
             r = bench_restart(w, args.repeats)
             (old_wall, old_cpu), (new_wall, new_cpu) = r["previous"], r["current"]
             print(f"| {d} | {k} | {old_wall:.2f} | {old_cpu:.2f} | {new_wall:.2f} | {new_cpu:.2f} "
