@@ -4,6 +4,13 @@ Run ``python benchmarks/bench_certificate.py`` (add ``--quick`` to skip the
 K = 10,000 case, ``--device cuda`` for a GPU).  Prints a Markdown table of
 median wall and CPU times over ``--repeats`` runs.
 
+``--restart`` compares instead, on Tammes-optimised codes up to (256, 2000)
+and in the same process, the interior-point restart of the QP as it is
+against its previous setting (all 2d + 2 candidates, Newton systems always
+through the Woodbury identity): median wall and CPU times of the whole
+certificate, alternating the two, their ratios and whether the intervals
+agree.
+
 Inputs are of two kinds:
 
 * ``random``: independent uniform unit vectors;
@@ -21,6 +28,8 @@ making them costs minutes at K = 10,000.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 import os
 import statistics
 import time
@@ -30,11 +39,13 @@ import numpy as np
 import torch
 
 from spherecodes.bounds import lp_max_cos_lower_bound
+from spherecodes.certificate import _qp as cert_qp
 from spherecodes.certificate import one_vs_rest_distances
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "spherecodes-bench"
 
 CERTIFICATE_CASES = [(64, 1000), (128, 10_000)]
+RESTART_CASES = [(64, 1000), (256, 2000)]
 LP_CASES = [(3, 12), (4, 120), (8, 240), (64, 1000), (100, 100), (128, 10_000), (512, 1_000_000)]
 
 
@@ -76,12 +87,18 @@ def spread_codes(k: int, d: int, seed: int = 0) -> list[tuple[np.ndarray, str]]:
     """The repelled code, and the Tammes optimiser's code when spherecodes.solvers exists."""
     codes = [(cached(f"repelled-d{d}-k{k}-s{seed}", lambda: repelled_code(k, d, seed)), "repelled")]
     try:
-        from spherecodes.solvers import tammes
+        codes.append((tammes_code(k, d, seed), "solvers.tammes"))
     except ImportError:
-        return codes
-    make = lambda: np.asarray(tammes(d, k, seed=seed, device="cpu").prototypes, dtype=np.float64)
-    codes.append((cached(f"tammes-d{d}-k{k}-s{seed}", make), "solvers.tammes"))
+        pass
     return codes
+
+
+def tammes_code(k: int, d: int, seed: int = 0) -> np.ndarray:
+    """The Tammes optimiser's code (default settings, CPU), cached."""
+    from spherecodes.solvers import tammes
+
+    make = lambda: np.asarray(tammes(d, k, seed=seed, device="cpu").prototypes, dtype=np.float64)
+    return cached(f"tammes-d{d}-k{k}-s{seed}", make)
 
 
 def bench_certificate(w: np.ndarray, device: str, repeats: int) -> dict:
@@ -104,6 +121,36 @@ def bench_certificate(w: np.ndarray, device: str, repeats: int) -> dict:
     }
 
 
+@contextlib.contextmanager
+def previous_restart():
+    """The restart's previous setting: every candidate, and the Woodbury form whenever m > d."""
+    saved = cert_qp.IPM_EXTRA_PER_ROOT_DIM, cert_qp.IPM_NORMAL_PER_DIM
+    cert_qp.IPM_EXTRA_PER_ROOT_DIM, cert_qp.IPM_NORMAL_PER_DIM = math.inf, 1.0
+    try:
+        yield
+    finally:
+        cert_qp.IPM_EXTRA_PER_ROOT_DIM, cert_qp.IPM_NORMAL_PER_DIM = saved
+
+
+def bench_restart(w: np.ndarray, repeats: int) -> dict:
+    """Median wall and CPU seconds of the certificate with the previous and the current restart, alternating."""
+    times = {"previous": ([], []), "current": ([], [])}
+    certs = {}
+    for _ in range(repeats):
+        for name, setting in (("previous", previous_restart), ("current", contextlib.nullcontext)):
+            with setting():
+                cpu = time.process_time()
+                certs[name] = one_vs_rest_distances(w, device="cpu")
+                times[name][1].append(time.process_time() - cpu)
+                times[name][0].append(certs[name].wall_time)
+    old, new = certs["previous"], certs["current"]
+    # Both are at rounding level, so each interval may clear the other's by a few units of 1e-16.
+    agree = bool(old.certified and new.certified and (new.lo <= old.hi + 1e-12).all()
+                 and (old.lo <= new.hi + 1e-12).all())
+    return {name: (statistics.median(walls), statistics.median(cpus)) for name, (walls, cpus) in times.items()} | {
+        "rho": (new.rho_lower, new.rho_upper), "agree": agree}
+
+
 def bench_lp(d: int, k: int, repeats: int) -> dict:
     times = []
     for _ in range(repeats):
@@ -118,10 +165,25 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--quick", action="store_true", help="skip K = 10,000")
+    parser.add_argument("--restart", action="store_true",
+                        help="only the QP's restart against its previous setting, on Tammes-optimised codes (CPU)")
     args = parser.parse_args()
 
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {args.device}, "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}\n")
+    if args.restart:
+        print("| d | K | previous: median wall s | CPU s | current: median wall s | CPU s | ratio wall | ratio CPU "
+              "| ρ interval | intervals agree |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for d, k in RESTART_CASES:
+            w = tammes_code(k, d)
+            r = bench_restart(w, args.repeats)
+            (old_wall, old_cpu), (new_wall, new_cpu) = r["previous"], r["current"]
+            print(f"| {d} | {k} | {old_wall:.2f} | {old_cpu:.2f} | {new_wall:.2f} | {new_cpu:.2f} "
+                  f"| {old_wall / new_wall:.2f} | {old_cpu / new_cpu:.2f} "
+                  f"| [{r['rho'][0]:.12f}, {r['rho'][1]:.12f}] | {r['agree']} |", flush=True)
+        print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
+        return
     print("| d | K | input | median wall s | min wall s | median CPU s | ρ interval | width | certified "
           "| rounds | support mean/max |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")

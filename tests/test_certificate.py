@@ -60,6 +60,18 @@ def slsqp_distance(w: np.ndarray, k: int) -> float:
     return float(np.linalg.norm(w[k] - others.T @ v))
 
 
+def nnls_distance(w: np.ndarray, k: int, weight: float = 1e4) -> float:
+    """dist_k from SciPy's NNLS (Lawson–Hanson), the simplex's Σ v = 1 as a heavily weighted extra row,
+    its answer moved onto the simplex (so an upper bound, close to dist_k)."""
+    from scipy.optimize import nnls
+
+    others = np.delete(w, k, axis=0)
+    a = np.vstack([others.T, np.full((1, len(others)), weight)])
+    v = nnls(a, np.append(w[k], weight))[0]
+    v /= v.sum()
+    return float(np.linalg.norm(w[k] - others.T @ v))
+
+
 def assert_contains(cert, exact, slack=1e-12):
     exact = np.broadcast_to(exact, cert.lo.shape)
     assert np.all(cert.lo <= exact + slack)
@@ -176,19 +188,31 @@ def test_tiny_candidate_sets_are_repaired_by_the_global_check():
 
 
 @pytest.mark.parametrize(
-    "quick,band",
-    [(1, -1.0), (10_000, -1.0), (12, math.inf)],
-    ids=["wolfe-then-interior-point", "wolfe-only", "interior-point-first"],
+    "quick,band,extra,normal_per_dim",
+    [(1, -1.0, 8.0, 1.7), (10_000, -1.0, 8.0, 1.7), (12, math.inf, 8.0, 1.7), (12, math.inf, 0.0, 100.0),
+     (12, math.inf, math.inf, 0.0)],
+    ids=["wolfe-then-interior-point", "wolfe-only", "interior-point-first", "interior-point-nearest-d-m-by-m",
+         "interior-point-all-candidates-woodbury"],
 )
-def test_every_solver_path_gives_the_same_certificate(monkeypatch, quick, band):
+def test_every_solver_path_gives_the_same_certificate(monkeypatch, quick, band, extra, normal_per_dim):
+    # The interior point works on the nearest d candidates or on all of them,
+    # its Newton systems solved with the m × m matrix or through the Woodbury
+    # identity: every path must end at the same certified distances, which
+    # SciPy's NNLS confirms.
     w = random_code(200, 12, seed=11)
     default = one_vs_rest_distances(w, device="cpu")
     monkeypatch.setattr(cert_qp, "WOLFE_QUICK_ITERATIONS", quick)
     monkeypatch.setattr(cert_qp, "JAMMED_BAND", band)
+    monkeypatch.setattr(cert_qp, "IPM_EXTRA_PER_ROOT_DIM", extra)
+    monkeypatch.setattr(cert_qp, "IPM_NORMAL_PER_DIM", normal_per_dim)
     other = one_vs_rest_distances(w, device="cpu")
     assert other.certified
     np.testing.assert_allclose(other.hi, default.hi, atol=1e-9)
     np.testing.assert_allclose(other.lo, default.lo, atol=1e-9)
+    for k in range(0, 200, 20):
+        independent = nnls_distance(w, k)
+        assert other.lo[k] <= independent + 1e-12
+        assert independent <= other.hi[k] + 1e-6
 
 
 # --------------------------------------------------- the certificate's parts
