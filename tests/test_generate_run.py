@@ -67,6 +67,19 @@ def test_the_estimate_covers_every_phase_and_splits_the_time_limit():
     assert 0 < estimate.optimiser_time_limit <= 100.0 - after
 
 
+def test_the_estimate_of_a_padded_prefix_code_counts_the_rotation_that_hides_its_orbit():
+    # (40, 300): the first 300 of 512 words of a code of length 30, padded with 10 zero columns. auto turns
+    # it into every dimension, which hides the sign changes: the run scans every pair, so must its estimate.
+    turned_code = generate(40, 300, "structured")
+    assert turned_code.settings["rotation"]["seed"] == 0 and unused_dimensions(turned_code.prototypes) == 0
+    estimate, _ = estimate_run(40, 300, "structured", device="cpu", certify=False)
+    assert estimate.phase("statistics").what == "float64 cosines of all 44,850 pairs"
+    # Kept as built (--rotation none), its statistics are read off the orbit, in the estimate and the run.
+    kept, _ = estimate_run(40, 300, "structured", device="cpu", certify=False, rotation="none")
+    assert "orbit of sign changes" in kept.phase("statistics").what
+    assert unused_dimensions(generate(40, 300, "structured", rotation="none").prototypes) == 10
+
+
 def test_a_dominant_certificate_is_named_and_an_absurd_run_refused():
     est = RunEstimate(64, 10**5, (Phase("candidates", "c", 1.0), Phase("statistics", "s", 9.0),
                                   Phase("certificate", "q", 90.0)))
