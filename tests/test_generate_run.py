@@ -226,3 +226,12 @@ def test_auto_with_an_optimiser_builds_its_candidates_itself(run, tmp_path):
     gram = w @ w.T
     np.fill_diagonal(gram, -1)
     assert gram.max() <= 0.5 + 1e-6  # never above the E8 roots' 1/2 (Conway & Sloane, ch. 4)
+
+
+def test_the_certificate_of_an_optimised_code_is_not_described_by_the_random_code_it_was_timed_on(run):
+    # The estimate times the certificate on a random code (the optimiser's result is not known then); the
+    # announce before the certificate must not repeat that timing's method as the code's.
+    result = run("generate", "--d", 3, "--k", 12, "--method", "tammes", "--restarts", 2, "--steps", 50)
+    assert result.exit_code == 0, result.output
+    assert "timed on a random code of this size" in result.output  # the estimate says so
+    assert "\ncertificate: K = 12 classes in d = 3\n" in result.output
