@@ -273,6 +273,8 @@ def estimate_run(
     build = _structured_build(d, k, method, plan, max_memory)
     if build is not None and not optimising:
         announce(f"estimating: the structured code first ({describe_build(build)}; the certificate is timed on it) ...")
+    elif not optimising and k * d >= LARGE_CODE:  # seconds of building, which the run keeps: not in silence
+        announce("estimating: building the exact codes first (the run keeps them; the certificate is timed on them) ...")
     built, points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed, max_memory)
     statistics, orbit = _statistics_phase(d, k, built, points, optimising, rotation)
     # Refused at once where the statistics alone are too long: timing the certificate could take minutes more.

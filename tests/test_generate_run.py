@@ -235,3 +235,17 @@ def test_the_certificate_of_an_optimised_code_is_not_described_by_the_random_cod
     assert result.exit_code == 0, result.output
     assert "timed on a random code of this size" in result.output  # the estimate says so
     assert "\ncertificate: K = 12 classes in d = 3\n" in result.output
+
+
+def test_a_large_exact_code_is_announced_before_it_is_built(monkeypatch):
+    import spherecodes.run_estimate as run_estimate
+
+    # From LARGE_CODE = K·d the build takes seconds (8 s for the Kerdock subset at (1024, 10^5)).
+    monkeypatch.setattr(run_estimate, "LARGE_CODE", 64 * 1000)
+    said = []
+    estimate_run(64, 1000, device="cpu", certify=False, announce=said.append)
+    assert said[-1].startswith("estimating: building the exact codes first")
+    monkeypatch.setattr(run_estimate, "LARGE_CODE", 64 * 1000 + 1)
+    said.clear()
+    estimate_run(64, 1000, device="cpu", certify=False, announce=said.append)
+    assert not any("building the exact codes" in line for line in said)
