@@ -242,15 +242,34 @@ def turned(prototypes: np.ndarray, rotation: str, seed: int, orbit="auto") -> tu
     >>> turned(e8_roots().points(), "auto", seed=3)[1] is None
     True
     """
-    unused = unused_dimensions(prototypes)
-    if rotation == "random":
-        why = "asked for (--rotation random)"
-    elif rotation == "auto" and unused and not (keeps_orbit(prototypes) if isinstance(orbit, str)
-                                                else orbit is not None and _may_be_orbit(len(prototypes))):
-        why = f"{unused} of {prototypes.shape[1]} dimensions unused (all-zero columns)"
-    else:
+    why = rotation_reason(prototypes, rotation, orbit)
+    if why is None:
         return prototypes, None
     return prototypes @ random_rotation(prototypes.shape[1], seed), {"seed": int(seed), "why": why}
+
+
+def rotation_reason(prototypes: np.ndarray, rotation: str, orbit="auto") -> str | None:
+    """Why :func:`turned` turns the prototypes (what the bank records), or None where it keeps them as built.
+
+    The run's estimate asks it too: a code that is turned loses its orbit
+    of sign changes, so its statistics and certificate are those of every
+    pair and every class.
+
+    Examples
+    --------
+    >>> from spherecodes.structured import e8_roots
+    >>> rotation_reason(e8_roots().embedded(10).points(), "auto")
+    '2 of 10 dimensions unused (all-zero columns)'
+    >>> rotation_reason(e8_roots().embedded(10).points(), "none") is None
+    True
+    """
+    unused = unused_dimensions(prototypes)
+    if rotation == "random":
+        return "asked for (--rotation random)"
+    if rotation == "auto" and unused and not (keeps_orbit(prototypes) if isinstance(orbit, str)
+                                              else orbit is not None and _may_be_orbit(len(prototypes))):
+        return f"{unused} of {prototypes.shape[1]} dimensions unused (all-zero columns)"
+    return None
 
 
 def code_from_result(

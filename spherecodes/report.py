@@ -11,6 +11,7 @@ statistics (computed from the stored prototypes) or from a theorem about
 from __future__ import annotations
 
 import math
+import shlex
 
 import numpy as np
 
@@ -430,7 +431,9 @@ def _rotation_line(report: dict):
 def _certificate_lines(report: dict) -> list:
     rho = report["rho"]
     if rho is None:
-        how = ("spherecodes certify BANK --write adds it" if report["bank"] else
+        how = (f"spherecodes certify {shlex.quote(printable(str(report['bank'])))} "
+               f"--code {shlex.quote(printable(report['name']))} --write adds it"
+               if report["bank"] else
                "not stored in a bank: 'spherecodes generate' without --no-certify, or 'spherecodes certify FILE', "
                "certifies it")
         return [("rho", f"not certified ({how})")]

@@ -30,7 +30,7 @@ from .best_of import (
 )
 from .constructions import construct
 from .errors import SpherecodesError
-from .generation import CLOSED_FORMS, STRUCTURED, resolve_method
+from .generation import CLOSED_FORMS, STRUCTURED, resolve_method, rotation_reason
 from .memory import format_bytes, format_duration, memory_limit
 from .orbit import ORBIT_MIN_K, OrbitPrefix, describe_orbit, resolve_orbit
 from .sphere import DEFAULT_TILE, nearest_others, random_start
@@ -273,6 +273,8 @@ def estimate_run(
     build = _structured_build(d, k, method, plan, max_memory)
     if build is not None and not optimising:
         announce(f"estimating: the structured code first ({describe_build(build)}; the certificate is timed on it) ...")
+    elif not optimising and k * d >= LARGE_CODE:  # seconds of building, which the run keeps: not in silence
+        announce("estimating: building the exact codes first (the run keeps them; the certificate is timed on them) ...")
     built, points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed, max_memory)
     statistics, orbit = _statistics_phase(d, k, built, points, optimising, rotation)
     # Refused at once where the statistics alone are too long: timing the certificate could take minutes more.
@@ -307,7 +309,7 @@ def _statistics_phase(d: int, k: int, built, points: np.ndarray, optimising: boo
     """The float64 statistics' phase, and the orbit of sign changes the certificate's timing is given.
 
     For a code that is one orbit of sign changes, or the first K words of
-    one, kept as built: the structure proved here, once (the candidate
+    one, kept as built (:func:`spherecodes.generation.rotation_reason`): the structure proved here, once (the candidate
     keeps it for the run, :attr:`spherecodes.best_of.Candidate.orbit`), and
     the statistics' own work on it timed (a product or two and, for a
     prefix, a tree of maxima: O(K·d)).  Else every pair.
@@ -318,6 +320,8 @@ def _statistics_phase(d: int, k: int, built, points: np.ndarray, optimising: boo
         for candidate in built:
             if candidate.prototypes is points:
                 candidate.orbit = orbit
+        if orbit is not None and rotation_reason(points, rotation, orbit) is not None:
+            orbit = None  # the run turns the code into every dimension: every pair, every class
         if orbit is not None:
             if isinstance(orbit, OrbitPrefix):
                 orbit.nearest(points)

@@ -135,6 +135,16 @@ def test_an_optimised_looking_code_is_left_to_the_qp_after_one_block(monkeypatch
     assert (bounds.lo[16:] == 0).all()  # not examined: only the trivial bound dist >= 0
 
 
+def test_the_pass_reports_progress_in_blocks_even_where_memory_allows_one(monkeypatch):
+    # 64 MiB would hold all 12 classes in one block, but a block of a code in a few hundred dimensions can take
+    # minutes, so blocks are at most 1/SHELL_PROGRESS_BLOCKS of the classes (here at least 4 rows).
+    monkeypatch.setattr(_shell, "SHELL_MIN_BLOCK_ROWS", 4)
+    calls = []
+    bounds = _shell.shell_bounds(cross_polytope(12, 6), tol=1e-9, block_bytes=64 * 2**20, max_support=8,
+                                 progress=calls.append)
+    assert bounds.exact.all() and calls == [4, 8, 12]
+
+
 def test_duplicates_are_at_distance_zero_through_the_shell():
     w = np.vstack([cross_polytope(6, 3), cross_polytope(6, 3)[:1]])
     cert = one_vs_rest_distances(w, device="cpu")

@@ -67,6 +67,19 @@ def test_the_estimate_covers_every_phase_and_splits_the_time_limit():
     assert 0 < estimate.optimiser_time_limit <= 100.0 - after
 
 
+def test_the_estimate_of_a_padded_prefix_code_counts_the_rotation_that_hides_its_orbit():
+    # (40, 300): the first 300 of 512 words of a code of length 30, padded with 10 zero columns. auto turns
+    # it into every dimension, which hides the sign changes: the run scans every pair, so must its estimate.
+    turned_code = generate(40, 300, "structured")
+    assert turned_code.settings["rotation"]["seed"] == 0 and unused_dimensions(turned_code.prototypes) == 0
+    estimate, _ = estimate_run(40, 300, "structured", device="cpu", certify=False)
+    assert estimate.phase("statistics").what == "float64 cosines of all 44,850 pairs"
+    # Kept as built (--rotation none), its statistics are read off the orbit, in the estimate and the run.
+    kept, _ = estimate_run(40, 300, "structured", device="cpu", certify=False, rotation="none")
+    assert "orbit of sign changes" in kept.phase("statistics").what
+    assert unused_dimensions(generate(40, 300, "structured", rotation="none").prototypes) == 10
+
+
 def test_a_dominant_certificate_is_named_and_an_absurd_run_refused():
     est = RunEstimate(64, 10**5, (Phase("candidates", "c", 1.0), Phase("statistics", "s", 9.0),
                                   Phase("certificate", "q", 90.0)))
@@ -213,3 +226,26 @@ def test_auto_with_an_optimiser_builds_its_candidates_itself(run, tmp_path):
     gram = w @ w.T
     np.fill_diagonal(gram, -1)
     assert gram.max() <= 0.5 + 1e-6  # never above the E8 roots' 1/2 (Conway & Sloane, ch. 4)
+
+
+def test_the_certificate_of_an_optimised_code_is_not_described_by_the_random_code_it_was_timed_on(run):
+    # The estimate times the certificate on a random code (the optimiser's result is not known then); the
+    # announce before the certificate must not repeat that timing's method as the code's.
+    result = run("generate", "--d", 3, "--k", 12, "--method", "tammes", "--restarts", 2, "--steps", 50)
+    assert result.exit_code == 0, result.output
+    assert "timed on a random code of this size" in result.output  # the estimate says so
+    assert "\ncertificate: K = 12 classes in d = 3\n" in result.output
+
+
+def test_a_large_exact_code_is_announced_before_it_is_built(monkeypatch):
+    import spherecodes.run_estimate as run_estimate
+
+    # From LARGE_CODE = K·d the build takes seconds (8 s for the Kerdock subset at (1024, 10^5)).
+    monkeypatch.setattr(run_estimate, "LARGE_CODE", 64 * 1000)
+    said = []
+    estimate_run(64, 1000, device="cpu", certify=False, announce=said.append)
+    assert said[-1].startswith("estimating: building the exact codes first")
+    monkeypatch.setattr(run_estimate, "LARGE_CODE", 64 * 1000 + 1)
+    said.clear()
+    estimate_run(64, 1000, device="cpu", certify=False, announce=said.append)
+    assert not any("building the exact codes" in line for line in said)

@@ -60,3 +60,11 @@ def test_report_of_an_orbit_code_within_max_memory_checks_its_generators(tmp_pat
     small = runner.invoke(main, ["report", str(tmp_path / "b.h5"), "--max-memory", "10kB"])
     assert small.exit_code == 1 and small.output.count("\n") == 1
     assert small.output.startswith("Error: reading code 'even' (K = 512, d = 10)") and "--max-memory" in small.output
+
+
+def test_an_uncertified_code_in_a_bank_names_the_command_that_certifies_it():
+    from spherecodes.report import code_report, format_code_report
+
+    code = make_code(cross_polytope(6, 3), method="cross-polytope", name="octa")
+    text = format_code_report(code_report(code, bank="my heads.h5"))
+    assert "not certified (spherecodes certify 'my heads.h5' --code octa --write adds it)" in text

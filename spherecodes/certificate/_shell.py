@@ -124,15 +124,28 @@ def classes_before_giving_up(k: int, d: int, budget_bytes: float) -> int:
     return min(k, -(-GIVE_UP_AFTER // rows) * rows)
 
 
+#: The pass reports progress after each block: blocks of at most 1/SHELL_PROGRESS_BLOCKS of the classes
+#: (a block of a code in a few hundred dimensions can take minutes), but of at least SHELL_MIN_BLOCK_ROWS.
+SHELL_PROGRESS_BLOCKS = 50
+SHELL_MIN_BLOCK_ROWS = 256
+
+
 def shell_block_rows(k: int, d: int, budget_bytes: float) -> int:
     """Classes per block: a (rows × tile) float64 product and its mask, and the rows' shells.
 
     The shells are counted at up to min(K, 4(d + 1)) members a row on
     average (their stored part; a shell may be larger, and is then a
     product of a code with many exact ties, whose members are kept as int64
-    pairs).
+    pairs).  Within that memory, blocks are small enough for progress to
+    come every 1/:data:`SHELL_PROGRESS_BLOCKS` of the classes.
+
+    Examples
+    --------
+    >>> shell_block_rows(10_000, 384, 64 * 2**20), shell_block_rows(100, 8, 64 * 2**20)
+    (256, 100)
     """
-    return int(max(1, min(k, budget_bytes // _bytes_per_row(k, d))))
+    by_progress = max(SHELL_MIN_BLOCK_ROWS, -(-k // SHELL_PROGRESS_BLOCKS))
+    return int(max(1, min(k, budget_bytes // _bytes_per_row(k, d), by_progress)))
 
 
 def shell_block_bytes(k: int, d: int, budget_bytes: float) -> float:

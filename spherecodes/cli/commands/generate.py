@@ -249,8 +249,9 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
             if deadline is not None and time.perf_counter() >= deadline:
                 out_of_time = "before the certificate"
             else:
-                if speak:
-                    click.echo(f"certificate: {estimate.phase('certificate').what}", err=True)
+                if speak:  # an optimiser's code was not known to the estimate (timed on a random code): not described
+                    click.echo(f"certificate: {estimate.phase('certificate').what}" if estimate.built is not None
+                               else f"certificate: K = {code.k} classes in d = {code.d}", err=True)
                 try:
                     code.certificate = certify_code(code, device=device, max_memory=max_memory, quiet=not speak,
                                                     estimate=False, deadline=deadline)
