@@ -159,10 +159,11 @@ def rotates(d: int, k: int, method: str, rotation: str) -> bool:
 
 #: Classes from which ``auto`` keeps the first K words of an orbit of sign
 #: changes (:class:`spherecodes.orbit.OrbitPrefix`) in their coordinates
-#: although they leave dimensions unused.  Below it a rotation into every
-#: dimension costs seconds (the scans of all pairs); above it, minutes to
-#: hours, against O(K·d) for the prefix.
-PREFIX_KEPT_K = 2**17
+#: although they leave dimensions unused.  Below it the rotated code's scans
+#: of all pairs and generic certificate take a few minutes at most (the
+#: (128, 10^4) BCH words, rotated: 89 s in all on 2 cores); they grow like
+#: K², to hours at K = 10^5, against O(K·d) for the prefix.
+PREFIX_KEPT_K = 2**15
 
 
 def _may_be_orbit(k: int) -> bool:
