@@ -288,7 +288,7 @@ def bundled_entry(d: int, k: int):
     Examples
     --------
     >>> bundled_entry(16, 100).name, bundled_entry(17, 100)
-    ('auto-d16-k100', None)
+    ('tammes-d16-k100', None)
     """
     from .catalog.bundled import bundled_catalog
 
@@ -615,7 +615,7 @@ def stored_candidate(entry) -> Candidate:
     --------
     >>> c = stored_candidate(bundled_entry(16, 100))
     >>> c.label, c.kind, c.prototypes.shape
-    ('bundled auto-d16-k100', 'catalog', (100, 16))
+    ('bundled tammes-d16-k100', 'catalog', (100, 16))
     """
     from .catalog.bundled import read_bundled
 

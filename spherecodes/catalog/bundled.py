@@ -67,10 +67,10 @@ def read_bundled(entry: CatalogEntry) -> tuple[Code, Path]:
 
     Examples
     --------
-    >>> entry = next(e for e in bundled_catalog().entries if e.name == "auto-d16-k100")
+    >>> entry = next(e for e in bundled_catalog().entries if e.name == "tammes-d16-k100")
     >>> code, path = read_bundled(entry)
     >>> (code.d, code.k), path.name
-    ((16, 100), 'auto-d16-k100.h5')
+    ((16, 100), 'tammes-d16-k100.h5')
     """
     with resources.as_file(resources.files("spherecodes.banks").joinpath(entry.file)) as path:
         check_bank_file(Path(path), entry, "the bundled catalog")
