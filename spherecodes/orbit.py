@@ -304,7 +304,7 @@ class OrbitPrefix:
         ordered[0] = 0
         return ordered // 2
 
-    def nearest(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    def nearest(self, w: np.ndarray, cosines: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float]:
         """Every row's nearest cosine and nearest row, and the smallest cosine of two rows: O(K·t + K·d).
 
         Row m's others are the words ``m ⊕ v``, v in [0, K), v ≠ 0.  For each
@@ -315,6 +315,9 @@ class OrbitPrefix:
         (f(0) = −inf: a row is not its own neighbour) and where they are.
         Every u ≠ 0 below 2^t is some pair's (u ⊕ h and h for u >= h), so
         the smallest cosine is the smallest f(u).
+        ``cosines``, where given, is :meth:`cosines` of these rows already
+        computed (it is not changed), so that its two products are not
+        taken twice.
 
         Examples
         --------
@@ -323,7 +326,7 @@ class OrbitPrefix:
         >>> (best.round(12) + 0.0).tolist(), index.tolist(), round(low, 12)
         ([0.0, 0.0, 0.0], [1, 0, 0], -1.0)
         """
-        f = self.cosines(w)
+        f = self.cosines(w) if cosines is None else cosines.copy()
         f[0] = np.inf
         low = float(f.min())
         f[0] = -np.inf

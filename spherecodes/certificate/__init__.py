@@ -380,14 +380,15 @@ def _prefix_certificate(w_np, prefix, tol, rattler_tol, max_memory, started, pro
     shell is not balanced or no moved witness stays among the rows.
     """
     k = len(w_np)
-    found = _prefix_witness(w_np, prefix, tol, max_memory)
+    cosines = prefix.cosines(w_np)  # the witness's shell and every row's nearest row both start from them
+    found = _prefix_witness(w_np, prefix, cosines, tol, max_memory)
     if found is None:
         return None
     words, weights = found
     fits = moved_witness_fits(k, words)
     if not fits.any():
         return None
-    _, nearest_rows, _ = prefix.nearest(w_np)
+    _, nearest_rows, _ = prefix.nearest(w_np, cosines)
     nearest = np.where(fits, -1, nearest_rows)
     lo, hi, feature = prefix_bounds(w_np, prefix, words, weights, nearest)
     cert = OneVsRestCertificate(
@@ -402,7 +403,7 @@ def _prefix_certificate(w_np, prefix, tol, rattler_tol, max_memory, started, pro
     return cert
 
 
-def _prefix_witness(w_np, prefix, tol, max_memory):
+def _prefix_witness(w_np, prefix, cosines, tol, max_memory):
     """A balanced witness of the whole orbit's class 0 as (words, weights), or None.
 
     Its candidates are the orbit's nearest words to ``w_0``, its nearest
@@ -413,7 +414,7 @@ def _prefix_witness(w_np, prefix, tol, max_memory):
     then its words below K, then the whole shell.
     """
     k = len(w_np)
-    f = prefix.cosines(w_np)
+    f = cosines.copy()
     f[0] = -np.inf
     shell = np.flatnonzero(f >= f.max() - SHELL_TOL)
     first = np.zeros(1, dtype=np.int64)
@@ -712,9 +713,9 @@ def _prefix_estimate(w: np.ndarray, prefix, max_memory: float | None) -> Estimat
     nbytes = prefix_bytes(k, d, prefix.words, max_memory)
     require_memory(nbytes, f"the certificate's inputs and results (K={k}, d={d})", "cpu", limit=max_memory)
     started = time.perf_counter()
-    prefix.cosines(w)
+    cosines = prefix.cosines(w)
     products = time.perf_counter()
-    found = _prefix_witness(w, prefix, DEFAULT_TOL, max_memory)
+    found = _prefix_witness(w, prefix, cosines, DEFAULT_TOL, max_memory)
     if found is None or not moved_witness_fits(k, found[0]).any():
         return None
     seconds = 4 * (products - started) + (time.perf_counter() - products)
