@@ -115,3 +115,33 @@ def test_cli_build_bad_input(tmp_path, monkeypatch):
                                   "--scheduler", "tcp://127.0.0.1:1"])
     assert result.exit_code == 1 and "cannot connect to the Dask scheduler" in result.output
     assert "Traceback" not in result.output
+
+
+def test_effort_reaches_the_tammes_tasks_only(tmp_path, monkeypatch):
+    from spherecodes.catalog import build as cb
+
+    real = cb.generate
+    seen = {}
+
+    def recording(d, k, method, **kwargs):
+        seen[method] = kwargs.get("effort")
+        return real(d, k, method, **kwargs)
+
+    monkeypatch.setattr(cb, "generate", recording)
+    report = build_catalog(parse_grid("d=3 k=7"), ["tammes", "softmax"], tmp_path / "cat", workers=1,
+                           processes=False, effort="low", **FAST)
+    assert sorted(s["name"] for s in report.built) == ["softmax-d3-k7", "tammes-d3-k7"]
+    assert seen == {"tammes": "low", "softmax": None}
+    assert read_code(tmp_path / "cat" / "tammes-d3-k7.h5").settings["effort"] == "low"
+
+
+def test_effort_without_a_method_that_takes_it_is_refused_before_any_work(tmp_path):
+    with pytest.raises(SpherecodesError, match=r"effort 'high' applies to the tammes method only; none of softmax"):
+        build_catalog(parse_grid("d=3 k=7"), ["softmax"], tmp_path / "cat", effort="high", **FAST)
+    with pytest.raises(SpherecodesError, match=r"effort must be one of low, default, high, got 'max'"):
+        build_catalog(parse_grid("d=3 k=7"), ["tammes"], tmp_path / "cat", effort="max", **FAST)
+    result = CliRunner().invoke(main, ["catalog", "build", "--grid", "d=3 k=7", "--methods", "softmax,auto",
+                                       "--effort", "high", "--out", str(tmp_path / "cli")])
+    assert result.exit_code == 1 and "none of softmax, auto takes it" in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "cat").exists() and not (tmp_path / "cli").exists()

@@ -134,3 +134,18 @@ def test_ctrl_c_during_the_rounds_keeps_the_best_code():
     assert res.stages[2]["starts"] < 50
     assert res.max_cos == pytest.approx(max_cos(res.prototypes), abs=0) and res.max_cos <= res.stages[1]["max_cos"]
     assert "interrupted" in res.stop_detail
+
+
+def test_high_effort_runs_at_least_512_starts_on_the_sphere_up_to_130_points():
+    from spherecodes.solvers import TammesOptions
+
+    def starts(d, k, **options):
+        return TammesOptions.resolve(d, k, device="cpu", **options).restarts
+
+    # From 82 points the default's K^2 d work per start gives 16 starts.
+    assert starts(3, 100) == 16 and starts(3, 100, effort="low") == 4
+    assert starts(3, 100, effort="high") == 512 and starts(3, 130, effort="high") == 512
+    assert starts(3, 131, effort="high") == 4 * starts(3, 131)
+    assert starts(5, 100, effort="high") == 4 * starts(5, 100)
+    assert starts(3, 100, effort="high", restarts=8) == 8
+    assert TammesOptions.resolve(3, 100, device="cpu", effort="high").symmetric_starts == 256

@@ -30,7 +30,7 @@ from ..cluster import dask_client
 from ..code import default_code_name
 from ..constructions import optimal_closed_form
 from ..errors import SpherecodesError
-from ..generation import NEEDS_CLASS_DATA, OPTIMISERS, generate
+from ..generation import METHOD_OPTIONS, NEEDS_CLASS_DATA, OPTIMISERS, generate
 from .publish import publish as publish_registry
 
 @dataclass(frozen=True)
@@ -158,6 +158,29 @@ def parse_methods(text: str) -> list[str]:
     return methods
 
 
+def check_effort(effort: str, methods) -> None:
+    """Refuse an ``effort`` that is unknown, or that no method of the build takes.
+
+    Examples
+    --------
+    >>> check_effort("high", ["tammes", "softmax"])
+    >>> check_effort("high", ["softmax"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: effort 'high' applies to the tammes method only; ...
+    """
+    # Imported here: the solvers bring torch, which the CLI loads only for the commands that compute.
+    from ..solvers import EFFORTS
+
+    if effort not in EFFORTS:
+        raise SpherecodesError(f"effort must be one of {', '.join(EFFORTS)}, got {effort!r}")
+    takers = [m for m in METHOD_OPTIONS["effort"] if m in OPTIMISERS]
+    if effort != "default" and not any(m in takers for m in methods):
+        raise SpherecodesError(f"effort {effort!r} applies to the {' and '.join(takers)} method only; "
+                               f"none of {', '.join(methods)} takes it (add tammes to --methods, or leave "
+                               f"--effort out)")
+
+
 def plan_build(pairs, methods) -> tuple[list[BuildTask], list[tuple[int, int, str]]]:
     """The tasks for a grid, and the sizes left out because a closed form is optimal there.
 
@@ -194,7 +217,7 @@ def is_finished(path, task: BuildTask) -> bool:
 
 def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: int | None = None,
                restarts: int | None = None, time_limit: float | None = None, device: str = "auto",
-               threads: int | None = None) -> dict:
+               effort: str = "default", threads: int | None = None) -> dict:
     """Generate, certify and store one catalog bank (the body of one Dask task).
 
     Writes ``<out>/<method>-d<d>-k<k>.h5`` atomically and returns a summary;
@@ -202,6 +225,10 @@ def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: i
     Where ``auto`` returns an exact code (a structured code or a closed
     form), which ``fetch`` builds on demand, nothing is written (``status``
     ``"on demand"``).
+
+    ``effort`` goes to the methods that take it (``tammes``, see
+    :data:`spherecodes.generation.METHOD_OPTIONS`) and is ignored by the
+    others, so one grid can mix them.
 
     Examples
     --------
@@ -228,6 +255,8 @@ def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: i
     started = time.perf_counter()
     # auto leaves the bundled catalog out: the catalog is what it builds.
     extra = {"catalog": False} if method == "auto" else {}
+    if method in METHOD_OPTIONS["effort"]:
+        extra["effort"] = effort
     code = generate(d, k, method, seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device,
                     **extra)
     if code.settings.get("auto", {}).get("winner_kind") in ("structured", "closed-form"):
@@ -244,8 +273,8 @@ def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: i
 
 def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler: str | None = None,
                   processes: bool = True, seed: int = 0, steps: int | None = None, restarts: int | None = None,
-                  time_limit: float | None = None, device: str = "auto", publish: bool = True,
-                  progress=None) -> BuildReport:
+                  time_limit: float | None = None, device: str = "auto", effort: str = "default",
+                  publish: bool = True, progress=None) -> BuildReport:
     """Build one bank per (d, K, method) on Dask distributed, then publish the folder's registry.
 
     Parameters
@@ -266,6 +295,9 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
         threads of this process.
     seed, steps, restarts, time_limit, device
         Passed to :func:`spherecodes.generate` for every bank.
+    effort : {"low", "default", "high"}
+        Passed to the methods that take it (``tammes``); anything but
+        ``"default"`` needs at least one of them in ``methods``.
     publish : bool
         Write ``registry.json`` for the folder when the tasks are done.
     progress : callable, optional
@@ -285,6 +317,7 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
         raise SpherecodesError("give either a number of local workers or a scheduler address, not both")
     if workers is not None and workers < 1:
         raise SpherecodesError(f"workers must be at least 1, got {workers}")
+    check_effort(effort, methods)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise SpherecodesError(f"{out} exists and is not a directory; --out names the catalog folder")
@@ -305,7 +338,7 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
         for position, summary in enumerate(report.skipped, start=1):
             progress(position, total, summary)
     if todo:
-        options = dict(seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device)
+        options = dict(seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device, effort=effort)
         with dask_client(scheduler, workers, processes, len(todo)) as (client, threads):
             futures = {
                 client.submit(build_bank, t.d, t.k, t.method, str(out.resolve()), threads=threads, **options,

@@ -39,6 +39,15 @@ _CONTACT_MARGIN = 1e-3
 #: Random candidate points per dimension searched for the deepest hole.
 _HOLE_CANDIDATES = 200
 
+#: Points reinserted per perturbed copy: 1 to this many.
+_REINSERT_MAX = 4
+
+#: Range of the shake, as a fraction of the neighbour angle.
+_SHAKE = (0.02, 0.3)
+
+#: The re-annealing starts at t_end divided by one of these, drawn per round.
+_SHARPNESS_DIVISORS = (1000.0, 100.0, 30.0)
+
 #: Steps of the local re-annealing of a perturbed batch.
 LOCAL_STEPS = 500
 
@@ -86,9 +95,9 @@ def perturb(w: np.ndarray, rng: np.random.Generator, angle: float) -> np.ndarray
     k, d = w.shape
     contacts, rattlers = _contacts(w)
     pool = rattlers if len(rattlers) and rng.random() < 0.25 else contacts
-    chosen = rng.choice(pool, size=min(len(pool), int(rng.integers(1, 5))), replace=False)
+    chosen = rng.choice(pool, size=min(len(pool), int(rng.integers(1, _REINSERT_MAX + 1))), replace=False)
     w = _reinsert(w, chosen, rng)
-    w = w + rng.standard_normal((k, d)) * (rng.uniform(0.02, 0.3) * angle / math.sqrt(d))
+    w = w + rng.standard_normal((k, d)) * (rng.uniform(*_SHAKE) * angle / math.sqrt(d))
     return w / np.linalg.norm(w, axis=1, keepdims=True)
 
 
@@ -121,7 +130,7 @@ def perturbation_rounds(w: np.ndarray, value: float, rounds: int, seed: int, cfg
             # to repair the perturbation and re-settle the code, not to forget it
             # (with the full step size, 500 steps from t_end / 100 end 1e-4 to
             # 5e-3 above the code; with a third, within 3e-5, like the full run).
-            sharpness = cfg.t_end / float(rng.choice([1000.0, 100.0, 30.0]))
+            sharpness = cfg.t_end / float(rng.choice(_SHARPNESS_DIVISORS))
             local = dataclasses.replace(cfg, steps=LOCAL_STEPS, log_every=10**9, lr_start=cfg.lr_start / 3,
                                         lr_end=cfg.lr_start / 300)
             codes, anneal_steps = anneal(starts, np.full(batch, sharpness), local)

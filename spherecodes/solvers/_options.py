@@ -59,12 +59,23 @@ SMALL_CODE = 20_000
 #: winning start is one of those, so the default keeps its random starts), and
 #: the share that are energy-continuation starts (Riesz s-energy with s rising
 #: from 2 to 512: at (22, 100) a quarter of them find the basin of the
-#: Higman-Sims code, which the annealing of max-cos misses from 16 starts).
+#: Higman-Sims code, which the annealing of max-cos misses from 16 starts),
+#: and the fewest starts in R^3 up to :data:`SPHERE_STARTS_MAX_K` points
+#: (``sphere_starts``; see there).
 EFFORTS = {
-    "low": {"restarts": 0.25, "perturb_rounds": 0, "symmetric": 0.0, "riesz": 0.0},
-    "default": {"restarts": 1.0, "perturb_rounds": 0, "symmetric": 0.0, "riesz": 0.0},
-    "high": {"restarts": 4.0, "perturb_rounds": 40, "symmetric": 0.5, "riesz": 0.5},
+    "low": {"restarts": 0.25, "perturb_rounds": 0, "symmetric": 0.0, "riesz": 0.0, "sphere_starts": 0},
+    "default": {"restarts": 1.0, "perturb_rounds": 0, "symmetric": 0.0, "riesz": 0.0, "sphere_starts": 0},
+    "high": {"restarts": 4.0, "perturb_rounds": 40, "symmetric": 0.5, "riesz": 0.5, "sphere_starts": 512},
 }
+
+#: Points in R^3 up to which an effort's ``sphere_starts`` applies.  From 82
+#: points the default falls to 16 starts (the K^2 d work of a start passes
+#: 2e4), so four times that is 64; but there nearly every start ends in its
+#: own basin.  Between N = 82 and 130, 512 starts reached 28 of the 49
+#: published records against 16 with 64 starts (256 starts: 9 of the 33 that
+#: 64 missed), at 28-82 s of CPU time each.  The published tables stop at
+#: 130 points, and beyond them a start costs more.
+SPHERE_STARTS_MAX_K = 130
 
 
 def option_names(options_class) -> tuple[str, ...]:
@@ -162,6 +173,8 @@ class TammesOptions:
             raise SpherecodesError(f"effort must be one of {', '.join(EFFORTS)}, got {effort!r}")
         if not cfg["neighbours"]:
             cfg["restarts"] = max(1, round(cfg["restarts"] * EFFORTS[effort]["restarts"]))
+            if d == 3 and k <= SPHERE_STARTS_MAX_K:
+                cfg["restarts"] = max(cfg["restarts"], EFFORTS[effort]["sphere_starts"])
             cfg["batch_size"] = max(1, min(cfg["restarts"], int(2**20 // k**2)))
         cfg["perturb_rounds"] = EFFORTS[effort]["perturb_rounds"] if cfg["polish"] else 0
         if warm:

@@ -102,13 +102,14 @@ def tammes(
         forgetting it, and the result is never worse than ``init``.
     effort : {"low", "default", "high"}
         How much work to spend on the dense path (:data:`spherecodes.solvers.EFFORTS`):
-        "low" runs a quarter of the random starts; "high" four times as many,
-        then rounds of perturb-and-repolish of the best code (reinsert the
-        points of the tightest contacts or the rattlers into the deepest
-        holes, or shake the code; re-anneal; polish) for codes small enough
-        to polish; half its starts are symmetric in R^3 (unions of orbits
-        of a rotation group) and energy-continuation starts above R^3
-        (``riesz_starts``).  ``result.stages`` records what each stage spent.
+        "low" runs a quarter of the random starts; "high" four times as many
+        (and at least 512 in R^3 up to 130 points), then rounds of
+        perturb-and-repolish of the best code (reinsert the points of the
+        tightest contacts or the rattlers into the deepest holes, or shake
+        the code; re-anneal; polish) for codes small enough to polish; half
+        its starts are symmetric in R^3 (unions of orbits of a rotation
+        group) and energy-continuation starts above R^3 (``riesz_starts``).
+        ``result.stages`` records what each stage spent.
     **options
         Advanced settings, defaults from :func:`tammes_defaults`:
         ``dtype`` ("auto", "float32", "float64"); ``t_start``, ``t_end``

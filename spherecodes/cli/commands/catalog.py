@@ -114,11 +114,14 @@ def catalog_publish(directory, best, into, max_size, as_json):
 @click.option("--time-limit", type=SECONDS, default=None, metavar="SECONDS",
               help="Stop each optimiser then and keep its best code.")
 @click.option("--device", default="auto", show_default=True, help="auto (CUDA when present), cpu, cuda or cuda:N.")
+@click.option("--effort", type=click.Choice(("low", "default", "high")), default="default", show_default=True,
+              help="tammes banks only: how much work each spends, as in 'spherecodes generate --effort'. "
+              "high: four times the starts, then rounds of perturb-and-repolish of the best code.")
 @click.option("--publish/--no-publish", default=True, show_default=True,
               help="Write the folder's registry.json when the banks are done.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no table.")
-def catalog_build(grid, methods, out, workers, scheduler, seed, steps, restarts, time_limit, device, publish,
-                  quiet):
+def catalog_build(grid, methods, out, workers, scheduler, seed, steps, restarts, time_limit, device, effort,
+                  publish, quiet):
     """Build a catalog: one certified bank per (d, K, method), as tasks on Dask distributed.
 
     Each bank is generated, certified and written to OUT/<method>-d<D>-k<K>.h5
@@ -131,6 +134,7 @@ def catalog_build(grid, methods, out, workers, scheduler, seed, steps, restarts,
     Examples:
       spherecodes catalog build --grid "d=16,32,64 k=100,1000" --methods tammes,softmax --out my-banks
       spherecodes catalog build --grid "d=3 k=7..12" --out small --workers 2 --steps 500
+      spherecodes catalog build --grid "d=6 k=98" --methods tammes --effort high --out records
       spherecodes catalog build --grid "d=128 k=1000" --out /shared/banks --scheduler tcp://10.0.0.5:8786
     """
     if workers is not None and scheduler is not None:
@@ -141,7 +145,7 @@ def catalog_build(grid, methods, out, workers, scheduler, seed, steps, restarts,
     try:
         result = build_catalog(pairs, method_list, out, workers=workers, scheduler=scheduler, seed=seed,
                                steps=steps, restarts=restarts, time_limit=time_limit, device=device,
-                               publish=publish, progress=progress)
+                               effort=effort, publish=publish, progress=progress)
     finally:
         progress.close()
     if quiet:
