@@ -136,6 +136,10 @@ def test_effort_reaches_the_tammes_tasks_only(tmp_path, monkeypatch):
 
 
 def test_effort_without_a_method_that_takes_it_is_refused_before_any_work(tmp_path):
+    from spherecodes.cli.main import EFFORT
+    from spherecodes.solvers import EFFORTS
+
+    assert tuple(EFFORT.choices) == tuple(EFFORTS)  # the CLI's copy of the names, kept torch-free
     with pytest.raises(SpherecodesError, match=r"effort 'high' applies to the tammes method only; none of softmax"):
         build_catalog(parse_grid("d=3 k=7"), ["softmax"], tmp_path / "cat", effort="high", **FAST)
     with pytest.raises(SpherecodesError, match=r"effort must be one of low, default, high, got 'max'"):

@@ -129,6 +129,8 @@ COUNT = click.IntRange(min=2, max=MAX_SIZE)
 FILE = click.Path(dir_okay=False, path_type=Path)
 #: Seeds fit in a signed 64-bit integer (NumPy's generators and the bank's seed attribute take them).
 SEED = click.IntRange(min=0, max=SEED_LIMIT - 1)
+#: The efforts of the tammes optimiser (spherecodes.solvers.EFFORTS, not imported here: it brings torch).
+EFFORT = click.Choice(("low", "default", "high"))
 
 
 class FiniteFloat(click.FloatRange):

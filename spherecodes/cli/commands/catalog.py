@@ -12,7 +12,7 @@ from ...catalog import publish as publish_catalog
 from ...memory import parse_size
 from ...report import format_bytes, format_entries, format_offers
 from .._common import BuildProgress, print_json
-from ..main import MAX_THREADS, SECONDS, SEED, URL_HELP, CatalogLocation, SchedulerAddress, main
+from ..main import EFFORT, MAX_THREADS, SECONDS, SEED, URL_HELP, CatalogLocation, SchedulerAddress, main
 
 @main.group(name="catalog")
 def catalog_cmd():
@@ -114,9 +114,9 @@ def catalog_publish(directory, best, into, max_size, as_json):
 @click.option("--time-limit", type=SECONDS, default=None, metavar="SECONDS",
               help="Stop each optimiser then and keep its best code.")
 @click.option("--device", default="auto", show_default=True, help="auto (CUDA when present), cpu, cuda or cuda:N.")
-@click.option("--effort", type=click.Choice(("low", "default", "high")), default="default", show_default=True,
-              help="tammes banks only: how much work each spends, as in 'spherecodes generate --effort'. "
-              "high: four times the starts, then rounds of perturb-and-repolish of the best code.")
+@click.option("--effort", type=EFFORT, default="default", show_default=True,
+              help="tammes banks only: how much work each spends, as 'spherecodes generate --effort' (high: more "
+              "starts, then rounds of perturb-and-repolish of the best code).")
 @click.option("--publish/--no-publish", default=True, show_default=True,
               help="Write the folder's registry.json when the banks are done.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no table.")

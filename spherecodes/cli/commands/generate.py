@@ -38,7 +38,8 @@ from ...semantic import (
 from .._common import OutOfTime, ProgressBar, default_bank_path, lock_notice, show_report, tell
 from .._common import certify as certify_code
 from ..main import (
-    COUNT, DIM, FILE, MAX_MEMORY_HELP, SECONDS, SEED, FiniteFloat, MemorySize, embedding_options, main, threads_option,
+    COUNT, DIM, EFFORT, FILE, MAX_MEMORY_HELP, SECONDS, SEED, FiniteFloat, MemorySize, embedding_options, main,
+    threads_option,
 )
 
 @main.command(name="generate")
@@ -92,7 +93,7 @@ from ..main import (
 @click.option("--catalog/--no-catalog", "use_catalog", default=True, show_default=True,
               help="auto only: count the bundled catalog's code of this size among the candidates.")
 @click.option("--max-memory", type=MemorySize(), default=None, help=MAX_MEMORY_HELP)
-@click.option("--effort", type=click.Choice(("low", "default", "high")), default="default", show_default=True,
+@click.option("--effort", type=EFFORT, default="default", show_default=True,
               help="tammes and lines: how much work to spend. low: a quarter of the random starts; high: four times "
               "as many (for tammes at least 512 in R^3 up to 130 points, half of them symmetric there, "
               "energy-continuation starts above R^3), then rounds of perturb-and-repolish of the best code (codes "
