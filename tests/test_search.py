@@ -102,6 +102,13 @@ def test_perturbation_rounds_are_recorded_and_deterministic():
     # The rounds only ever keep a better code.
     assert stages[2]["max_cos"] <= stages[1]["max_cos"]
     assert runs[0].max_cos == stages[2]["max_cos"]
+    # More rounds continue the same ones (round r draws from (seed, r, 3)):
+    # after its third round a longer run holds the shorter run's code, so
+    # rounds added to an effort can only lower max-cos.
+    longer = tammes(3, 20, seed=1, restarts=4, steps=300, perturb_rounds=6, symmetric_starts=2, device="cpu")
+    assert longer.stages[2]["starts"] == 6
+    rounds = longer.history[-6:, 2]
+    assert rounds[2] == runs[0].max_cos and longer.max_cos == rounds[-1] <= runs[0].max_cos
 
 
 def test_time_limit_stops_the_rounds_and_says_so():
@@ -149,3 +156,26 @@ def test_high_effort_runs_at_least_512_starts_on_the_sphere_up_to_130_points():
     assert starts(5, 100, effort="high") == 4 * starts(5, 100)
     assert starts(3, 100, effort="high", restarts=8) == 8
     assert TammesOptions.resolve(3, 100, device="cpu", effort="high").symmetric_starts == 256
+
+
+def test_high_effort_searches_the_sphere_longer_up_to_130_points():
+    from spherecodes.solvers import TammesOptions
+    from spherecodes.solvers._basin import PATIENCE
+    from spherecodes.solvers._options import SPHERE_PATIENCE
+
+    def rounds(d, k, **options):
+        opts = TammesOptions.resolve(d, k, device="cpu", **options)
+        return opts.perturb_rounds, opts.perturb_patience
+
+    # In R^3 up to 130 points: min(150, 9.19e6 / (K^2 d) - 172) rounds, at
+    # least 40, stopped after 60 without a gain.
+    assert rounds(3, 97, effort="high") == (150, SPHERE_PATIENCE) == (150, 60)
+    assert rounds(3, 103, effort="high")[0] == 9_190_000 // (103**2 * 3) - 172 == 116
+    assert rounds(3, 120, effort="high")[0] == 40
+    assert rounds(3, 130, effort="high") == (40, 60)
+    # Elsewhere the effort's 40 rounds and their patience; other efforts none.
+    for d, k in ((3, 131), (5, 42), (22, 100)):
+        assert rounds(d, k, effort="high") == (40, PATIENCE)
+    assert rounds(3, 100) == (0, PATIENCE) and rounds(3, 100, effort="low")[0] == 0
+    # Rounds asked for by count all run.
+    assert rounds(3, 100, effort="high", perturb_rounds=7) == (7, 0)

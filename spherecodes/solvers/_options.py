@@ -61,21 +61,47 @@ SMALL_CODE = 20_000
 #: from 2 to 512: at (22, 100) a quarter of them find the basin of the
 #: Higman-Sims code, which the annealing of max-cos misses from 16 starts),
 #: and the fewest starts in R^3 up to :data:`SPHERE_STARTS_MAX_K` points
-#: (``sphere_starts``; see there).
+#: (``sphere_starts``; see there), and the most perturbation rounds there
+#: (``sphere_rounds``; see :data:`SPHERE_ROUNDS_WORK`).
 EFFORTS = {
-    "low": {"restarts": 0.25, "perturb_rounds": 0, "symmetric": 0.0, "riesz": 0.0, "sphere_starts": 0},
-    "default": {"restarts": 1.0, "perturb_rounds": 0, "symmetric": 0.0, "riesz": 0.0, "sphere_starts": 0},
-    "high": {"restarts": 4.0, "perturb_rounds": 40, "symmetric": 0.5, "riesz": 0.5, "sphere_starts": 512},
+    "low": {"restarts": 0.25, "perturb_rounds": 0, "symmetric": 0.0, "riesz": 0.0, "sphere_starts": 0,
+            "sphere_rounds": 0},
+    "default": {"restarts": 1.0, "perturb_rounds": 0, "symmetric": 0.0, "riesz": 0.0, "sphere_starts": 0,
+                "sphere_rounds": 0},
+    "high": {"restarts": 4.0, "perturb_rounds": 40, "symmetric": 0.5, "riesz": 0.5, "sphere_starts": 512,
+             "sphere_rounds": 150},
 }
 
-#: Points in R^3 up to which an effort's ``sphere_starts`` applies.  From 82
-#: points the default falls to 16 starts (the K^2 d work of a start passes
-#: 2e4), so four times that is 64; but there nearly every start ends in its
-#: own basin.  Between N = 82 and 130, 512 starts reached 28 of the 49
-#: published records against 16 with 64 starts (256 starts: 9 of the 33 that
-#: 64 missed), at 28-82 s of CPU time each.  The published tables stop at
-#: 130 points, and beyond them a start costs more.
+#: Points in R^3 up to which an effort's ``sphere_starts`` and
+#: ``sphere_rounds`` apply.  From 82 points the default falls to 16 starts
+#: (the K^2 d work of a start passes 2e4), so four times that is 64; but
+#: there nearly every start ends in its own basin (at N = 64 and 82, 512
+#: starts, each polished, end in 366 and 460 distinct local optima, none of
+#: them the published record).  Between N = 82 and 130, 512 starts reached
+#: 28 of the 49 published records against 16 with 64 starts; the rounds
+#: that follow them reach more (:data:`SPHERE_ROUNDS_WORK`).  The published
+#: tables stop at 130 points, and beyond them a start costs more.
 SPHERE_STARTS_MAX_K = 130
+
+#: The perturbation rounds in R^3 up to :data:`SPHERE_STARTS_MAX_K` points
+#: at an effort with ``sphere_rounds``: ``min(sphere_rounds,
+#: SPHERE_ROUNDS_WORK / (K^2 d) - SPHERE_ROUNDS_SPENT)``, at least the
+#: effort's ``perturb_rounds``.  A round and a start both cost about K^2 d,
+#: so this is what is left of two minutes of one core once the 512 starts
+#: are done: 150 rounds up to N = 97, 128 at N = 101, 116 at N = 103, 40
+#: from N = 120 (there the starts and 40 rounds took 73-113 s of CPU).
+#: They stop after :data:`SPHERE_PATIENCE` rounds in a row without a gain.
+#: They continue the rounds of the effort's ``perturb_rounds`` (the same
+#: streams, and only a better code is kept), so they can only lower
+#: max-cos: over N = 5 ... 130 they reached 105 of the 126 records against
+#: 101.  From the best of 128 starts, 150 rounds reached N = 76, 85 and
+#: 101, which 512 starts and rounds stopped after 12 without a gain had
+#: missed, with gains as late as the 113th round.  In R^5 and R^6 (Cohn's
+#: (5, 41-44), (6, 86), (6, 98)) up to 150 rounds gained nothing and took
+#: (5, 42) from 27 s to 143 s, so they stay at the effort's 40 there.
+SPHERE_ROUNDS_WORK = 9.19e6
+SPHERE_ROUNDS_SPENT = 172
+SPHERE_PATIENCE = 60
 
 
 def option_names(options_class) -> tuple[str, ...]:
@@ -176,7 +202,12 @@ class TammesOptions:
             if d == 3 and k <= SPHERE_STARTS_MAX_K:
                 cfg["restarts"] = max(cfg["restarts"], EFFORTS[effort]["sphere_starts"])
             cfg["batch_size"] = max(1, min(cfg["restarts"], int(2**20 // k**2)))
-        cfg["perturb_rounds"] = EFFORTS[effort]["perturb_rounds"] if cfg["polish"] else 0
+        sphere_search = bool(EFFORTS[effort]["sphere_rounds"]) and d == 3 and k <= SPHERE_STARTS_MAX_K
+        rounds = EFFORTS[effort]["perturb_rounds"]
+        if sphere_search:
+            rounds = max(rounds, min(EFFORTS[effort]["sphere_rounds"],
+                                     int(SPHERE_ROUNDS_WORK / (k * k * d)) - SPHERE_ROUNDS_SPENT))
+        cfg["perturb_rounds"] = rounds if cfg["polish"] else 0
         if warm:
             cfg.update(t_start=cfg["t_end"] / 25, lr_start=cfg["lr_start"] / 10, lr_end=cfg["lr_end"] / 10,
                        init_noise=estimated_angle(d, k) / 4)
@@ -217,7 +248,8 @@ class TammesOptions:
         cfg["perturb_rounds"] = check_int("perturb_rounds", cfg["perturb_rounds"], 0)
         if "perturb_patience" not in explicit:
             # The rounds an effort sets stop once they stop paying; rounds asked for by count all run.
-            cfg["perturb_patience"] = 0 if "perturb_rounds" in explicit else PATIENCE
+            cfg["perturb_patience"] = (0 if "perturb_rounds" in explicit
+                                       else SPHERE_PATIENCE if sphere_search else PATIENCE)
         cfg["perturb_patience"] = check_int("perturb_patience", cfg["perturb_patience"], 0)
         if cfg["init_noise"] is not None:
             if not warm:
