@@ -197,12 +197,14 @@ class TammesOptions:
         effort = options.get("effort") or "default"
         if effort not in EFFORTS:
             raise SpherecodesError(f"effort must be one of {', '.join(EFFORTS)}, got {effort!r}")
+        # The sizes of the published 3-D tables, where an effort's sphere_* settings apply.
+        on_sphere = d == 3 and k <= SPHERE_STARTS_MAX_K
         if not cfg["neighbours"]:
             cfg["restarts"] = max(1, round(cfg["restarts"] * EFFORTS[effort]["restarts"]))
-            if d == 3 and k <= SPHERE_STARTS_MAX_K:
+            if on_sphere:
                 cfg["restarts"] = max(cfg["restarts"], EFFORTS[effort]["sphere_starts"])
             cfg["batch_size"] = max(1, min(cfg["restarts"], int(2**20 // k**2)))
-        sphere_search = bool(EFFORTS[effort]["sphere_rounds"]) and d == 3 and k <= SPHERE_STARTS_MAX_K
+        sphere_search = on_sphere and bool(EFFORTS[effort]["sphere_rounds"])
         rounds = EFFORTS[effort]["perturb_rounds"]
         if sphere_search:
             rounds = max(rounds, min(EFFORTS[effort]["sphere_rounds"],

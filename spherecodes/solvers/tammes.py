@@ -107,9 +107,9 @@ def tammes(
         perturb-and-repolish of the best code (reinsert the points of the
         tightest contacts or the rattlers into the deepest holes, or shake
         the code; re-anneal; polish) for codes small enough to polish: 40,
-        and up to 150 in R^3 up to 130 points; half
-        its starts are symmetric in R^3 (unions of orbits of a rotation
-        group) and energy-continuation starts above R^3 (``riesz_starts``).
+        and up to 150 in R^3 up to 130 points; half its starts are
+        symmetric in R^3 (unions of orbits of a rotation group) and
+        energy-continuation starts above R^3 (``riesz_starts``).
         ``result.stages`` records what each stage spent.
     **options
         Advanced settings, defaults from :func:`tammes_defaults`:
