@@ -15,7 +15,8 @@ gap, the total and median wall time per size and the median and largest CPU
 time of the process per size (on a shared machine the wall time follows the
 load; the CPU time much less), with torch's thread count and the load average.
 A code that BEATS a record (max-cos < record - tolerance) is reported loudly and its
-prototypes are saved to ``--beats-dir`` as ``beat_d{d}_n{N}.npy`` so the claim
+prototypes are saved as ``beat_d{d}_n{N}.npy`` to ``--beats-dir`` (default: a new
+temporary folder, so a run never writes into the working tree) so the claim
 can be checked independently (re-normalise the rows, take the largest
 off-diagonal Gram entry in float64).
 """
@@ -27,6 +28,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -66,7 +68,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--json", type=Path, default=None, help="write per-size results here")
-    parser.add_argument("--beats-dir", type=Path, default=Path("."), help="where prototypes that beat a record go")
+    parser.add_argument("--beats-dir", type=Path, default=None,
+                        help="where prototypes that beat a record go (default: a new temporary folder)")
     parser.add_argument("-v", "--verbose", action="store_true", help="one line per size")
     args = parser.parse_args(argv)
     if args.threads:
@@ -110,6 +113,8 @@ def main(argv=None) -> int:
                    stop=getattr(result, "stop_reason", None))
         results.append(row)
         if row["beats"]:
+            if args.beats_dir is None:
+                args.beats_dir = Path(tempfile.mkdtemp(prefix="spherecodes-beats-"))
             path = args.beats_dir / f"beat_d{d}_n{n}.npy"
             path.parent.mkdir(parents=True, exist_ok=True)
             np.save(path, np.asarray(result.prototypes, dtype=np.float64))

@@ -167,12 +167,13 @@ def test_high_effort_searches_the_sphere_longer_up_to_130_points():
         opts = TammesOptions.resolve(d, k, device="cpu", **options)
         return opts.perturb_rounds, opts.perturb_patience
 
-    # In R^3 up to 130 points: min(150, 9.19e6 / (K^2 d) - 172) rounds, at
-    # least 40, stopped after 60 without a gain.
-    assert rounds(3, 97, effort="high") == (150, SPHERE_PATIENCE) == (150, 60)
+    # In R^3 up to 130 points: min(300, 9.19e6 / (K^2 d) - 172) rounds, at
+    # least 40, stopped after 150 without a gain.
+    assert rounds(3, 64, effort="high") == (300, SPHERE_PATIENCE) == (300, 150)
+    assert rounds(3, 81, effort="high")[0] == 9_190_000 // (81**2 * 3) - 172 == 294
     assert rounds(3, 103, effort="high")[0] == 9_190_000 // (103**2 * 3) - 172 == 116
     assert rounds(3, 120, effort="high")[0] == 40
-    assert rounds(3, 130, effort="high") == (40, 60)
+    assert rounds(3, 130, effort="high") == (40, 150)
     # Elsewhere the effort's 40 rounds and their patience; other efforts none.
     for d, k in ((3, 131), (5, 42), (22, 100)):
         assert rounds(d, k, effort="high") == (40, PATIENCE)

@@ -69,7 +69,7 @@ EFFORTS = {
     "default": {"restarts": 1.0, "perturb_rounds": 0, "symmetric": 0.0, "riesz": 0.0, "sphere_starts": 0,
                 "sphere_rounds": 0},
     "high": {"restarts": 4.0, "perturb_rounds": 40, "symmetric": 0.5, "riesz": 0.5, "sphere_starts": 512,
-             "sphere_rounds": 150},
+             "sphere_rounds": 300},
 }
 
 #: Points in R^3 up to which an effort's ``sphere_starts`` and
@@ -88,20 +88,25 @@ SPHERE_STARTS_MAX_K = 130
 #: SPHERE_ROUNDS_WORK / (K^2 d) - SPHERE_ROUNDS_SPENT)``, at least the
 #: effort's ``perturb_rounds``.  A round and a start both cost about K^2 d,
 #: so this is what is left of two minutes of one core once the 512 starts
-#: are done: 150 rounds up to N = 97, 128 at N = 101, 116 at N = 103, 40
-#: from N = 120 (there the starts and 40 rounds took 73-113 s of CPU).
-#: They stop after :data:`SPHERE_PATIENCE` rounds in a row without a gain.
-#: They continue the rounds of the effort's ``perturb_rounds`` (the same
-#: streams, and only a better code is kept), so they can only lower
-#: max-cos: over N = 5 ... 130 they reached 105 of the 126 records against
-#: 101.  From the best of 128 starts, 150 rounds reached N = 76, 85 and
-#: 101, which 512 starts and rounds stopped after 12 without a gain had
+#: are done: 300 rounds up to N = 80, 182 at N = 93, 153 at N = 97, 128 at
+#: N = 101, 40 from N = 120 (there the starts and 40 rounds took 70-113 s
+#: of CPU).  Below N = 80 a round's polish, not its K^2 d, sets its cost
+#: (0.12 s at N = 20, 0.24 s at N = 64), hence the cap of 300: with it the
+#: longest runs take about two minutes too (N = 80: 113 s).  They stop
+#: after :data:`SPHERE_PATIENCE` rounds in a row without a gain.  They
+#: continue the rounds of the effort's ``perturb_rounds`` (the same streams,
+#: and only a better code is kept), so they can only lower max-cos.  Over
+#: N = 5 ... 130: up to 150 rounds stopped after 60 without a gain reached
+#: 105 of the 126 records (512 starts and 40 rounds: 101); up to 300
+#: stopped after 150 also reach N = 64 (its last gain at round 213) and
+#: N = 80: 107.  From the best of 128 starts, 150 rounds reached N = 76, 85
+#: and 101, which 512 starts and rounds stopped after 12 without a gain had
 #: missed, with gains as late as the 113th round.  In R^5 and R^6 (Cohn's
 #: (5, 41-44), (6, 86), (6, 98)) up to 150 rounds gained nothing and took
 #: (5, 42) from 27 s to 143 s, so they stay at the effort's 40 there.
 SPHERE_ROUNDS_WORK = 9.19e6
 SPHERE_ROUNDS_SPENT = 172
-SPHERE_PATIENCE = 60
+SPHERE_PATIENCE = 150
 
 
 def option_names(options_class) -> tuple[str, ...]:

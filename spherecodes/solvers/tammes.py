@@ -107,7 +107,7 @@ def tammes(
         perturb-and-repolish of the best code (reinsert the points of the
         tightest contacts or the rattlers into the deepest holes, or shake
         the code; re-anneal; polish) for codes small enough to polish: 40,
-        and up to 150 in R^3 up to 130 points; half its starts are
+        and up to 300 in R^3 up to 130 points; half its starts are
         symmetric in R^3 (unions of orbits of a rotation group) and
         energy-continuation starts above R^3 (``riesz_starts``).
         ``result.stages`` records what each stage spent.
@@ -243,9 +243,11 @@ def tammes_estimate(
     memory is the estimate that :func:`tammes` checks (so the same refusal
     happens here, before any work), and the time comes from timing a small
     sample of the work on the device (see
-    :func:`spherecodes.solvers._neighbours.neighbour_seconds`; for the dense path, one
-    step on up to 1024 prototypes, scaled by K²).  The polish, when it runs,
-    adds at most about as long as the annealing.
+    :func:`spherecodes.solvers._neighbours.neighbour_seconds`; for the dense path, a
+    few annealing steps of a batch of starts as the run batches them, on up to
+    1024 prototypes, scaled by K²).  The polish, when it runs, adds at most
+    about as long as the annealing; perturbation rounds are counted in full,
+    with their polish, though they stop early once they stop gaining.
 
     Returns
     -------
@@ -277,18 +279,49 @@ def tammes_estimate(
             what = f"tammes with neighbour lists (m = {plan.m}, refresh every {cfg.refresh} steps), {runs}"
             return Estimate(what, str(dev), process_peak(plan.nbytes, loads_torch=True), limit,
                             cfg.restarts * neighbour_seconds(cfg, plan, dev))
-        n = min(k, 1024)
-        x = torch.nn.functional.normalize(torch.randn(1, n, d, dtype=DTYPES[cfg.dtype]), dim=2).to(dev)
-        step = timed_call(lambda: torch.bmm(torch.bmm(x, x.transpose(1, 2)).exp_(), x), dev) * (k / n) ** 2
+        step = _seconds_per_start_step(d, k, cfg, dev)
     itemsize = 4 if cfg.dtype == "float32" else 8
     what = f"tammes, all pairs, {runs}" + (", then the polish" if cfg.polish else "")
-    # A perturbation round re-anneals a batch (spherecodes.solvers._basin) and polishes its best code.
-    perturbing = cfg.perturb_rounds * min(16, max(1, 2**20 // k**2)) * LOCAL_STEPS if cfg.polish else 0
+    # A perturbation round re-anneals a batch (spherecodes.solvers._basin) and polishes its best
+    # code, which takes about as long again (0.1-0.3 s each from (3, 20) to (3, 130), at (5, 41)
+    # and at (22, 100)). The rounds are an upper bound: they stop early once they stop gaining.
+    perturbing = 2 * cfg.perturb_rounds * min(16, max(1, 2**20 // k**2)) * LOCAL_STEPS if cfg.polish else 0
     if perturbing:
-        what += f", then {cfg.perturb_rounds} perturbation rounds"
+        what += f", then up to {cfg.perturb_rounds} perturbation rounds"
     working = dense_bytes(k, d, cfg.batch_size, itemsize)
     return Estimate(what, str(dev), process_peak(working, loads_torch=True), limit,
                     (cfg.restarts * cfg.steps + perturbing) * step)
+
+
+def _seconds_per_start_step(d: int, k: int, cfg: TammesOptions, dev: torch.device) -> float:
+    """Seconds of one annealing step of one start, timed on the batch shape the run uses.
+
+    :func:`_anneal_batch` itself runs a few steps on random starts (up to
+    1024 points, scaled by K² above) in a batch of ``cfg.batch_size``: a
+    small code's step costs little more in a batch of hundreds than alone,
+    so timing one start overestimated its runs several-fold ((3, 20): 2.8 s
+    predicted for a run of 0.6 s), and timing the products alone, without
+    the step's other passes over the K x K matrices, underestimated them
+    (0.1 s for the same run).
+    """
+    n = min(k, 1024)
+    batch = max(1, min(cfg.batch_size, 2**20 // n**2))
+    starts = np.stack([random_start(0, r, n, d) for r in range(batch)])
+    # Enough steps to fill some 10-20 ms (a step passes over the batch's n x n
+    # matrices about d + 8 times, at roughly 10^9 entries a second on a CPU
+    # core), so that the set-up and the final measurement weigh little, and
+    # the quicker of two tries: a busy machine's hiccups, and the first use of
+    # a thread pool, only add.
+    work = batch * n * n * (d + 8)
+    steps = int(min(max(2e7 / work, 4), 400))
+    sample = dataclasses.replace(cfg, steps=steps, log_every=10**9)
+
+    def anneal() -> None:
+        _anneal_batch(starts, np.full(batch, cfg.t_end), sample, dev, 0, Clock(None, None, 1, time.perf_counter()),
+                      [], 0)
+
+    seconds = min(timed_call(anneal, dev) for _ in range(2))
+    return seconds / (steps * batch) * (k / n) ** 2
 
 
 def _anneal_batch(

@@ -97,7 +97,7 @@ from ..main import (
               help="tammes and lines: how much work to spend. low: a quarter of the random starts; high: four times "
               "as many (for tammes at least 512 in R^3 up to 130 points, half of them symmetric there, "
               "energy-continuation starts above R^3), then rounds of perturb-and-repolish of the best code (codes "
-              "small enough to polish: 40, and up to 150 in R^3 up to 130 points).")
+              "small enough to polish: 40, and up to 300 in R^3 up to 130 points).")
 @click.option("--init", "init_path", type=FILE, default=None, metavar="BANK|FILE",
               help="tammes, softmax, maxsep and lines: start from this code (a bank, or a (K, d) matrix in .npy, .pt, "
               ".txt or .csv; rows are rescaled to unit length). tammes and lines refine it and never return anything "
