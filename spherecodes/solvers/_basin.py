@@ -31,7 +31,7 @@ import numpy as np
 
 from ..stats import max_cos
 
-__all__ = ["LOCAL_STEPS", "PATIENCE", "perturb", "perturbation_rounds"]
+__all__ = ["LOCAL_STEPS", "PATIENCE", "perturb", "perturbation_rounds", "round_batch"]
 
 #: Margin (relative to 1 - max-cos) within which a pair counts as a contact.
 _CONTACT_MARGIN = 1e-3
@@ -77,6 +77,19 @@ def _reinsert(w: np.ndarray, points: np.ndarray, rng: np.random.Generator) -> np
     return w
 
 
+def round_batch(k: int) -> int:
+    """Perturbed copies of a K-point code that one round re-anneals together.
+
+    Sixteen, or fewer where 16 K x K matrices would pass 2^20 entries.
+
+    Examples
+    --------
+    >>> round_batch(100), round_batch(1000)
+    (16, 1)
+    """
+    return max(1, min(16, int(2**20 // k**2)))
+
+
 def perturb(w: np.ndarray, rng: np.random.Generator, angle: float) -> np.ndarray:
     """One perturbed copy of the code ``w`` (unit rows), of a random strength.
 
@@ -117,7 +130,7 @@ def perturbation_rounds(w: np.ndarray, value: float, rounds: int, seed: int, cfg
     """
     k, d = w.shape
     angle = math.acos(min(1.0, max(-1.0, value)))
-    batch = max(1, min(16, int(2**20 // k**2)))
+    batch = round_batch(k)
     done = improvements = steps = last_gain = 0
     interrupted = False
     try:

@@ -27,7 +27,7 @@ from ..devices import resolve_device, timed_call, torch_threads
 from ..memory import Estimate, memory_limit, process_peak, require_memory
 from ..sphere import normalise_rows, random_start
 from ..stats import max_cos
-from ._basin import LOCAL_STEPS, perturbation_rounds
+from ._basin import LOCAL_STEPS, perturbation_rounds, round_batch
 from ._core import (
     DTYPES, EXP_FLOOR, Batch, Clock, PolishBudget, Progress, Schedule, SolverResult, check_common, check_init,
     closed_form_optimum, closed_form_result, riemannian_adam_step, run_steps,
@@ -285,7 +285,7 @@ def tammes_estimate(
     # A perturbation round re-anneals a batch (spherecodes.solvers._basin) and polishes its best
     # code, which takes about as long again (0.1-0.3 s each from (3, 20) to (3, 130), at (5, 41)
     # and at (22, 100)). The rounds are an upper bound: they stop early once they stop gaining.
-    perturbing = 2 * cfg.perturb_rounds * min(16, max(1, 2**20 // k**2)) * LOCAL_STEPS if cfg.polish else 0
+    perturbing = 2 * cfg.perturb_rounds * round_batch(k) * LOCAL_STEPS if cfg.polish else 0
     if perturbing:
         what += f", then up to {cfg.perturb_rounds} perturbation rounds"
     working = dense_bytes(k, d, cfg.batch_size, itemsize)
