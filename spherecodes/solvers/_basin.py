@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from ..stats import max_cos
+from ._core import batch_size
 
 __all__ = ["LOCAL_STEPS", "PATIENCE", "perturb", "perturbation_rounds", "round_batch"]
 
@@ -87,7 +88,7 @@ def round_batch(k: int) -> int:
     >>> round_batch(100), round_batch(1000)
     (16, 1)
     """
-    return max(1, min(16, int(2**20 // k**2)))
+    return batch_size(k, 16)
 
 
 def perturb(w: np.ndarray, rng: np.random.Generator, angle: float) -> np.ndarray:

@@ -25,9 +25,10 @@ from ..sphere import normalise_rows
 from ..stats import max_cos, validate_prototypes
 
 __all__ = [
-    "ADAM_DEFAULTS", "DTYPES", "EXP_FLOOR", "HISTORY_COLUMNS", "Batch", "Clock", "LoopEnd", "PolishBudget",
-    "Progress", "Schedule", "SolverResult", "check_common", "check_dtype", "check_init", "closed_form_optimum",
-    "closed_form_result", "descend_on_sphere", "estimated_angle", "geometric", "riemannian_adam_step", "run_steps",
+    "ADAM_DEFAULTS", "BATCH_ENTRIES", "DTYPES", "EXP_FLOOR", "HISTORY_COLUMNS", "Batch", "Clock", "LoopEnd",
+    "PolishBudget", "Progress", "Schedule", "SolverResult", "batch_size", "check_common", "check_dtype", "check_init",
+    "closed_form_optimum", "closed_form_result", "descend_on_sphere", "estimated_angle", "geometric",
+    "riemannian_adam_step", "run_steps",
 ]
 
 #: Columns of :attr:`SolverResult.history`.
@@ -45,6 +46,22 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 #: enough that a second moment which underflows in float32 cannot turn a
 #: negligible gradient into a full step).
 ADAM_DEFAULTS = {"beta1": 0.9, "beta2": 0.99, "eps": 1e-12}
+
+#: Entries of the K x K matrices that one batch of starts holds at most
+#: (starts x K^2): a small code's step costs little more in a batch than
+#: alone, and this keeps a batch's working matrices to tens of MB.
+BATCH_ENTRIES = 2**20
+
+
+def batch_size(k: int, starts: int) -> int:
+    """Starts of a K-point code annealed together: all ``starts``, fewer where they would pass :data:`BATCH_ENTRIES`.
+
+    Examples
+    --------
+    >>> batch_size(100, 256), batch_size(1000, 16), batch_size(10, 3)
+    (104, 1, 3)
+    """
+    return max(1, min(starts, BATCH_ENTRIES // k**2))
 
 
 @dataclass(frozen=True)

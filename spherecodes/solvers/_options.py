@@ -20,7 +20,7 @@ from ..errors import SpherecodesError
 from ..memory import memory_limit
 from ..stats import validate_prototypes
 from ._basin import PATIENCE
-from ._core import check_dtype, estimated_angle
+from ._core import batch_size, check_dtype, estimated_angle
 from ._neighbours import NEIGHBOUR_MIN_K, neighbour_defaults
 
 __all__ = [
@@ -208,7 +208,7 @@ class TammesOptions:
             cfg["restarts"] = max(1, round(cfg["restarts"] * EFFORTS[effort]["restarts"]))
             if on_sphere:
                 cfg["restarts"] = max(cfg["restarts"], EFFORTS[effort]["sphere_starts"])
-            cfg["batch_size"] = max(1, min(cfg["restarts"], int(2**20 // k**2)))
+            cfg["batch_size"] = batch_size(k, cfg["restarts"])
         sphere_search = on_sphere and bool(EFFORTS[effort]["sphere_rounds"])
         rounds = EFFORTS[effort]["perturb_rounds"]
         if sphere_search:
@@ -233,7 +233,7 @@ class TammesOptions:
         if restarts is not None:
             cfg["restarts"] = check_int("restarts", restarts, 1)
             if "batch_size" not in explicit:
-                cfg["batch_size"] = max(1, min(cfg["restarts"], int(2**20 // k**2)))
+                cfg["batch_size"] = batch_size(k, cfg["restarts"])
         if "symmetric_starts" not in explicit:
             # Symmetric starts exist on the 2-sphere only; a warm start perturbs its code instead.
             symmetric = d == 3 and k >= 4 and not warm and not cfg["neighbours"]
@@ -404,7 +404,7 @@ class MaxsepOptions:
         # float32 is torch's default and what the published code ran in.
         cfg["dtype"] = check_dtype(cfg["dtype"], "float32")
         if cfg["batch_size"] is None:
-            cfg["batch_size"] = max(1, min(restarts, int(2**20 // k**2)))
+            cfg["batch_size"] = batch_size(k, restarts)
         cfg["batch_size"] = check_int("batch_size", cfg["batch_size"], 1)
         cfg["log_every"] = check_int("log_every", cfg["log_every"], 1)
         if cfg["threads"] is None:
@@ -490,7 +490,7 @@ def tammes_defaults(
         t_end=2500.0 / gap,
         lr_start=lr_start,
         lr_end=lr_start / 100,
-        batch_size=max(1, min(restarts, int(2**20 // k**2))),
+        batch_size=batch_size(k, restarts),
         # The polish solves LPs with up to K*d variables: worth it, and
         # affordable, for small codes only.
         polish=k * d <= SMALL_CODE,

@@ -29,8 +29,8 @@ from ..sphere import normalise_rows, random_start
 from ..stats import max_cos
 from ._basin import LOCAL_STEPS, perturbation_rounds, round_batch
 from ._core import (
-    DTYPES, EXP_FLOOR, Batch, Clock, PolishBudget, Progress, Schedule, SolverResult, check_common, check_init,
-    closed_form_optimum, closed_form_result, riemannian_adam_step, run_steps,
+    DTYPES, EXP_FLOOR, Batch, Clock, PolishBudget, Progress, Schedule, SolverResult, batch_size, check_common,
+    check_init, closed_form_optimum, closed_form_result, riemannian_adam_step, run_steps,
 )
 from ._neighbours import anneal_neighbours, neighbour_plan, neighbour_seconds
 from ._options import TammesOptions, dense_bytes
@@ -305,7 +305,7 @@ def _seconds_per_start_step(d: int, k: int, cfg: TammesOptions, dev: torch.devic
     (0.1 s for the same run).
     """
     n = min(k, 1024)
-    batch = max(1, min(cfg.batch_size, 2**20 // n**2))
+    batch = batch_size(n, cfg.batch_size)
     starts = np.stack([random_start(0, r, n, d) for r in range(batch)])
     # Enough steps to fill some 10-20 ms (a step passes over the batch's n x n
     # matrices about d + 8 times, at roughly 10^9 entries a second on a CPU
