@@ -98,6 +98,22 @@ def test_large_k_chooses_neighbour_lists_and_beats_random_vectors():
     assert res.max_cos == pytest.approx(max_cos(res.prototypes), abs=1e-15)
 
 
+def test_large_dense_codes_report_progress_every_few_steps():
+    from spherecodes.solvers._options import LOG_WORK
+
+    # A dense step of (64, 10^4) passes 6.4e9 pairs x coordinates (0.4 s on a CPU core): waiting 50 steps for
+    # the first report would leave a user 20 s without progress, so reports come every 3 steps there.
+    assert solvers.tammes_defaults(3, 100)["log_every"] == solvers.tammes_defaults(64, 1000)["log_every"] == 50
+    big = solvers.tammes_defaults(64, 10_000)
+    assert big["neighbours"] == 0 and big["log_every"] == int(LOG_WORK // (64 * 10_000**2)) == 3
+    assert solvers.tammes_defaults(128, 10_000)["log_every"] == 1
+    # The neighbour-list path's step is K m d, not K^2 d: it keeps 50.
+    assert solvers.tammes_defaults(64, 100_000)["log_every"] == 50
+    # One row of history per report, and the last step's.
+    res = tammes(64, 10_000, steps=7, device="cpu", polish=False)
+    assert [int(step) for step in res.history[:, 0]] == [3, 6, 7]
+
+
 def test_memory_limit_switches_to_neighbour_lists():
     # (16, 4000) is dense by size; a limit below its two K x K matrices
     # (256 MiB in float64) sends it to the neighbour lists.

@@ -48,6 +48,13 @@ SHARP_SHARE = 0.5
 #: when the code is not polished (see :func:`tammes_defaults`).
 FLOAT64_WORK = 2e4
 
+#: Work (starts in a batch x K^2 d) of the dense annealing's steps between
+#: two progress reports, at most: some 1.6 s of one CPU core (a step of
+#: (64, 10^4), 6.4e9, takes 0.4 s), so that a large code's first report
+#: does not wait for the 50 steps of ``log_every`` (20 s there).  Codes up
+#: to K^2 d = 5e8 (e.g. (64, 2500)) keep 50 steps.
+LOG_WORK = 2.5e10
+
 #: K·d up to which a code is "small": polished by default, more softmax steps.
 SMALL_CODE = 20_000
 
@@ -491,6 +498,8 @@ def tammes_defaults(
         lr_start=lr_start,
         lr_end=lr_start / 100,
         batch_size=batch_size(k, restarts),
+        log_every=max(1, min(cfg["log_every"], int(LOG_WORK // (batch_size(k, restarts) * work)))) if not m
+        else cfg["log_every"],
         # The polish solves LPs with up to K*d variables: worth it, and
         # affordable, for small codes only.
         polish=k * d <= SMALL_CODE,
