@@ -406,9 +406,9 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
     planned, bar, spent = [], sure, 0.0
     for opt in optimisers:
         low = opt.prediction.low
-        # The first optimiser to run also pays for starting the solvers.
-        cost = opt.seconds + (OPTIMISER_START_SECONDS if spent == 0.0 else 0.0)
-        needs = f"~{format_duration(cost)}" + (" with starting the solvers" if cost > opt.seconds else "")
+        starting = spent == 0.0  # the first optimiser to run also pays for starting the solvers
+        cost = opt.seconds + (OPTIMISER_START_SECONDS if starting else 0.0)
+        needs = f"~{format_duration(cost)}" + (" with starting the solvers" if starting else "")
         if low is not None and low >= bar - TIE:
             why = f"cannot win: at best ~{low:.4g}, not below {bar:.4g}"
         elif opt is winner or spent + cost <= budget:

@@ -483,6 +483,9 @@ def tammes_defaults(
            if name not in ("steps", "restarts")}
     steps = int(min(max(WORK_BUDGET / work, MIN_STEPS), MAX_STEPS))
     restarts = min(restarts, max(4, int(ANNEAL_ENTRIES // (steps * float(k) ** 2))))
+    batch = batch_size(k, restarts)
+    # The neighbour-list path's step costs K m d, not K^2 d: it keeps the default.
+    log_every = cfg["log_every"] if m else max(1, min(cfg["log_every"], int(LOG_WORK // (batch * work))))
     cfg.update(
         steps=steps,
         restarts=restarts,
@@ -497,9 +500,8 @@ def tammes_defaults(
         t_end=2500.0 / gap,
         lr_start=lr_start,
         lr_end=lr_start / 100,
-        batch_size=batch_size(k, restarts),
-        log_every=max(1, min(cfg["log_every"], int(LOG_WORK // (batch_size(k, restarts) * work)))) if not m
-        else cfg["log_every"],
+        batch_size=batch,
+        log_every=log_every,
         # The polish solves LPs with up to K*d variables: worth it, and
         # affordable, for small codes only.
         polish=k * d <= SMALL_CODE,
