@@ -34,10 +34,12 @@ bracketed between them) and what they cost (:func:`predicted_seconds`):
   where they could win and fit the *budget*:
   half the predicted winner's time plus :data:`EXTRA_SECONDS` (so that
   ``auto`` takes at most about 1.5 times its winner alone plus two
-  seconds), or the whole ``time_limit`` when one is given; the first
-  optimiser to run also counts :data:`OPTIMISER_START_SECONDS`, the import
-  of torch that only an optimiser needs (so where no optimiser is predicted
-  to win, one runs only when it takes under half a second);
+  seconds), or the whole ``time_limit`` when one is given;
+* at a measured size, with the measured seed and the default settings, an
+  optimiser repeats its measurement: one measured not below the exact
+  candidates cannot win there and is skipped (the noise band is for other
+  seeds and machines); this keeps ``auto`` from re-running an optimiser
+  beside the bundled code that is its own result;
 * during the run, an optimiser whose best plausible result cannot beat what
   a candidate has already reached is skipped too.
 
@@ -59,22 +61,13 @@ from .bounds import sharp_optimum
 from .constructions import applicable_closed_forms, construct, optimal_closed_form
 from .errors import SpherecodesError
 from .memory import format_bytes, format_duration, require_memory
-from .optimiser_table import NOISE, Prediction, measurements, predict_tammes, predict_warm
+from .optimiser_table import MEASURED_SEED, NOISE, Prediction, measurements, predict_tammes, predict_warm
 from .stats import max_cos
 from .structured import StructuredCode, available_codes, best_structured_code
 
 #: Seconds that ``auto`` may spend beyond 1.5 times its predicted winner's
 #: time, on candidates that could still win (without a time limit).
 EXTRA_SECONDS = 2.0
-
-#: Seconds the first optimiser of a run spends before it starts: importing
-#: torch and the solvers, which ``auto`` does only when an optimiser runs
-#: (1.2-1.3 s on the idle 2-core machine, 1.7 s with a cold file cache).
-#: The measured table times the optimisers in a process that has them
-#: imported, so the plan adds this to the first optimiser it runs.  A
-#: constant, not a check of what is imported, so that the plan stays a
-#: function of (d, K) and the settings.
-OPTIMISER_START_SECONDS = 1.5
 
 #: K·d up to which ties are broken by certifying ρ (milliseconds per code).
 SMALL_CODE = 20_000
@@ -184,10 +177,8 @@ class AutoPlan:
     optimisers : tuple of PlannedOptimiser
         In the order they run (those planned to run first).
     budget : float
-        Seconds for the whole best-of: the time limit, or 1.5 times the
-        predicted winner's time plus :data:`OPTIMISER_START_SECONDS` plus
-        :data:`EXTRA_SECONDS` (only the latter when no optimiser is
-        predicted to win).
+        Seconds for the whole best-of: the time limit, or half the predicted
+        winner's time plus :data:`EXTRA_SECONDS`.
     sure : float or None
         The smallest max-cos among the exact candidates (structured code,
         closed forms, bundled code): what an optimiser must beat.
@@ -338,7 +329,7 @@ def predicted_seconds(d: int, k: int, *, steps: int | None = None, restarts: int
 
 def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None = None,
               time_limit: float | None = None, neighbours: int | None = None, max_memory: float | None = None,
-              catalog: bool = True) -> AutoPlan:
+              catalog: bool = True, seed: int = MEASURED_SEED) -> AutoPlan:
     """Decide which candidates ``auto`` runs for (d, K): deterministic, from (d, K), the settings and the table.
 
     Parameters
@@ -352,6 +343,9 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
         The budget in seconds (default: see the module docstring).
     catalog : bool
         Whether the bundled catalog's code of this size is a candidate.
+    seed : int
+        The optimisers' seed: with the table's (:data:`spherecodes.optimiser_table.MEASURED_SEED`)
+        and the default settings they repeat their measured values.
 
     Examples
     --------
@@ -379,8 +373,7 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
     if sure is None:  # only the bundled code fitted, and it is left out: the optimiser alone
         alone = PlannedOptimiser("tammes", "tammes from random starts", predict_tammes(d, k) if defaults else unknown,
                                  seconds)
-        return AutoPlan(None, optimisers=(alone,),
-                        budget=seconds + OPTIMISER_START_SECONDS if time_limit is None else time_limit)
+        return AutoPlan(None, optimisers=(alone,), budget=seconds if time_limit is None else time_limit)
     optimisers = []
     if structured is not None:
         warm = predict_warm(d, k, structured.name) if defaults else unknown
@@ -402,25 +395,29 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
     margin = abs(sure) * NOISE / 2 + TIE
     winner = optimisers[0] if first.high is not None and first.value < sure - margin else None
     budget = time_limit if time_limit is not None else (
-        (1.5 * winner.seconds + OPTIMISER_START_SECONDS if winner is not None else 0.0) + EXTRA_SECONDS)
+        (1.5 * winner.seconds if winner is not None else 0.0) + EXTRA_SECONDS)
+    # With the seed and settings the table was measured with, an optimiser repeats its measured value
+    # (up to the machine's rounding): the band around it is for other seeds and machines.  A time limit
+    # given for the optimisers still lets them try.
+    repeats = defaults and seed == MEASURED_SEED and time_limit is None
     planned, bar, spent = [], sure, 0.0
     for opt in optimisers:
         low = opt.prediction.low
-        starting = spent == 0.0  # the first optimiser to run also pays for starting the solvers
-        cost = opt.seconds + (OPTIMISER_START_SECONDS if starting else 0.0)
-        needs = f"~{format_duration(cost)}" + (" with starting the solvers" if starting else "")
         if low is not None and low >= bar - TIE:
             why = f"cannot win: at best ~{low:.4g}, not below {bar:.4g}"
-        elif opt is winner or spent + cost <= budget:
+        elif repeats and opt.prediction.measured and opt.prediction.value >= bar - TIE:
+            why = (f"cannot win: measured at {opt.prediction.value:.6g} with this seed and these settings, "
+                   f"not below {bar:.6g}; --time-limit runs it")
+        elif opt is winner or spent + opt.seconds <= budget:
             why = ""
-            spent += cost
+            spent += opt.seconds
             if opt.prediction.high is not None:
                 bar = min(bar, opt.prediction.high)
         elif opt.prediction.value is not None and opt.prediction.value >= bar - TIE:
             why = (f"not predicted to beat {bar:.4g} (~{opt.prediction.value:.4g}); it needs "
-                   f"{needs}, over the budget; --time-limit raises it")
+                   f"~{format_duration(opt.seconds)}, over the budget; --time-limit raises it")
         else:
-            why = f"could win but needs {needs}, over the budget; --time-limit raises it"
+            why = f"could win but needs ~{format_duration(opt.seconds)}, over the budget; --time-limit raises it"
         planned.append(replace(opt, skip=why))
     planned.sort(key=lambda o: bool(o.skip))
     return AutoPlan(None, structured, closed_forms, stored, tuple(planned), budget, sure, build)

@@ -523,7 +523,7 @@ def _auto(d, k, method, *, name, labels, seed, used_seed, rotation, device, step
           announce, max_memory, neighbours, refresh, catalog, built, **_) -> Code:
     begin = time.perf_counter()
     plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=time_limit, neighbours=neighbours,
-                     max_memory=max_memory, catalog=catalog)
+                     max_memory=max_memory, catalog=catalog, seed=seed)
     winner, candidates = best_of(d, k, plan, seed=seed, device=device, steps=steps, restarts=restarts,
                                  time_limit=time_limit, progress=progress, max_memory=max_memory,
                                  neighbours=neighbours, refresh=refresh, announce=announce, built=built)

@@ -31,6 +31,9 @@ from importlib import resources
 #: [v·(1 − NOISE), v·(1 + NOISE)].
 NOISE = 0.02
 
+#: The seed of every measured run (with the default settings).
+MEASURED_SEED = 0
+
 _TABLE = "optimiser_table.csv"
 
 
@@ -74,6 +77,9 @@ class Prediction:
     value : float or None
         The point prediction: the measured value, else the geometric middle
         of the bracket, else its one known end.
+    measured : bool
+        Whether ``value`` was measured at this very size (with
+        :data:`MEASURED_SEED` and the default settings).
 
     Examples
     --------
@@ -86,6 +92,7 @@ class Prediction:
     high: float | None
     source: str
     value: float | None = None
+    measured: bool = False
 
     def __post_init__(self):
         if self.value is None and (self.low is not None or self.high is not None):
@@ -147,7 +154,7 @@ def predict_tammes(d: int, k: int, table: dict | None = None) -> Prediction:
     here = table.get((d, k))
     if here is not None:
         return Prediction(here.tammes * (1 - NOISE), here.tammes * (1 + NOISE), f"measured at ({d}, {k})",
-                          here.tammes)
+                          here.tammes, measured=True)
     # Easier sizes (more room, fewer points) bound the optimum from below, harder ones from above.
     easier = [m for m in table.values() if m.d >= d and m.k <= k]
     harder = [m for m in table.values() if m.d <= d and m.k >= k]
@@ -177,4 +184,5 @@ def predict_warm(d: int, k: int, structured: str) -> Prediction:
     here = measurements().get((d, k))
     if here is None or here.warm is None or here.structured != structured:
         return Prediction(None, None, f"not measured from this code at ({d}, {k})")
-    return Prediction(here.warm * (1 - NOISE), here.warm * (1 + NOISE), f"measured at ({d}, {k})", here.warm)
+    return Prediction(here.warm * (1 - NOISE), here.warm * (1 + NOISE), f"measured at ({d}, {k})", here.warm,
+                      measured=True)

@@ -264,7 +264,7 @@ def estimate_run(
     plan = None
     if method == "auto":
         plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=time_limit, neighbours=neighbours,
-                         max_memory=max_memory, catalog=catalog)
+                         max_memory=max_memory, catalog=catalog, seed=seed)
         announce(describe_plan(plan, k))
     optimising = _optimising(method, plan)
     # What cannot fit in memory is refused first: the optimiser's working set, or the exact code as it is built.
@@ -291,7 +291,7 @@ def estimate_run(
         optimiser_limit = max(time_limit - after - later_build - (time.perf_counter() - started), 1e-3)
         if plan is not None:
             plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=optimiser_limit,
-                             neighbours=neighbours, max_memory=max_memory, catalog=catalog)
+                             neighbours=neighbours, max_memory=max_memory, catalog=catalog, seed=seed)
             if optimising and not _optimising(method, plan):  # the share left no optimiser: the exact code it is
                 optimising = False
                 announce(f"{describe_plan(plan, k)}\nestimating: timing the certificate of that code ...")

@@ -89,7 +89,7 @@ from ..main import (
               "run whose statistics and certificate alone do not fit is refused before any work; a certificate still "
               "running at the limit stops and the code is stored uncertified. For auto it is "
               "the budget the optimisers that could win share. Default for auto: 1.5 x the predicted winner's "
-              "time + 1.5 s for starting the solvers + 2 s (2 s where no optimiser is predicted to win).")
+              "time + 2 s.")
 @click.option("--catalog/--no-catalog", "use_catalog", default=True, show_default=True,
               help="auto only: count the bundled catalog's code of this size among the candidates.")
 @click.option("--max-memory", type=MemorySize(), default=None, help=MAX_MEMORY_HELP)
