@@ -32,6 +32,17 @@ def test_parse_grid_and_methods():
         parse_methods("privileged")
 
 
+def test_a_grid_too_large_for_one_build_is_refused_at_once():
+    # 10^10 pairs: refused from the counts, before any list of pairs exists.
+    with pytest.raises(SpherecodesError, match=r"19,900 \(d, K\) pairs; one build takes at most 10,000"):
+        parse_grid("d=1..100 k=2..200")
+    with pytest.raises(SpherecodesError, match="too long: at most 10,000 values"):
+        parse_grid("d=1..100000 k=1..100000")
+    # Long lists stay linear to read; repeats keep their first place.
+    assert parse_grid("d=3 k=9,5..9999,7")[:3] == [(3, 9), (3, 5), (3, 6)]
+    assert len(parse_grid("d=3 k=9,5..9999,7")) == 9995
+
+
 def test_plan_leaves_out_the_sizes_with_an_optimal_closed_form():
     tasks, closed = plan_build(parse_grid("d=2,3,5,16 k=10,100"), ["tammes", "maxsep"])
     assert [(t.d, t.k) for t in tasks[::2]] == [(3, 10), (3, 100), (5, 100), (16, 100)]
@@ -80,6 +91,13 @@ def test_failed_tasks_are_reported_after_the_others_finish(tmp_path, monkeypatch
     with pytest.raises(SpherecodesError, match=r"1 of 2 banks failed: tammes-d3-k8: simulated failure.*kept"):
         build_catalog(parse_grid("d=3 k=7,8"), ["tammes"], tmp_path, workers=1, processes=False, **FAST)
     assert [e.name for e in open_catalog(str(tmp_path)).entries] == ["tammes-d3-k7"]
+
+
+def test_a_size_that_cannot_fit_fails_with_its_one_line_and_no_worker_traceback(tmp_path, capfd):
+    with pytest.raises(SpherecodesError, match=r"1 of 1 banks failed: tammes-d3-k100000000000000: .*needs about"):
+        build_catalog(parse_grid("d=3 k=100000000000000"), ["tammes"], tmp_path, workers=1, **FAST)
+    logged = capfd.readouterr().err
+    assert "Traceback" not in logged and "Compute Failed" not in logged
 
 
 def test_cli_build_on_an_existing_scheduler(tmp_path):

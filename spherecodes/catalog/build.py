@@ -33,6 +33,10 @@ from ..errors import SpherecodesError
 from ..generation import METHOD_OPTIONS, NEEDS_CLASS_DATA, OPTIMISERS, generate
 from .publish import publish as publish_registry
 
+#: Most (d, K) pairs one grid may hold: a build runs one task per pair and method.
+MAX_GRID_PAIRS = 10_000
+
+
 @dataclass(frozen=True)
 class BuildTask:
     """One bank to build."""
@@ -105,6 +109,10 @@ def parse_grid(text: str) -> list[tuple[int, int]]:
         values[key] = _parse_values(match.group(2), key)
     if set(values) != {"d", "k"}:
         raise SpherecodesError(f'the grid needs both d=... and k=..., e.g. "d=16,32,64 k=100,1000"; got {text!r}')
+    count = len(values["d"]) * len(values["k"])
+    if count > MAX_GRID_PAIRS:
+        raise SpherecodesError(f"the grid has {count:,} (d, K) pairs; one build takes at most {MAX_GRID_PAIRS:,} "
+                               "(split the grid into several builds into the same --out)")
     pairs = [(d, k) for k in values["k"] for d in values["d"]]
     for d, k in pairs:
         check_sizes(d, k)
@@ -122,10 +130,11 @@ def _parse_values(text: str, key: str) -> list[int]:
         hi = int(match.group(2)) if match.group(2) else lo
         if hi < lo:
             raise SpherecodesError(f"the range {part!r} in {key}=... is empty (write the smaller end first)")
-        if hi - lo > 100_000:
-            raise SpherecodesError(f"the range {part!r} in {key}=... is too long")
-        out.extend(v for v in range(lo, hi + 1) if v not in out)
-    return out
+        if hi - lo >= MAX_GRID_PAIRS:
+            raise SpherecodesError(f"the range {part!r} in {key}=... is too long: at most {MAX_GRID_PAIRS:,} values")
+        out.extend(range(lo, hi + 1))
+    # Repeated values are dropped, the first occurrence keeps its place.
+    return list(dict.fromkeys(out))
 
 
 def parse_methods(text: str) -> list[str]:
@@ -271,6 +280,19 @@ def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: i
             "max_cos": code.stats.max_cos, "rho_lower": code.certificate.rho_lower}
 
 
+def _build_bank_or_error(d: int, k: int, method: str, out: str, **options) -> dict:
+    """:func:`build_bank` for a worker: bad input comes back as the task's result, not as a failed task.
+
+    Dask logs every failed task with its traceback on the worker's standard
+    error; a :class:`SpherecodesError` (a size that cannot fit, say) is for
+    the user to fix, and its one line is all they need.
+    """
+    try:
+        return build_bank(d, k, method, out, **options)
+    except SpherecodesError as err:
+        return {"status": "failed", "error": str(err)}
+
+
 def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler: str | None = None,
                   processes: bool = True, seed: int = 0, steps: int | None = None, restarts: int | None = None,
                   time_limit: float | None = None, device: str = "auto", effort: str = "default",
@@ -341,7 +363,7 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
         options = dict(seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device, effort=effort)
         with dask_client(scheduler, workers, processes, len(todo)) as (client, threads):
             futures = {
-                client.submit(build_bank, t.d, t.k, t.method, str(out.resolve()), threads=threads, **options,
+                client.submit(_build_bank_or_error, t.d, t.k, t.method, str(out.resolve()), threads=threads, **options,
                               key=f"spherecodes-{t.name}-{uuid.uuid4().hex[:8]}", pure=False): t
                 for t in todo
             }
@@ -353,7 +375,9 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
                 try:
                     summary = future.result()
                 except Exception as err:  # a failed task must not stop the others
-                    message = str(err).splitlines()[0] if str(err) else type(err).__name__
+                    summary = {"status": "failed", "error": str(err) or type(err).__name__}
+                if summary["status"] == "failed":
+                    message = summary["error"].splitlines()[0]
                     report.failed.append((task.name, message))
                     summary = {"name": task.name, "status": "failed", "error": message}
                 else:
