@@ -2153,3 +2153,28 @@ def test_ctrl_c_inside_an_import_callback_ends_with_the_one_line():
     once in 90 real Ctrl-Cs during the imports.  The tool ends as for any Ctrl-C while loading."""
     result = subprocess.run([sys.executable, "-c", _INTERRUPT_IN_A_CALLBACK], capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stdout, result.stderr) == (130, "", "Interrupted; nothing was written.\n")
+
+
+@pytest.mark.parametrize("suffix", [".h5", ".npy"])
+def test_ctrl_c_with_overwrite_keeps_the_finished_code_it_would_replace(tmp_path, monkeypatch, suffix):
+    from spherecodes import list_codes, solvers
+
+    out = tmp_path / f"codes{suffix}"
+    args = ["generate", "--d", "3", "--k", "10", "--method", "tammes", "--steps", "200", "--restarts", "2",
+            "--device", "cpu", "--out", str(out), "-q"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    before = out.read_bytes()
+
+    def interrupt(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(solvers.Clock, "report", interrupt)
+    result = CliRunner().invoke(main, args + ["--overwrite"])
+    assert result.exit_code == 130
+    assert "is unchanged: a run cut short does not replace it" in result.stderr and "Traceback" not in result.output
+    assert out.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+    # A new name in the same bank still keeps the interrupted run's best code.
+    if suffix == ".h5":
+        result = CliRunner().invoke(main, args + ["--name", "cut-short"])
+        assert result.exit_code == 130 and "kept the best code so far as cut-short" in result.stderr
+        assert sorted(c["name"] for c in list_codes(out)) == ["cut-short", "tammes-d3-k10-s0"]

@@ -212,7 +212,7 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     # Refuse an existing code or file before computing anything: generation can be long.
     if matrix_file and out.exists() and not overwrite:
         raise SpherecodesError(f"{out} exists; pass --overwrite to replace it")
-    if not matrix_file and out.exists() and not overwrite and name in {c["name"] for c in list_codes(out)}:
+    if not matrix_file and not overwrite and _replaces(out, name, matrix_file):
         raise SpherecodesError(f"code {name!r} already exists in {out}; pass --overwrite to replace it")
     # Read the embeddings before the long computation, so that a missing name fails fast.
     class_vectors = (
@@ -266,6 +266,12 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     except KeyboardInterrupt:
         interrupted = True
     code.wall_time = time.perf_counter() - started  # the whole run, as the report's "made ... in" says
+    if interrupted and _replaces(out, name, matrix_file):
+        # --overwrite asked to replace it with a finished run's code, not with a code cut short.
+        what = str(out) if matrix_file else f"code {name!r} in {out}"
+        click.echo(f"Interrupted; {what} is unchanged: a run cut short does not replace it (its best code so "
+                   f"far, max-cos {code.stats.max_cos:.10g}, was not stored).", err=True)
+        raise click.exceptions.Exit(130)
     if matrix_file:
         export_code(code, out, dtype=dtype or "float32", overwrite=overwrite)
     else:
@@ -285,6 +291,13 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     if as_json or not quiet:
         report = semantic.semantic_report(code, class_vectors) if privileged else None
         show_report(code, None if matrix_file else str(out), as_json, report)
+
+
+def _replaces(out: Path, name: str, matrix_file: bool) -> bool:
+    """Whether storing the code ``name`` at ``out`` would replace an existing file or code."""
+    if not out.exists():
+        return False
+    return matrix_file or name in {c["name"] for c in list_codes(out)}
 
 
 def _read_start(path, code_name, d: int, k: int, method: str):
