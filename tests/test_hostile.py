@@ -2178,3 +2178,20 @@ def test_ctrl_c_with_overwrite_keeps_the_finished_code_it_would_replace(tmp_path
         result = CliRunner().invoke(main, args + ["--name", "cut-short"])
         assert result.exit_code == 130 and "kept the best code so far as cut-short" in result.stderr
         assert sorted(c["name"] for c in list_codes(out)) == ["cut-short", "tammes-d3-k10-s0"]
+
+
+def test_certify_write_never_replaces_a_certificate_that_checks_with_one_that_does_not(tmp_path):
+    bank_file = tmp_path / "b.h5"
+    assert CliRunner().invoke(main, ["generate", "--d", "3", "--k", "10", "--out", str(bank_file), "-q"]).exit_code == 0
+    before = bank_file.read_bytes()
+    # No float64 interval is 1e-300 wide: the new certificate cannot be certified.
+    result = CliRunner().invoke(main, ["certify", str(bank_file), "--write", "--tol", "1e-300", "-q"])
+    assert result.exit_code == 1
+    assert re.search(r"not certified to --tol 1e-300 .*the stored one, certified to tol 1e-09, is kept and .* "
+                     r"is unchanged", _one_error_line(result.stderr))
+    assert bank_file.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["b.h5"]
+    # A tolerance the widths meet replaces it as before.
+    assert CliRunner().invoke(main, ["certify", str(bank_file), "--write", "--tol", "1e-6", "-q"]).exit_code == 0
+    from spherecodes import read_code
+
+    assert read_code(bank_file).certificate.tol == 1e-6

@@ -90,12 +90,19 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_l
                                                                estimate=tell(quiet, as_json))
     else:
         code = load_code(file, name, normalize=normalize, stats_device=device, max_memory=max_memory)
+    stored = code.certificate if bad_certificate is None else None
     with dask_client(scheduler, workers) if distributed else contextlib.nullcontext((None, None)) as (client, _):
         if distributed and tell(quiet, as_json):
             where = f"the Dask cluster at {scheduler}" if scheduler else f"a local Dask cluster of {workers} workers"
             click.echo(f"certificate: the QP's blocks of classes as tasks on {where}", err=True)
         code.certificate = certify_code(code, device=device, max_memory=max_memory, quiet=not tell(quiet, as_json),
                                         tol=tol, client=client)
+    new = code.certificate
+    if write and stored is not None and stored.rho_certified and not new.rho_certified:
+        # A certificate that checks is never replaced by one that does not (a --tol below what float64 meets).
+        raise SpherecodesError(f"the new certificate is not certified to --tol {tol:g} (rho's width "
+                               f"{new.rho_upper - new.rho_lower:.3g}); the stored one, certified to tol "
+                               f"{stored.tol:g}, is kept and {file} is unchanged")
     if write:
         write_code(file, code, overwrite=True, waiting=lock_notice(not quiet))
     show_report(code, str(file) if is_bank else None, as_json)
