@@ -319,6 +319,16 @@ def list_codes(path) -> list[dict]:
 
 
 def _code_fields(codes: h5py.Group, name: str, path) -> _Fields:
+    """The checked group of the code ``name``: stored in the bank, a group, each member under one name."""
+    try:
+        return _code_group(codes, name, path)
+    except SpherecodesError as err:
+        # The entry itself is damaged: say how to get the rest of the bank back.
+        raise SpherecodesError(f"{err} ('spherecodes rm {path} --code {name}' removes that code and keeps the "
+                               "others; repeat --code to remove several)") from None
+
+
+def _code_group(codes: h5py.Group, name: str, path) -> _Fields:
     fields = _Fields(codes, f"code {name!r} in {path}")
     group = fields.member(name)
     if not isinstance(group, h5py.Group):
@@ -780,11 +790,14 @@ def _names_beside(path: Path, name: str, overwrite: bool) -> list[str]:
     return existing
 
 
-def delete_code(path, name: str, *, waiting=None) -> None:
-    """Remove a code from a bank (atomically; the file is compacted).
+def delete_code(path, name, *, waiting=None) -> None:
+    """Remove a code, or several, from a bank (atomically; the file is compacted).
 
-    ``waiting`` is told when another spherecodes process is writing the bank
-    and this one waits for it, as for :func:`write_code`.
+    ``name`` is a code's name or a list of names, all removed in one
+    rewrite. The codes removed are not checked, so a damaged entry (not a
+    group, a link to elsewhere) can be removed; the codes kept are copied
+    and must be sound. ``waiting`` is told when another spherecodes process
+    is writing the bank and this one waits for it, as for :func:`write_code`.
 
     Examples
     --------
@@ -800,12 +813,13 @@ def delete_code(path, name: str, *, waiting=None) -> None:
     path = resolve_output(path)
     check_writable_destination(path)
     with exclusive_lock(path, waiting):
-        existing = _existing_names(path, must_exist=True)
-        if name not in existing:
+        names = [name] if isinstance(name, str) else list(name)
+        existing = _existing_names(path, must_exist=True, removing=set(names))
+        for missing in (n for n in names if n not in existing):
             available = ", ".join(sorted(existing)) or "none"
-            raise SpherecodesError(f"no code {name!r} in {path} (available: {available})")
+            raise SpherecodesError(f"no code {missing!r} in {path} (available: {available})")
         _check_room(path, 0)
-        _rewrite(path, keep=[n for n in existing if n != name], add=None)
+        _rewrite(path, keep=[n for n in existing if n not in names], add=None)
 
 
 def check_writable_destination(path) -> Path:
@@ -835,13 +849,16 @@ def check_writable_destination(path) -> Path:
     return path
 
 
-def _existing_names(path: Path, must_exist: bool = False) -> list[str]:
+def _existing_names(path: Path, must_exist: bool = False, removing: frozenset | set = frozenset()) -> list[str]:
     check_writable_destination(path)
     if not path.exists() and not must_exist:
         return []
     with _reading(path), _open_bank(path) as fh:
         for name in fh["codes"]:
-            _code_fields(fh["codes"], name, path)  # what the rewrite copies: each code stored once
+            # What the rewrite copies must be each code stored once; the code being removed is not copied,
+            # so a damaged one can be removed.
+            if name not in removing:
+                _code_fields(fh["codes"], name, path)
         return list(fh["codes"])
 
 

@@ -2195,3 +2195,23 @@ def test_certify_write_never_replaces_a_certificate_that_checks_with_one_that_do
     from spherecodes import read_code
 
     assert read_code(bank_file).certificate.tol == 1e-6
+
+
+def test_damaged_entries_in_a_bank_can_be_removed_and_the_other_codes_kept(tmp_path):
+    from spherecodes import list_codes, read_code
+
+    bank_file = tmp_path / "b.h5"
+    assert CliRunner().invoke(main, ["generate", "--d", "3", "--k", "10", "--out", str(bank_file), "-q"]).exit_code == 0
+    with h5py.File(bank_file, "a") as fh:
+        fh["codes"]["link"] = h5py.SoftLink("/nowhere")
+        fh["codes"].create_dataset("junk", data=[1, 2])
+    listed = CliRunner().invoke(main, ["ls", str(bank_file)])
+    assert listed.exit_code == 1
+    assert f"('spherecodes rm {bank_file} --code junk' removes that code" in _one_error_line(listed.stderr)
+    # Each damaged entry blocks the rewrite that would copy it: both go in one rewrite.
+    one = CliRunner().invoke(main, ["rm", str(bank_file), "--code", "link"])
+    assert one.exit_code == 1 and "code 'junk'" in _one_error_line(one.stderr)
+    both = CliRunner().invoke(main, ["rm", str(bank_file), "--code", "link", "--code", "junk"])
+    assert both.exit_code == 0 and "deleted link, junk from" in both.output
+    assert [c["name"] for c in list_codes(bank_file)] == ["auto-d3-k10-s0"]
+    assert read_code(bank_file).k == 10

@@ -32,8 +32,14 @@ def ls_cmd(bank, as_json):
 
 @main.command(name="rm")
 @click.argument("bank", type=BANK)
-@click.option("--code", "name", required=True, help="Code to delete.")
-def rm_cmd(bank, name):
-    """Delete a code from BANK (the bank is rewritten atomically)."""
-    delete_code(bank, name, waiting=lock_notice(True))
-    click.echo(f"deleted {printable(name)} from {bank}")
+@click.option("--code", "names", required=True, multiple=True,
+              help="Code to delete; repeat it to delete several in one rewrite.")
+def rm_cmd(bank, names):
+    """Delete codes from BANK (the bank is rewritten atomically).
+
+    A damaged code (one that ls or report refuses) can be deleted too; the
+    codes kept are checked and copied.
+    """
+    names = list(dict.fromkeys(names))
+    delete_code(bank, names, waiting=lock_notice(True))
+    click.echo(f"deleted {', '.join(printable(name) for name in names)} from {bank}")
