@@ -143,7 +143,14 @@ def validate_prototypes(prototypes, *, normalize: bool = False, tolerance: float
     if np.any(norms == 0):
         raise SpherecodesError(f"row {int(np.argmin(norms))} is zero; a prototype needs a direction")
     if normalize:
-        return w / norms[:, None]
+        unit = w / norms[:, None]
+        # A subnormal norm (rows like 1e-320) holds a few digits only: such rows are scaled by their largest
+        # entry first (exact), so that they end as unit as the others.
+        tiny = norms < np.finfo(np.float64).tiny
+        if tiny.any():
+            rows = w[tiny] / np.abs(w[tiny]).max(axis=1, keepdims=True)
+            unit[tiny] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        return unit
     deviation = np.abs(norms - 1.0)
     worst = int(np.argmax(deviation))
     if deviation[worst] <= UNIT_TOL:

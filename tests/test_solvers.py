@@ -389,6 +389,10 @@ def test_init_is_checked(solve):
         solve(3, 5, init=np.random.default_rng(0).standard_normal((4, 3)), device="cpu")
     with pytest.raises(SpherecodesError, match="^init: "):
         solve(3, 3, init=np.array([[1.0, 0, 0], [0, 1, 0], [np.nan, 0, 0]]), device="cpu")
+    # Rows 1 and 3 point the same way (one is 3 times the other): no step could separate them.
+    twins = np.array([[1.0, 0, 0], [0.6, 0.8, 0], [0, 0, 1], [1.8, 2.4, 0], [0, -1, 0]])
+    with pytest.raises(SpherecodesError, match="^init: rows 1 and 3 point the same way"):
+        solve(3, 5, init=twins, device="cpu")
 
 
 def test_init_noise_needs_init():

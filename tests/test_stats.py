@@ -103,3 +103,11 @@ def test_invalid_codes_are_refused(bad, match):
 def test_normalize_rescales_rows():
     w = validate_prototypes([[3.0, 4.0], [0.0, 2.0]], normalize=True)
     np.testing.assert_allclose(w, [[0.6, 0.8], [0.0, 1.0]])
+
+
+def test_normalize_rescales_subnormal_rows_to_full_precision():
+    # Rows of subnormal numbers are integers times 2^-1074: their directions are those of the integers.
+    mantissas = np.array([[3.0, 4.0, 12.0], [1.0, -1.0, 1.0], [5.0, 0.0, -12.0]])
+    w = validate_prototypes(mantissas * 2.0**-1074, normalize=True)
+    np.testing.assert_allclose(w, mantissas / np.linalg.norm(mantissas, axis=1, keepdims=True), rtol=0, atol=2e-16)
+    np.testing.assert_allclose(np.linalg.norm(w, axis=1), 1, rtol=0, atol=2e-16)

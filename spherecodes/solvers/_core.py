@@ -207,6 +207,13 @@ def check_init(init, d: int, k: int) -> np.ndarray | None:
         raise SpherecodesError(f"init: {error}") from None
     if init.shape != (k, d):
         raise SpherecodesError(f"init has shape {init.shape}; expected (K, d) = ({k}, {d})")
+    # Rows pointing the same way get the same gradient at every step, so no optimiser pulls them apart (from
+    # init itself they end with max-cos 1); rounding catches rows equal but for the last bits.
+    _, group, counts = np.unique(np.round(init, 12), axis=0, return_inverse=True, return_counts=True)
+    if np.any(counts > 1):
+        same = np.flatnonzero(group.reshape(-1) == np.argmax(counts > 1))
+        raise SpherecodesError(f"init: rows {same[0]} and {same[1]} point the same way; a start code needs K "
+                               "different directions (no optimiser can pull identical rows apart)")
     return init
 
 
