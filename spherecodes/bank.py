@@ -396,13 +396,18 @@ def read_code(path, name: str | None = None, *, verify_certificate: bool = True,
     return code
 
 
+#: How a bank of several codes asks for a name; the command line names its own option for it.
+CHOOSE_BY_NAME = "choose one with a name"
+
+
 def _select(codes: h5py.Group, name: str | None, path) -> _Fields:
     """The fields of the code ``name`` (or of the only code) in a bank's /codes group."""
     if name is None:
         if len(codes) != 1:
             available = ", ".join(sorted(codes)) or "none"
             raise SpherecodesError(
-                f"{path} holds {len(codes)} codes; choose one with a name (available: {available})"
+                f"{path} holds {len(codes)} codes; choose one with a name (available: {available})",
+                flags={CHOOSE_BY_NAME: "choose one with --code NAME"},
             )
         name = next(iter(codes))
     if name not in codes:
@@ -822,8 +827,8 @@ def delete_code(path, name, *, waiting=None) -> None:
         _rewrite(path, keep=[n for n in existing if n not in names], add=None)
 
 
-def check_writable_destination(path) -> Path:
-    """Refuse a bank path whose directory is missing or not writable.
+def check_writable_destination(path, fix: str = "choose another --out") -> Path:
+    """Refuse a bank path whose directory is missing or not writable; ``fix`` ends the message.
 
     Examples
     --------
@@ -833,7 +838,7 @@ def check_writable_destination(path) -> Path:
     spherecodes.errors.SpherecodesError: directory /no/such/dir does not exist; create it first or choose another --out
     """
     path = Path(path)
-    directory = output_directory(path, "choose another --out")
+    directory = output_directory(path, fix)
     # Probe by creating a file: os.access answers "yes" for root even on
     # read-only mounts, and the bank is written through a temporary file anyway.
     try:
@@ -841,7 +846,7 @@ def check_writable_destination(path) -> Path:
             pass
     except OSError as err:
         raise SpherecodesError(
-            f"output directory {directory} is not writable ({err.strerror}); choose another --out"
+            f"output directory {directory} is not writable ({err.strerror}); {fix}"
         ) from None
     check_name_fits(path)
     if path.is_dir():

@@ -2215,3 +2215,39 @@ def test_damaged_entries_in_a_bank_can_be_removed_and_the_other_codes_kept(tmp_p
     assert both.exit_code == 0 and "deleted link, junk from" in both.output
     assert [c["name"] for c in list_codes(bank_file)] == ["auto-d3-k10-s0"]
     assert read_code(bank_file).k == 10
+
+
+@pytest.mark.parametrize("command", [["rm", "--code", "auto-d3-k10-s0"], ["certify", "--write", "-q"]])
+def test_a_bank_rewritten_in_place_in_a_read_only_directory_is_refused_with_what_to_do(tmp_path, monkeypatch,
+                                                                                        command):
+    import spherecodes.bank as bank_module
+
+    bank_file = tmp_path / "b.h5"
+    assert CliRunner().invoke(main, ["generate", "--d", "3", "--k", "10", "--out", str(bank_file), "-q"]).exit_code == 0
+    before = bank_file.read_bytes()
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    # Root ignores permission bits: the probe file the check creates fails as on a read-only directory.
+    monkeypatch.setattr(bank_module.tempfile, "TemporaryFile", read_only)
+    result = CliRunner().invoke(main, [command[0], str(bank_file), *command[1:]])
+    assert result.exit_code == 1
+    line = _one_error_line(result.stderr)
+    assert "not writable" in line and "copy it to a writable directory" in line and "--out" not in line
+    assert bank_file.read_bytes() == before
+
+
+def test_a_bank_of_several_codes_asks_for_the_option_that_names_one(tmp_path):
+    bank_file = tmp_path / "two.h5"
+    for seed in ("0", "1"):
+        args = ["generate", "--d", "3", "--k", "10", "--method", "tammes", "--steps", "100", "--restarts", "1",
+                "--seed", seed, "--out", str(bank_file), "-q"]
+        assert CliRunner().invoke(main, args).exit_code == 0
+    start = CliRunner().invoke(main, ["generate", "--d", "3", "--k", "10", "--method", "tammes", "--init",
+                                      str(bank_file), "--out", str(tmp_path / "x.h5"), "-q"])
+    assert start.exit_code == 1
+    assert "holds 2 codes; choose one with --init-code NAME (available: tammes-d3-k10-s0, tammes-d3-k10-s1)" \
+        in _one_error_line(start.stderr)
+    report = CliRunner().invoke(main, ["report", str(bank_file)])
+    assert report.exit_code == 1 and "choose one with --code NAME" in _one_error_line(report.stderr)

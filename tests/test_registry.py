@@ -440,6 +440,10 @@ def test_cli_fetch_closed_form_needs_no_catalog(tmp_path):
     assert spherecodes.fetch(d=2, k=7, url="").method == "polygon"
     with pytest.raises(SpherecodesError, match="method maxsep.*spherecodes generate --d 50 --k 100 --method maxsep"):
         spherecodes.fetch(d=50, k=100, method="maxsep", url="")
+    # A closed form that does not construct K points in R^d: generate could not make it either.
+    with pytest.raises(SpherecodesError, match=r"the closed form etf does not construct 10 points in R\^3 \(closed "
+                                               r"forms that do: none\); 'spherecodes generate --d 3 --k 10' makes"):
+        spherecodes.fetch(d=3, k=10, method="etf", url="")
 
 
 def test_cli_publish(banks_dir, tmp_path):

@@ -417,6 +417,12 @@ def fetch_bank(name: str | None = None, *, d: int | None = None, k: int | None =
     if name is not None:
         raise SpherecodesError(f"no bank named {name!r} in {searched}; 'spherecodes catalog list' shows what there is")
     what = f"d={d}, K={k}" + (f", method {method}" if method else "")
+    if method in CLOSED_FORMS:
+        # A closed form that applies was built above: this one does not construct K points in R^d.
+        fits = ", ".join(applicable_closed_forms(d, k)) or "none"
+        raise SpherecodesError(f"no bank for {what}: the closed form {method} does not construct {k} points in "
+                               f"R^{d} (closed forms that do: {fits}); 'spherecodes generate --d {d} --k {k}' "
+                               "makes the best code there is")
     command = f"spherecodes generate --d {d} --k {k}" + (f" --method {method}" if method else "")
     raise SpherecodesError(f"no bank for {what} in {searched}; make it with: {command}")
 

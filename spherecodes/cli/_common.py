@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ..bank import read_code, read_estimate
+from ..bank import check_writable_destination, read_code, read_estimate
 from ..certificate import (
     DEFAULT_TOL, CertificateOutOfTime, certificate_estimate, one_vs_rest_distances, verify_witness,
 )
@@ -23,6 +23,12 @@ from ..report import code_report, format_code_report, format_duration, printable
 def print_json(data) -> None:
     """Print ``data`` as indented JSON (NaN and infinity refused: they are not JSON)."""
     click.echo(json.dumps(data, indent=2, allow_nan=False))
+
+
+def check_bank_rewritable(path: Path) -> None:
+    """Refuse, before any work, a bank that a command rewrites in place (rm, certify --write) in a read-only directory."""
+    check_writable_destination(path, fix="the bank is rewritten beside itself: copy it to a writable directory "
+                               "and work on the copy")
 
 
 def lock_notice(enabled: bool):

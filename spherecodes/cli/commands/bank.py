@@ -6,7 +6,7 @@ import click
 
 from ...bank import delete_code, list_codes
 from ...report import printable
-from .._common import lock_notice, print_json
+from .._common import check_bank_rewritable, lock_notice, print_json
 from ..main import BANK, main
 
 @main.command(name="ls")
@@ -41,5 +41,6 @@ def rm_cmd(bank, names):
     codes kept are checked and copied.
     """
     names = list(dict.fromkeys(names))
+    check_bank_rewritable(bank)
     delete_code(bank, names, waiting=lock_notice(True))
     click.echo(f"deleted {', '.join(printable(name) for name in names)} from {bank}")

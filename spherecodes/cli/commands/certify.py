@@ -15,7 +15,8 @@ from ...lines import line_report
 from ...loading import load_code
 from ...report import format_line_report
 from .._common import certify as certify_code
-from .._common import lock_notice, print_json, read_with_certificate_check, show_report, tell
+from .._common import (check_bank_rewritable, lock_notice, print_json, read_with_certificate_check, show_report,
+                       tell)
 from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, SchedulerAddress, main, threads_option
 
 @main.command()
@@ -78,6 +79,8 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_l
                                "leave it out with --scheduler or --workers")
     if write and not is_bank:
         raise SpherecodesError(f"--write stores the certificate in a bank; {file} is not a .h5 bank")
+    if write:
+        check_bank_rewritable(file)
     if as_lines:
         if write:
             raise SpherecodesError("--lines computes the line statistics from the prototypes and stores nothing; drop --write")

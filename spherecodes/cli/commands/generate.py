@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ...bank import check_writable_destination, list_codes, write_code
+from ...bank import CHOOSE_BY_NAME, check_writable_destination, list_codes, write_code
 from ...bounds import max_cos_lower_bound
 from ...checks import check_sizes
 from ...errors import SpherecodesError
@@ -169,10 +169,13 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     float64 statistics, certificate; memory and time, each timed on a sample
     here) is printed on stderr (not with --quiet; with --json only to a
     terminal), with what --no-certify would save where the certificate
-    dominates; a size that cannot fit, or a run over a day, is refused with
-    the flags that fit.  Each phase then announces itself and shows progress.
+    dominates; a size that cannot fit, or statistics and certificate
+    estimated over a day, are refused with the flags that fit (a long
+    optimisation is not: --time-limit or Ctrl-C bounds it).  Each phase then
+    announces itself and shows progress.
     Ctrl-C during the optimisation stores the best code found so far,
-    uncertified, and exits with status 130; a certificate still running at
+    uncertified (never over an existing code: with --overwrite that is kept),
+    and exits with status 130; a certificate still running at
     --time-limit stops (within the QP's block of classes under way; after a
     nearest-shell pass) and the code is stored uncertified, with the command
     that certifies it later.
@@ -308,7 +311,11 @@ def _read_start(path, code_name, d: int, k: int, method: str):
         return None
     if inapplicable_options(method, init=path):
         raise click.UsageError(f"--init applies to the optimisers tammes, softmax, maxsep and lines, not {method!r}")
-    start = load_code(path, code_name, normalize=True).prototypes
+    try:
+        start = load_code(path, code_name, normalize=True).prototypes
+    except SpherecodesError as err:
+        err.flags[CHOOSE_BY_NAME] = "choose one with --init-code NAME"
+        raise
     if start.shape != (k, d):
         raise SpherecodesError(f"--init {path} holds {start.shape[0]} prototypes in d = {start.shape[1]}; "
                                f"expected (K, d) = ({k}, {d})")
