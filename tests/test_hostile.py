@@ -2251,3 +2251,20 @@ def test_a_bank_of_several_codes_asks_for_the_option_that_names_one(tmp_path):
         in _one_error_line(start.stderr)
     report = CliRunner().invoke(main, ["report", str(bank_file)])
     assert report.exit_code == 1 and "choose one with --code NAME" in _one_error_line(report.stderr)
+
+
+@pytest.mark.parametrize("args,says", [
+    (["generate", "--d", "3", "--k", "10", "--name", "", "--out", "{tmp}/a.h5"], "invalid code name ''"),
+    (["generate", "--d", "3", "--k", "10", "--name", "foo", "--out", "{tmp}/a.npy"],
+     "--name names a code in a bank; a.npy is a matrix file"),
+    (["export", "{tmp}/b.h5", "--out", "{tmp}/e.npy", "--seed", "5"], "--seed sets the random rotation"),
+    (["fetch", "--d", "3", "--k", "4", "--rotation", "canonical", "--seed", "3", "--out", "{tmp}/f.npy"],
+     "--seed sets the random rotation"),
+])
+def test_an_option_that_would_be_ignored_is_refused(tmp_path, args, says):
+    assert CliRunner().invoke(main, ["generate", "--d", "3", "--k", "10", "--out", str(tmp_path / "b.h5"),
+                                     "-q"]).exit_code == 0
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = CliRunner().invoke(main, [a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert result.exit_code in (1, 2) and says in _one_error_line(result.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -28,6 +28,13 @@ def export_options(command):
     return command
 
 
+def refuse_unused_seed(rotation: str) -> None:
+    """--seed with a rotation that is not random would do nothing: say so instead of ignoring it."""
+    given = click.get_current_context().get_parameter_source("seed") != click.core.ParameterSource.DEFAULT
+    if given and rotation != "random":
+        raise click.UsageError("--seed sets the random rotation: give --rotation random with it, or drop --seed")
+
+
 @main.command(name="export")
 @click.argument("bank", type=BANK)
 @click.option("--code", "--name", "name", default=None, metavar="CODE",
@@ -48,6 +55,7 @@ def export_cmd(bank, name, out, rotation, seed, dtype, with_labels, overwrite):
       spherecodes export bank.h5 --code etf-d511-k100 --out head.pt --labels --rotation random --seed 1
       spherecodes export bank.h5 --out prototypes.csv --dtype float32
     """
+    refuse_unused_seed(rotation)
     code = read_code(bank, name)
     export_code(code, out, dtype=dtype, labels=with_labels, rotation=rotation, seed=seed, overwrite=overwrite)
     turned = f", turned by the random rotation of seed {seed} (same cosines and rho)" if rotation == "random" else ""

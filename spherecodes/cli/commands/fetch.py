@@ -14,7 +14,7 @@ from ...generation import METHODS, unused_dimensions
 from ...report import code_report, format_code_report
 from .._common import lock_notice, print_json
 from ..main import COUNT, DIM, URL_HELP, CatalogLocation, main
-from .export import export_options
+from .export import export_options, refuse_unused_seed
 
 
 @main.command(name="fetch")
@@ -69,6 +69,8 @@ def fetch_cmd(catalog_name, d, k, method, out, rotation, seed, dtype, with_label
         raise click.UsageError("give a catalog NAME, or --d and --k")
     if catalog_name is not None and (d is not None or k is not None or method is not None):
         raise click.UsageError("give either a catalog NAME or --d/--k/--method, not both")
+    if click.get_current_context().get_parameter_source("rotation") != click.core.ParameterSource.DEFAULT:
+        refuse_unused_seed(rotation)  # else a code with unused dimensions is turned by --seed's rotation
     matrix_file = out is not None and out.suffix.lower() in EXPORT_FORMATS
     if out is not None:
         check_writable_destination(out)

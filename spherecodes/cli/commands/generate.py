@@ -10,6 +10,7 @@ import click
 from ...bank import CHOOSE_BY_NAME, check_writable_destination, list_codes, write_code
 from ...bounds import max_cos_lower_bound
 from ...checks import check_sizes
+from ...code import check_code_name
 from ...errors import SpherecodesError
 from ...export import EXPORT_DTYPES, EXPORT_FORMATS, export_code
 from ...generation import (
@@ -211,7 +212,10 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
                                f"{', '.join(EXPORT_FORMATS)} (a matrix)")
     if dtype is not None and not matrix_file:
         raise SpherecodesError("--dtype applies to a matrix file: give --out FILE.npy, .pt, .csv or .txt")
-    name = name or planned_code_name(d, k, method, seed=seed, rotation=rotation)
+    if name is not None and matrix_file:
+        raise click.UsageError(f"--name names a code in a bank; {out.name} is a matrix file, which holds no name")
+    name = check_code_name(name) if name is not None else planned_code_name(d, k, method, seed=seed,
+                                                                          rotation=rotation)
     # Refuse an existing code or file before computing anything: generation can be long.
     if matrix_file and out.exists() and not overwrite:
         raise SpherecodesError(f"{out} exists; pass --overwrite to replace it")
