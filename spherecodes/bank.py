@@ -851,6 +851,9 @@ def check_writable_destination(path, fix: str = "choose another --out") -> Path:
     check_name_fits(path)
     if path.is_dir():
         raise SpherecodesError(f"{path} is a directory; give a file name for the bank")
+    # The bank is written beside it and renamed over it, which a read-only file does not stop: ask first.
+    if path.is_file() and not os.access(path, os.W_OK):
+        raise SpherecodesError(f"{path} is read-only; make it writable (chmod u+w) to change it, or {fix}")
     return path
 
 

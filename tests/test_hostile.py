@@ -2234,7 +2234,7 @@ def test_a_bank_rewritten_in_place_in_a_read_only_directory_is_refused_with_what
     result = CliRunner().invoke(main, [command[0], str(bank_file), *command[1:]])
     assert result.exit_code == 1
     line = _one_error_line(result.stderr)
-    assert "not writable" in line and "copy it to a writable directory" in line and "--out" not in line
+    assert "not writable" in line and "work on a copy in a writable directory" in line and "--out" not in line
     assert bank_file.read_bytes() == before
 
 
@@ -2268,3 +2268,22 @@ def test_an_option_that_would_be_ignored_is_refused(tmp_path, args, says):
     result = CliRunner().invoke(main, [a.replace("{tmp}", str(tmp_path)) for a in args])
     assert result.exit_code in (1, 2) and says in _one_error_line(result.stderr)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_read_only_bank_is_not_replaced(tmp_path, monkeypatch):
+    import spherecodes.bank as bank_module
+
+    bank_file = tmp_path / "b.h5"
+    assert CliRunner().invoke(main, ["generate", "--d", "3", "--k", "10", "--out", str(bank_file), "-q"]).exit_code == 0
+    before = bank_file.read_bytes()
+    real_access = os.access
+    # Root may write any file: the check asks os.access, answered here as for a mode-444 file of another user.
+    monkeypatch.setattr(bank_module.os, "access",
+                        lambda p, mode, **kw: mode != os.W_OK if Path(p) == bank_file else real_access(p, mode, **kw))
+    for args in (["generate", "--d", "3", "--k", "11", "--out", str(bank_file), "-q"],
+                 ["rm", str(bank_file), "--code", "auto-d3-k10-s0"], ["certify", str(bank_file), "--write", "-q"]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 1, (args, result.output)
+        assert "b.h5 is read-only; make it writable (chmod u+w)" in \
+            _one_error_line(result.stderr)
+    assert bank_file.read_bytes() == before

@@ -27,8 +27,7 @@ def print_json(data) -> None:
 
 def check_bank_rewritable(path: Path) -> None:
     """Refuse, before any work, a bank that a command rewrites in place (rm, certify --write) in a read-only directory."""
-    check_writable_destination(path, fix="the bank is rewritten beside itself: copy it to a writable directory "
-                               "and work on the copy")
+    check_writable_destination(path, fix="work on a copy in a writable directory")
 
 
 def lock_notice(enabled: bool):
