@@ -403,6 +403,8 @@ CHOOSE_BY_NAME = "choose one with a name"
 def _select(codes: h5py.Group, name: str | None, path) -> _Fields:
     """The fields of the code ``name`` (or of the only code) in a bank's /codes group."""
     if name is None:
+        if not len(codes):
+            raise SpherecodesError(f"{path} holds no codes ('spherecodes generate --out {path}' adds one)")
         if len(codes) != 1:
             available = ", ".join(sorted(codes)) or "none"
             raise SpherecodesError(

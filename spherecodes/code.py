@@ -261,8 +261,10 @@ def check_code_name(name: str) -> str:
     'etf-d11-k12'
     """
     if not isinstance(name, str) or not CODE_NAME_PATTERN.match(name):
+        shown = repr(name) if not isinstance(name, str) or len(name) <= 80 else \
+            f"{name[:40]!r}... ({len(name):,} characters)"
         raise SpherecodesError(
-            f"invalid code name {name!r}: use 1-128 letters, digits, '.', '_', '+' or '-', "
+            f"invalid code name {shown}: use 1-128 letters, digits, '.', '_', '+' or '-', "
             "starting with a letter or digit"
         )
     return name

@@ -2287,3 +2287,16 @@ def test_a_read_only_bank_is_not_replaced(tmp_path, monkeypatch):
         assert "b.h5 is read-only; make it writable (chmod u+w)" in \
             _one_error_line(result.stderr)
     assert bank_file.read_bytes() == before
+
+
+def test_a_huge_name_is_not_echoed_in_full_and_an_empty_bank_says_so(tmp_path):
+    result = CliRunner().invoke(main, ["generate", "--d", "3", "--k", "10", "--name", "a" * 70_000,
+                                       "--out", str(tmp_path / "x.h5"), "-q"])
+    line = _one_error_line(result.stderr)
+    assert result.exit_code == 1 and "(70,000 characters): use 1-128 letters" in line and len(line) < 300
+    bank_file = tmp_path / "b.h5"
+    assert CliRunner().invoke(main, ["generate", "--d", "3", "--k", "10", "--out", str(bank_file), "-q"]).exit_code == 0
+    with h5py.File(bank_file, "a") as fh:
+        del fh["codes"]["auto-d3-k10-s0"]
+    result = CliRunner().invoke(main, ["report", str(bank_file)])
+    assert result.exit_code == 1 and "b.h5 holds no codes ('spherecodes generate --out" in _one_error_line(result.stderr)

@@ -100,7 +100,7 @@ def load_class_means(path) -> np.ndarray:
     >>> load_class_means(path).shape
     (3, 3)
     """
-    means = read_npy(path, "class-means file (a (K, d) array saved with numpy.save)")
+    means = read_npy(path, "class-means file (a (K, d) array)")
     if means.ndim != 2:
         raise SpherecodesError(
             f"{path} holds an array of shape {means.shape}; class means must be a numeric (K, d) array"
