@@ -2299,4 +2299,5 @@ def test_a_huge_name_is_not_echoed_in_full_and_an_empty_bank_says_so(tmp_path):
     with h5py.File(bank_file, "a") as fh:
         del fh["codes"]["auto-d3-k10-s0"]
     result = CliRunner().invoke(main, ["report", str(bank_file)])
-    assert result.exit_code == 1 and "b.h5 holds no codes ('spherecodes generate --out" in _one_error_line(result.stderr)
+    assert result.exit_code == 1
+    assert "b.h5 holds no codes ('spherecodes generate --out" in _one_error_line(result.stderr)

@@ -26,7 +26,7 @@ def print_json(data) -> None:
 
 
 def check_bank_rewritable(path: Path) -> None:
-    """Refuse, before any work, a bank that a command rewrites in place (rm, certify --write) in a read-only directory."""
+    """Refuse, before any work, a bank that rm or certify --write would rewrite in place but cannot."""
     check_writable_destination(path, fix="work on a copy in a writable directory")
 
 
