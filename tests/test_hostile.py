@@ -900,7 +900,7 @@ def _(f, web):
     return ["fetch", "--d", "11", "--k", "12", "--url", "", "--out", f / "b.h5"]
 
 
-@case("out-is-immutable", says=("bank.h5", "cannot|not writable|permission|immutable"))
+@case("out-is-immutable", says=("bank.h5", "cannot|not writable|permission|immutable|read-only"))
 def _(f, web):
     bank = _bank(f)
     if subprocess.run(["chattr", "+i", str(bank)], capture_output=True).returncode != 0:
