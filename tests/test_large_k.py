@@ -26,6 +26,7 @@ from spherecodes.certificate import one_vs_rest_distances
 from spherecodes.cli.main import main
 from spherecodes.errors import SpherecodesError
 from spherecodes.memory import parse_size
+from spherecodes.rows import equal_rows
 from spherecodes.solvers._neighbours import neighbour_plan
 from spherecodes.sphere import random_start, top_matches
 from spherecodes.solvers import tammes, tammes_estimate
@@ -380,7 +381,7 @@ def test_certificate_streams_over_prototype_tiles(monkeypatch):
     assert reports[-1].step == reports[-1].steps == 700
 
 
-def test_exact_duplicates_are_found_by_hashing():
+def test_equal_rows_are_found_by_hashing():
     w = random_code(50, 4, seed=3)
     w[7] = w[2]
     w[30] = w[2]
@@ -388,7 +389,7 @@ def test_exact_duplicates_are_found_by_hashing():
     w[41, 0] = 0.0
     w[42] = w[41]
     w[42, 0] = -0.0  # equal to w[41]: -0.0 == 0.0
-    groups, twin = cert_blocks.exact_duplicates(w)
+    groups, twin = equal_rows(w)
     assert groups == [(2, 7, 30), (11, 40), (41, 42)]
     assert twin[2] in (7, 30) and twin[11] == 40 and twin[0] == -1
 

@@ -80,7 +80,8 @@ from ..memory import Estimate, memory_limit, require_memory
 from ..orbit import OrbitPrefix, SignOrbit, resolve_orbit
 from ..stats import RATTLER_TOL, validate_prototypes
 from . import _blocks
-from ._blocks import assemble_supports, exact_duplicates, host_memory, per_class_bytes
+from ..rows import equal_rows
+from ._blocks import assemble_supports, host_memory, per_class_bytes
 from ._gram import GramPass, gram_applies, gram_block_bytes, gram_bytes
 from ._result import CertificateOutOfTime, CertificateProgress, OneVsRestCertificate
 from ._shell import SHELL_TOL, classes_before_giving_up, shell_block_bytes, shell_bounds
@@ -283,7 +284,7 @@ def one_vs_rest_distances(
     )
     if orbit is not None:
         return _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, started, progress, deadline)
-    duplicates, duplicate_of = exact_duplicates(w_np)
+    duplicates, duplicate_of = equal_rows(w_np)
     shell_progress = None
     if progress is not None:
         def shell_progress(settled):

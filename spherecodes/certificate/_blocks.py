@@ -7,16 +7,14 @@ so memory is O(K·d) plus the blocks, whatever K.
 
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 
 from .. import memory
 from ..memory import require_memory
 
 __all__ = [
-    "BLOCK_BUDGET_BYTES", "COLUMN_TILE", "GLOBAL_ADDITIONS", "HASH_ROWS", "KNOWN_PER_DIM", "assemble_supports",
-    "block_size", "column_tile", "exact_duplicates", "host_memory", "per_class_bytes", "row_hashes",
+    "BLOCK_BUDGET_BYTES", "COLUMN_TILE", "GLOBAL_ADDITIONS", "KNOWN_PER_DIM", "assemble_supports", "block_size",
+    "column_tile", "host_memory", "per_class_bytes",
 ]
 
 #: Bytes that the working arrays of one block of classes may take, by device
@@ -46,62 +44,6 @@ GLOBAL_ADDITIONS = 32
 #: near-tied neighbours per class): the bound settles no class with the
 #: 2d + 2 nearest and every class with the 4d nearest.
 KNOWN_PER_DIM = 4
-
-#: Rows hashed at a time by :func:`exact_duplicates`.
-HASH_ROWS = 8192
-
-
-def row_hashes(x: np.ndarray, to_bits: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """A 64-bit hash of each row: a multiply-add of its 64-bit words ``to_bits(rows)`` with fixed odd multipliers.
-
-    A block of :data:`HASH_ROWS` rows at a time, so memory stays O(K);
-    uint64 arithmetic wraps around.  Equal words give equal hashes; rows
-    with equal hashes must still be compared.
-
-    Examples
-    --------
-    >>> x = np.array([[1.0, 2.0], [1.0, 2.0], [2.0, 1.0]])
-    >>> h = row_hashes(x, lambda rows: np.ascontiguousarray(rows).view(np.uint64))
-    >>> bool(h[0] == h[1]), bool(h[0] == h[2])
-    (True, False)
-    """
-    k, d = x.shape
-    multipliers = np.random.default_rng(0).integers(1, 2**63, size=d, dtype=np.uint64) | np.uint64(1)
-    hashes = np.empty(k, dtype=np.uint64)
-    for start in range(0, k, HASH_ROWS):
-        hashes[start : start + HASH_ROWS] = (to_bits(x[start : start + HASH_ROWS]) * multipliers).sum(
-            axis=1, dtype=np.uint64)
-    return hashes
-
-
-def exact_duplicates(w: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
-    """Groups of identical rows, and for each row another member of its group (or −1).
-
-    Rows are hashed (a multiply-add of their bit patterns, a block of rows at
-    a time, so memory stays O(K)); rows with equal hashes are then compared
-    exactly.  ``−0.0`` counts as ``0.0``.  Groups are listed by first member.
-    """
-    k = len(w)
-    # Adding 0.0 turns -0.0 into 0.0.
-    keys = row_hashes(w, lambda rows: np.ascontiguousarray(rows + 0.0).view(np.uint64))
-    order = np.argsort(keys, kind="stable")
-    same = np.flatnonzero(keys[order][1:] == keys[order][:-1])
-    duplicate_of = np.full(k, -1, dtype=np.int64)
-    groups = []
-    if same.size:
-        # Runs of equal keys: each candidate set is split by exact equality.
-        starts = np.flatnonzero(np.diff(np.concatenate([[-2], same])) > 1)
-        for first, last in zip(same[starts], np.append(same[starts[1:] - 1], same[-1])):
-            candidates = np.sort(order[first : last + 2])
-            _, label = np.unique(w[candidates] + 0.0, axis=0, return_inverse=True)
-            for value in np.unique(label.reshape(-1)):
-                members = candidates[label.reshape(-1) == value]
-                if len(members) > 1:
-                    groups.append(tuple(int(i) for i in members))
-                    # Each member's nearest point in the hull of the others is its twin.
-                    duplicate_of[members] = np.roll(members, 1)
-    return sorted(groups), duplicate_of
-
 
 def host_memory(k: int, d: int) -> float:
     """Bytes of the certificate's inputs and results on the host: prototypes, features, supports, bounds."""

@@ -41,7 +41,8 @@ from typing import Callable
 import numpy as np
 
 from ..sphere import nearest_others
-from ._blocks import assemble_supports, row_hashes
+from ..rows import row_hashes
+from ._blocks import assemble_supports
 
 __all__ = [
     "EXACT_WIDTH", "GATHER_SHELL", "GIVE_UP_AFTER", "PAIR_ATTEMPTS", "SHELL_TOL", "ShellBounds",
@@ -309,7 +310,7 @@ class _Shells:
 class _RowLookup:
     """Find a prototype equal to a given vector: the rows keyed by their coordinates on a grid.
 
-    The keys are hashed (:func:`._blocks.row_hashes`) and sorted once, so a
+    The keys are hashed (:func:`spherecodes.rows.row_hashes`) and sorted once, so a
     look-up is a binary search and a comparison of d integers.  A vector
     within rounding of a row but on the other side of a grid boundary is
     not found; that only leaves its class to a later witness.

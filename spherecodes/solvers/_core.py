@@ -21,6 +21,7 @@ from scipy.special import betainc
 from ..checks import check_positive, check_seed, check_sizes
 from ..constructions import construct, optimal_closed_form
 from ..errors import SpherecodesError
+from ..rows import equal_rows
 from ..sphere import normalise_rows
 from ..stats import max_cos, validate_prototypes
 
@@ -209,10 +210,10 @@ def check_init(init, d: int, k: int) -> np.ndarray | None:
         raise SpherecodesError(f"init has shape {init.shape}; expected (K, d) = ({k}, {d})")
     # Rows pointing the same way get the same gradient at every step, so no optimiser pulls them apart (from
     # init itself they end with max-cos 1); rounding catches rows equal but for the last bits.
-    _, group, counts = np.unique(np.round(init, 12), axis=0, return_inverse=True, return_counts=True)
-    if np.any(counts > 1):
-        same = np.flatnonzero(group.reshape(-1) == np.argmax(counts > 1))
-        raise SpherecodesError(f"init: rows {same[0]} and {same[1]} point the same way; a start code needs K "
+    groups, _ = equal_rows(init, lambda rows: np.round(rows, 12) + 0.0)
+    if groups:
+        first, second = groups[0][:2]
+        raise SpherecodesError(f"init: rows {first} and {second} point the same way; a start code needs K "
                                "different directions (no optimiser can pull identical rows apart)")
     return init
 
