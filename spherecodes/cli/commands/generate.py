@@ -217,10 +217,9 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     name = check_code_name(name) if name is not None else planned_code_name(d, k, method, seed=seed,
                                                                           rotation=rotation)
     # Refuse an existing code or file before computing anything: generation can be long.
-    if matrix_file and out.exists() and not overwrite:
-        raise SpherecodesError(f"{out} exists; pass --overwrite to replace it")
-    if not matrix_file and not overwrite and _replaces(out, name, matrix_file):
-        raise SpherecodesError(f"code {name!r} already exists in {out}; pass --overwrite to replace it")
+    if not overwrite and _replaces(out, name, matrix_file):
+        raise SpherecodesError((f"{out} exists" if matrix_file else f"code {name!r} already exists in {out}")
+                               + "; pass --overwrite to replace it")
     # Read the embeddings before the long computation, so that a missing name fails fast.
     class_vectors = (
         class_embeddings(names, embeddings, missing=missing_words, fmt=embeddings_format) if privileged else None
