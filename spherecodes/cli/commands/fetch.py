@@ -69,7 +69,8 @@ def fetch_cmd(catalog_name, d, k, method, out, rotation, seed, dtype, with_label
         raise click.UsageError("give a catalog NAME, or --d and --k")
     if catalog_name is not None and (d is not None or k is not None or method is not None):
         raise click.UsageError("give either a catalog NAME or --d/--k/--method, not both")
-    if click.get_current_context().get_parameter_source("rotation") != click.core.ParameterSource.DEFAULT:
+    chosen = click.get_current_context().get_parameter_source("rotation") != click.core.ParameterSource.DEFAULT
+    if chosen:
         refuse_unused_seed(rotation)  # else a code with unused dimensions is turned by --seed's rotation
     matrix_file = out is not None and out.suffix.lower() in EXPORT_FORMATS
     if out is not None:
@@ -94,7 +95,6 @@ def fetch_cmd(catalog_name, d, k, method, out, rotation, seed, dtype, with_label
         origin = f"{fetched.entry.name}: downloaded from {fetched.source}, SHA-256 verified, cached at {fetched.path}"
     else:
         origin = f"{fetched.entry.name}: from {fetched.source}, SHA-256 verified ({fetched.path})"
-    chosen = click.get_current_context().get_parameter_source("rotation") != click.core.ParameterSource.DEFAULT
     closed_form = fetched.entry is None and fetched.source != "structured code"  # canonical by definition
     if not chosen and not closed_form and unused_dimensions(code.prototypes):
         rotation = "random"
