@@ -52,6 +52,7 @@ from .errors import SpherecodesError
 from .inputs import read_json
 from .memory import Estimate, format_bytes, memory_limit, process_peak, require_memory
 from .orbit import OrbitPrefix, SignOrbit, orbit_prefix, resolve_orbit, sign_orbit
+from .rotated import ROTATION_KIND, Rotated, rotated_structure
 from .stats import SeparationStats, validate_prototypes
 
 FORMAT_NAME = "spherecodes-bank"
@@ -588,11 +589,25 @@ def _read_orbit(fields: _Fields, prototypes: np.ndarray):
     if not fields.has("orbit"):
         return resolve_orbit(prototypes)
     whole = k & (k - 1) == 0
+    group = fields.subgroup("orbit")
     # ⌈log2 K⌉ generators (r for K = 2^r): a taller (compressed) array would only cost decompressing it.
-    generators = fields.subgroup("orbit").array("generators", "iu", ((k - 1).bit_length(), d))
-    orbit = sign_orbit(prototypes, generators) if whole else orbit_prefix(prototypes, generators)
+    generators = group.array("generators", "iu", ((k - 1).bit_length(), d))
+
+    def prove(rows):
+        return sign_orbit(rows, generators) if whole else orbit_prefix(rows, generators)
+
+    what = "orbit of row 0" if whole else "first K words, in order, of the orbit of row 0"
+    seed = group.attr("rotation_seed", "int", None)
+    if seed is not None:
+        if not 0 <= seed < SEED_LIMIT:
+            raise fields.damaged("attribute orbit/rotation_seed", f"is {seed}; a seed lies in [0, 2**63)")
+        orbit = rotated_structure(prototypes, seed, prove)
+        if orbit is None:
+            raise fields.damaged("orbit", f"does not describe the prototypes: turned back by the rotation of seed "
+                                 f"{seed}, the rows are not exactly the {what} under these sign changes")
+        return orbit
+    orbit = prove(prototypes)
     if orbit is None:
-        what = "orbit of row 0" if whole else "first K words, in order, of the orbit of row 0"
         raise fields.damaged("orbit/generators", f"do not generate the prototypes: the rows are not exactly the "
                              f"{what} under these sign changes")
     return orbit
@@ -609,6 +624,9 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str, orbi
                              f"{ORBIT_WITNESS!r} and {PREFIX_WITNESS!r} (or none: every class's witness stored)")
     by_prefix = witness == PREFIX_WITNESS
     by_orbit = witness == ORBIT_WITNESS or by_prefix
+    rotated = orbit if isinstance(orbit, Rotated) else None
+    if rotated is not None:  # the witness is the structured rows', carried through the rotation
+        orbit, prototypes = rotated.structure, rotated.coordinates
     if by_orbit and not isinstance(orbit, OrbitPrefix if by_prefix else SignOrbit):
         raise fields.damaged("certificate", "keeps class 0's witness alone, but the code is not "
                              + ("the first K words of an orbit" if by_prefix else "one orbit") + " of sign changes")
@@ -643,6 +661,9 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str, orbi
     else:
         residuals = support_residuals(prototypes[:1] if by_orbit else prototypes, indices.astype(np.int64),
                                       weights.astype(np.float64), others=prototypes)
+    if rotated is not None and by_orbit:
+        residuals = rotated.turn(residuals)
+        orbit = rotated
     norms = np.linalg.norm(residuals, axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         features = np.where(norms > 0, residuals / norms, np.nan)
@@ -996,7 +1017,15 @@ def _write_group(group: h5py.Group, code: Code, bounds: dict) -> None:
     _write_stats(group.create_group("stats"), code, bounds)
     if code.orbit is not None:
         orbit = group.create_group("orbit")
-        if isinstance(code.orbit, OrbitPrefix):
+        structure = code.orbit
+        if isinstance(structure, Rotated):
+            structure = structure.structure
+            orbit.attrs["rotation_seed"] = np.int64(code.orbit.seed)
+            orbit.attrs["rotation_kind"] = ROTATION_KIND
+            orbit.attrs["rotation_meaning"] = (
+                "the prototypes are these structured rows turned by the rotation of rotation_seed "
+                "(spherecodes.sphere.random_rotation): snap_rows(prototypes @ Q.T) are the rows the generators describe")
+        if isinstance(structure, OrbitPrefix):
             orbit.attrs["meaning"] = ("row i's signs XOR row 0's are the sum over GF(2) of the generators (1: the "
                                       "sign flips) chosen by the bits of i: the first K words of their orbit")
         else:
@@ -1028,8 +1057,11 @@ def _write_certificate(group: h5py.Group, code: Code) -> None:
         if code.orbit is None or not np.array_equal(cert.orbit.generators, code.orbit.generators):
             raise SpherecodesError("the certificate keeps class 0's witness for an orbit of sign changes that is not "
                                    "the code's")
-        a["witness"] = PREFIX_WITNESS if isinstance(cert.orbit, OrbitPrefix) else ORBIT_WITNESS
-    if isinstance(cert.orbit, OrbitPrefix):
+        structure = cert.orbit.structure if isinstance(cert.orbit, Rotated) else cert.orbit
+        a["witness"] = PREFIX_WITNESS if isinstance(structure, OrbitPrefix) else ORBIT_WITNESS
+        if isinstance(cert.orbit, Rotated):
+            a["carried"] = "through the rotation of orbit/rotation_seed, from the structured rows' witness"
+    if isinstance(cert.orbit.structure if isinstance(cert.orbit, Rotated) else cert.orbit, OrbitPrefix):
         group.create_dataset("nearest", data=cert.nearest, compression="gzip", shuffle=True)
     group.create_dataset("lo", data=cert.lo)
     group.create_dataset("hi", data=cert.hi)

@@ -29,6 +29,7 @@ import numpy as np
 from .checks import check_sizes
 from .errors import SpherecodesError
 from .memory import require_memory
+from .sphere import random_rotation
 
 #: Closed-form methods, in the order ``auto`` prefers them.
 CLOSED_FORMS = ("etf", "cross-polytope", "polygon", "24-cell", "600-cell", "e8")
@@ -213,24 +214,6 @@ def e8_roots() -> np.ndarray:
         [s for s in itertools.product((0.5, -0.5), repeat=8) if sum(x < 0 for x in s) % 2 == 0]
     )
     return np.vstack([_signed_pairs(8), halves]) / math.sqrt(2)
-
-
-def random_rotation(d: int, seed: int) -> np.ndarray:
-    """A Haar-distributed random orthogonal d×d matrix, reproducible from ``seed``.
-
-    QR of a Gaussian matrix with the signs of R's diagonal moved into Q, which
-    makes the distribution exactly Haar (Mezzadri 2007).
-
-    Examples
-    --------
-    >>> Q = random_rotation(5, seed=1)
-    >>> bool(np.allclose(Q @ Q.T, np.eye(5)))
-    True
-    """
-    require_memory(3 * 8.0 * d * d, f"a random {d}x{d} rotation")
-    gaussian = np.random.default_rng(seed).standard_normal((d, d))
-    q, r = np.linalg.qr(gaussian)
-    return q * np.sign(np.diag(r))
 
 
 def applicable_closed_forms(d: int, k: int) -> list[str]:

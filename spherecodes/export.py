@@ -24,12 +24,15 @@ from pathlib import Path
 import numpy as np
 
 from .atomic import output_directory, replace_atomically
+from .certificate import one_vs_rest_distances
 from .certificate.witness import verify_witness
 from .checks import check_choice, check_seed
 from .code import Code, default_code_name, make_code
-from .constructions import CLOSED_FORMS, ROTATIONS, random_rotation
+from .constructions import CLOSED_FORMS, ROTATIONS
 from .errors import SpherecodesError
 from .orbit import OrbitPrefix
+from .rotated import Rotated, turn_rows
+from .sphere import random_rotation
 
 #: File name endings :func:`export_code` writes, and what they hold.
 EXPORT_FORMATS = {
@@ -103,15 +106,24 @@ def rotate_code(code: Code, seed: int, *, name: str | None = None) -> Code:
     """
     seed = check_seed(seed)
     q = random_rotation(code.d, seed)
-    rotated = code.prototypes @ q
+    # A structured code (an orbit of sign changes, or its prefix) keeps its structure through the rotation.
+    structure = None if isinstance(code.orbit, Rotated) else code.orbit
+    rotated, carried = turn_rows(code.prototypes, seed, structure, rotation=q)
     if name is None:
         name = default_code_name(code.method, code.d, code.k, seed) if code.method in CLOSED_FORMS \
             and code.seed is None else f"{code.name}-r{seed}"
     settings = {**code.settings, "rotation": {"seed": seed, "of": code.name, "of_sha256": code.sha256}}
     out = make_code(rotated, method=code.method, name=name, labels=code.labels, settings=settings,
-                    seed=code.seed, device=code.device, wall_time=code.wall_time)
-    if code.certificate is not None and not isinstance(code.certificate.orbit, OrbitPrefix):
-        cert = code.certificate.expanded(code.prototypes)  # a rotation hides the sign changes of an orbit
+                    seed=code.seed, device=code.device, wall_time=code.wall_time, orbit=carried)
+    if code.certificate is None:
+        return out
+    if carried is not None and code.certificate.orbit is not None:
+        # Certified again from the structure, in the construction's coordinates (seconds), and carried.
+        cert = code.certificate
+        out.certificate = one_vs_rest_distances(out.prototypes, tol=cert.tol, rattler_tol=cert.rattler_tol,
+                                                device="cpu", orbit=carried)
+    elif not isinstance(getattr(code.certificate.orbit, "structure", code.certificate.orbit), OrbitPrefix):
+        cert = code.certificate.expanded(code.prototypes)  # every class's witness, checked on the turned rows
         lo, hi = verify_witness(out.prototypes, cert, where=f"code {name!r}", orbit=None)
         out.certificate = dataclasses.replace(cert, lo=lo, hi=hi, features=cert.features @ q)
     return out

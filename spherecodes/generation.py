@@ -19,9 +19,10 @@ import numpy as np
 from .best_of import Candidate, auto_method, best_of, plan_auto, run_structured
 from .checks import check_seed, check_sizes
 from .code import Code, default_code_name, make_code
-from .constructions import CLOSED_FORMS, construct, random_rotation
+from .constructions import CLOSED_FORMS, construct
+from .rotated import ROTATION_KIND, turn_rows
 from .errors import SpherecodesError
-from .orbit import ORBIT_MIN_K, describe_orbit, resolve_orbit
+from .orbit import describe_orbit, resolve_orbit
 from .structured import best_structured_code
 
 #: Optimisers, for any (d, K).  ``auto`` compares ``tammes`` with the
@@ -135,61 +136,33 @@ def unused_dimensions(prototypes) -> int:
 def rotates(d: int, k: int, method: str, rotation: str) -> bool:
     """Whether :func:`generate` turns the code by the seeded random rotation, decided before any work.
 
-    ``auto`` rotates a structured code embedded from a smaller dimension
-    (``method`` ``structured``), and for ``method="auto"`` a winner that
-    leaves dimensions unused (known only once it has won; the seed is then
-    in the name anyway).
+    ``auto`` rotates every code that would leave a dimension unused (an
+    all-zero column): a structured code embedded from a smaller dimension
+    (``method`` ``structured``), a closed form that does not fill R^d (the
+    simplex ETF of K < d + 1 points, a cross-polytope of K < 2d points),
+    and for ``method="auto"`` a winner that leaves dimensions unused (known
+    only once it has won; the seed is then in the name anyway).  A
+    rotation costs no certificate: a structured code is certified in the
+    coordinates of its construction and carried through the rotation
+    (:mod:`spherecodes.rotated`).
 
     Examples
     --------
     >>> rotates(100, 10_000, "structured", "auto"), rotates(64, 1000, "structured", "auto")
     (True, False)
-    >>> rotates(11, 12, "etf", "auto"), rotates(11, 12, "etf", "random"), rotates(100, 10_000, "structured", "none")
-    (False, True, False)
+    >>> rotates(11, 12, "etf", "auto"), rotates(512, 100, "etf", "auto"), rotates(11, 12, "etf", "random")
+    (False, True, True)
+    >>> rotates(100, 10_000, "structured", "none")
+    False
     """
     if rotation == "random":
         return True
-    if rotation != "auto" or method != STRUCTURED:
+    if rotation != "auto":
         return False
-    code = best_structured_code(d, k)
-    # A code whose K points are, by construction, one orbit of sign changes (or the first K words of one) keeps
-    # its coordinates (keeps_orbit).
-    return code is not None and code.native_d < d and not (_may_be_orbit(k) and code.sign_orbit(k))
-
-
-#: Classes from which ``auto`` keeps the first K words of an orbit of sign
-#: changes (:class:`spherecodes.orbit.OrbitPrefix`) in their coordinates
-#: although they leave dimensions unused.  Below it the rotated code's scans
-#: of all pairs and generic certificate take a few minutes at most (the
-#: (128, 10^4) BCH words, rotated: 89 s in all on 2 cores); they grow like
-#: K², to hours at K = 10^5, against O(K·d) for the prefix.
-PREFIX_KEPT_K = 2**15
-
-
-def _may_be_orbit(k: int) -> bool:
-    """Whether ``auto`` keeps K prototypes in their coordinates where they are one orbit of sign changes (K = 2^r)
-    or, from :data:`PREFIX_KEPT_K` classes, the first K words of one."""
-    return k >= ORBIT_MIN_K and (k & (k - 1) == 0 or k >= PREFIX_KEPT_K)
-
-
-def keeps_orbit(prototypes: np.ndarray | None) -> bool:
-    """Whether ``auto`` keeps a code in its coordinates although it leaves dimensions unused.
-
-    A code that is one orbit of sign changes (a binary linear code or a
-    coset of one, :func:`spherecodes.orbit.sign_orbit`) or, from
-    :data:`PREFIX_KEPT_K` classes, the first K words of one
-    (:func:`spherecodes.orbit.orbit_prefix`) has its statistics and
-    certificate read off one class, in O(K·d) instead of O(K²·d); a
-    rotation hides the sign changes, so ``auto`` keeps such a code as built
-    (``--rotation random`` still turns it).
-
-    Examples
-    --------
-    >>> from spherecodes.constructions import construct
-    >>> keeps_orbit(construct("cross-polytope", 3, 6)), keeps_orbit(None)
-    (False, False)
-    """
-    return prototypes is not None and _may_be_orbit(len(prototypes)) and resolve_orbit(prototypes) is not None
+    if method == STRUCTURED:
+        code = best_structured_code(d, k)
+        return code is not None and code.native_d < d
+    return method in CLOSED_FORMS and unused_dimensions(construct(method, d, k)) > 0
 
 
 def uses_seed(method: str, rotation: str, d: int | None = None, k: int | None = None) -> bool:
@@ -220,41 +193,8 @@ def planned_code_name(d: int, k: int, method: str = "auto", *, seed: int = 0, ro
     return default_code_name(method, d, k, seed if uses_seed(method, rotation, d, k) else None)
 
 
-def turned(prototypes: np.ndarray, rotation: str, seed: int, orbit="auto") -> tuple[np.ndarray, dict | None]:
-    """The prototypes after the rotation that ``rotation`` asks for, and what the bank records of it.
-
-    ``random`` always turns them by
-    :func:`spherecodes.constructions.random_rotation` ``(d, seed)``;
-    ``auto`` only when some dimension is unused (all-zero column), so that
-    every coordinate carries signal, unless the code is one orbit of sign
-    changes (or, from :data:`PREFIX_KEPT_K` classes, its prefix): ``orbit``,
-    the :class:`spherecodes.orbit.SignOrbit` or
-    :class:`spherecodes.orbit.OrbitPrefix` already proved (None: not one),
-    or ``"auto"`` to decide here (:func:`keeps_orbit`).
-    Cosines, max-cos and ρ are unchanged up to rounding (the statistics are
-    computed afterwards, from these rows).
-
-    Examples
-    --------
-    >>> from spherecodes.structured import e8_roots
-    >>> rows, record = turned(e8_roots().embedded(10).points(), "auto", seed=3)
-    >>> unused_dimensions(rows), record["seed"], record["why"]
-    (0, 3, '2 of 10 dimensions unused (all-zero columns)')
-    >>> turned(e8_roots().points(), "auto", seed=3)[1] is None
-    True
-    """
-    why = rotation_reason(prototypes, rotation, orbit)
-    if why is None:
-        return prototypes, None
-    return prototypes @ random_rotation(prototypes.shape[1], seed), {"seed": int(seed), "why": why}
-
-
-def rotation_reason(prototypes: np.ndarray, rotation: str, orbit="auto") -> str | None:
-    """Why :func:`turned` turns the prototypes (what the bank records), or None where it keeps them as built.
-
-    The run's estimate asks it too: a code that is turned loses its orbit
-    of sign changes, so its statistics and certificate are those of every
-    pair and every class.
+def rotation_reason(prototypes: np.ndarray, rotation: str) -> str | None:
+    """Why :func:`generate` turns the prototypes (what the bank records), or None where it keeps them as built.
 
     Examples
     --------
@@ -264,13 +204,44 @@ def rotation_reason(prototypes: np.ndarray, rotation: str, orbit="auto") -> str 
     >>> rotation_reason(e8_roots().embedded(10).points(), "none") is None
     True
     """
-    unused = unused_dimensions(prototypes)
     if rotation == "random":
         return "asked for (--rotation random)"
-    if rotation == "auto" and unused and not (keeps_orbit(prototypes) if isinstance(orbit, str)
-                                              else orbit is not None and _may_be_orbit(len(prototypes))):
+    unused = unused_dimensions(prototypes)
+    if rotation == "auto" and unused:
         return f"{unused} of {prototypes.shape[1]} dimensions unused (all-zero columns)"
     return None
+
+
+def turned(prototypes: np.ndarray, rotation: str, seed: int, structure=None):
+    """The prototypes after the rotation that ``rotation`` asks for, what the bank records of it, and their
+    structure.
+
+    ``random`` always turns them by :func:`spherecodes.sphere.random_rotation`
+    ``(d, seed)``; ``auto`` only when some dimension is unused (all-zero
+    column), so that every coordinate carries signal.  ``structure``, the
+    proved symmetry of the rows as built (:class:`spherecodes.orbit.SignOrbit`,
+    :class:`spherecodes.orbit.OrbitPrefix`, or None), is carried through
+    the rotation (:func:`spherecodes.rotated.rotated_structure`): the
+    returned structure is a :class:`spherecodes.rotated.Rotated`, so the
+    statistics and the certificate still come from the construction.  Such
+    rows are first put in the canonical form the bank's reader recovers
+    (:func:`spherecodes.rotated.snap_rows`: one magnitude per row, exactly).
+    Cosines, max-cos and ρ are unchanged up to rounding.
+
+    Examples
+    --------
+    >>> from spherecodes.structured import e8_roots
+    >>> rows, record, _ = turned(e8_roots().embedded(10).points(), "auto", seed=3)
+    >>> unused_dimensions(rows), record["seed"], record["why"]
+    (0, 3, '2 of 10 dimensions unused (all-zero columns)')
+    >>> turned(e8_roots().points(), "auto", seed=3)[1] is None
+    True
+    """
+    why = rotation_reason(prototypes, rotation)
+    if why is None:
+        return prototypes, None, structure
+    w, carried = turn_rows(prototypes, seed, structure)
+    return w, {"seed": int(seed), "why": why, "kind": ROTATION_KIND}, carried
 
 
 def code_from_result(
@@ -485,12 +456,11 @@ def _packaged(prototypes, *, rotation, rotation_seed, settings, announce, progre
     prototypes = np.asarray(prototypes, dtype=np.float64)
     k, d = prototypes.shape
     if isinstance(orbit, str):
-        orbit = resolve_orbit(prototypes) if rotation != "random" else None
-    prototypes, record = turned(prototypes, rotation, rotation_seed, orbit=orbit)
+        orbit = resolve_orbit(prototypes)
+    prototypes, record, orbit = turned(prototypes, rotation, rotation_seed, orbit)
     settings = dict(settings)
     if record is not None:
         settings["rotation"] = record
-        orbit = None  # a rotation hides the sign changes
     announce(f"statistics: {describe_orbit(orbit)}" if orbit is not None
              else f"statistics: float64 cosines of all {k * (k - 1) // 2:,} pairs")
     return make_code(prototypes, settings=settings, stats_device=stats_device, max_memory=max_memory,
@@ -515,8 +485,7 @@ def _structured(d, k, method, *, name, labels, seed, used_seed, rotation, max_me
     settings = {**candidate.settings, "label": candidate.label}
     return _packaged(candidate.prototypes, rotation=rotation, rotation_seed=seed, settings=settings, announce=announce,
                      progress=progress, max_memory=max_memory, method=STRUCTURED, name=name, labels=labels,
-                     seed=used_seed, device="cpu", wall_time=candidate.seconds,
-                     orbit=None if rotates(d, k, STRUCTURED, rotation) else candidate.orbit)
+                     seed=used_seed, device="cpu", wall_time=candidate.seconds, orbit=candidate.orbit)
 
 
 def _auto(d, k, method, *, name, labels, seed, used_seed, rotation, device, steps, restarts, time_limit, progress,
@@ -555,14 +524,13 @@ def _where(candidate: Candidate) -> str:
 def _closed_form(d, k, method, *, name, labels, seed, used_seed, rotation, max_memory, announce, progress, built,
                  **_) -> Code:
     start = time.perf_counter()
-    # A closed form's canonical coordinates are its definition; only --rotation random turns it.
-    orientation = "random" if rotation == "random" else "canonical"
-    taken = built and orientation == "canonical"
-    prototypes = built[0].prototypes if taken else construct(method, d, k, rotation=orientation, seed=seed)
-    return _packaged(prototypes, rotation="none", rotation_seed=seed, settings={"rotation": orientation},
+    # The canonical coordinates define the closed form; _packaged turns them where they leave dimensions unused
+    # (or where --rotation random asks), by the same rotation construct(rotation="random") applies.
+    prototypes = built[0].prototypes if built else construct(method, d, k)
+    return _packaged(prototypes, rotation=rotation, rotation_seed=seed, settings={"rotation": "canonical"},
                      announce=announce, progress=progress, max_memory=max_memory, method=method, name=name,
                      labels=labels, seed=used_seed, device="cpu", wall_time=time.perf_counter() - start,
-                     orbit=built[0].orbit if taken else "auto")
+                     orbit=built[0].orbit if built else "auto")
 
 
 def _optimise(solver, d, k, *, name, labels, seed, used_seed, rotation, device, steps, restarts, time_limit,

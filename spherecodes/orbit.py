@@ -41,6 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .rotated import Rotated
+
 __all__ = ["ORBIT_MIN_K", "OrbitPrefix", "SignOrbit", "moved_vectors", "describe_orbit", "orbit_prefix", "resolve_orbit",
            "sign_orbit"]
 
@@ -95,6 +97,17 @@ class SignOrbit:
         [2, 1, 0]
         """
         return self.rows[self.coordinates[np.asarray(rows)] ^ self.coordinates[np.asarray(to)]]
+
+    def reprove(self, w: np.ndarray) -> "SignOrbit | None":
+        """The same group's orbit proved for other rows ``w`` (:func:`sign_orbit` with these generators), or None.
+
+        Examples
+        --------
+        >>> w = np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]]) / np.sqrt(2)
+        >>> sign_orbit(w).reprove(-w).rank, sign_orbit(w).reprove(w[[0, 0, 1, 1]])
+        (2, None)
+        """
+        return sign_orbit(w, self.generators)
 
 
 def moved_vectors(w: np.ndarray, vector: np.ndarray, rows=slice(None)) -> np.ndarray:
@@ -185,9 +198,9 @@ def resolve_orbit(w: np.ndarray, orbit="auto") -> SignOrbit | OrbitPrefix | None
         if len(w) < ORBIT_MIN_K:
             return None
         return sign_orbit(w) if len(w) & (len(w) - 1) == 0 else orbit_prefix(w)
-    if orbit is not None and (not isinstance(orbit, (SignOrbit, OrbitPrefix)) or orbit.k != len(w)):
-        raise ValueError(f"orbit must be 'auto', None or the SignOrbit or OrbitPrefix of these {len(w)} rows, "
-                         f"got {orbit!r}")
+    if orbit is not None and (not isinstance(orbit, (SignOrbit, OrbitPrefix, Rotated)) or orbit.k != len(w)):
+        raise ValueError(f"orbit must be 'auto', None or the SignOrbit, OrbitPrefix or Rotated of these {len(w)} "
+                         f"rows, got {orbit!r}")
     return orbit
 
 
@@ -200,6 +213,8 @@ def describe_orbit(orbit: SignOrbit | OrbitPrefix) -> str:
     >>> describe_orbit(sign_orbit(w))
     'one orbit of sign changes, the float64 cosines of one class'
     """
+    if isinstance(orbit, Rotated):
+        return f"{describe_orbit(orbit.structure)}, carried through the rotation"
     if isinstance(orbit, OrbitPrefix):
         return (f"the first {orbit.k:,} of the {orbit.words:,} words of one orbit of sign changes, the float64 "
                 "cosines of one class of the orbit and a tree of their block maxima")
@@ -234,6 +249,17 @@ class OrbitPrefix:
     def words(self) -> int:
         """2^t, the words of the whole orbit."""
         return 1 << self.rank
+
+    def reprove(self, w: np.ndarray) -> "OrbitPrefix | None":
+        """The same prefix proved for other rows ``w`` (:func:`orbit_prefix` with these generators), or None.
+
+        Examples
+        --------
+        >>> w = np.array([[1, 1], [1, -1], [-1, 1]]) / np.sqrt(2)
+        >>> orbit_prefix(w, check_size=False).reprove(-w).rank
+        2
+        """
+        return orbit_prefix(w, self.generators, check_size=False)
 
     def signs(self, w: np.ndarray) -> np.ndarray:
         """``D_h`` as a vector of ±1 for h = 2^(t−1): row h's signs relative to row 0's (1 on zero columns)."""

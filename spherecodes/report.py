@@ -19,6 +19,8 @@ from .bounds import THEOREM_3_9, known_optimal, max_cos_lower_bound, simplex_rho
 from .code import Code
 from .lines import line_report
 from .memory import format_bytes, format_duration
+from .rotated import Rotated
+from .stats import Span, spanned_dimensions
 
 __all__ = [
     "bounds_report",
@@ -125,6 +127,9 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
         "exact_max_cos": _exact_max_cos(code.settings),
         "auto": code.settings.get("auto"),
         "lines": line_report(code) if code.method == "lines" else None,
+        "dimensions": _span(code).to_dict(),
+        "carried": code.orbit.describe() if isinstance(code.orbit, Rotated) else None,
+        "cosine_error": code.orbit.cosine_error if isinstance(code.orbit, Rotated) else None,
     }
     if cert is not None:
         report["rho"] = {
@@ -148,6 +153,14 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
             "wall_time_s": cert.wall_time,
         }
     return report
+
+
+def _span(code: Code):
+    """The dimensions the prototypes span; a structured code turned by a rotation spans at most its live columns."""
+    most = None
+    if isinstance(code.orbit, Rotated):
+        most = int(code.orbit.coordinates.any(axis=0).sum())
+    return spanned_dimensions(code.prototypes, most)
 
 
 def _exact_max_cos(settings: dict) -> str | None:
@@ -207,8 +220,16 @@ def format_code_report(report: dict) -> str:
     if report["seed"] is not None:
         made += f", seed {report['seed']}"
     made += f", on {report['device']} in {report['wall_time_s']:.3g} s"
+    certificate = _certificate_lines(report)
+    dimensions = report.get("dimensions")
     lines = [
+        # What a user of the prototypes needs first; the theory follows.
         f"code {report['name']}: K = {report['k']} prototypes in d = {report['d']}",
+        ("max-cos", f"{_fmt(report['max_cos'])}   ("
+         + (f"exactly {report['exact_max_cos']}; " if report.get("exact_max_cos") else "")
+         + f"min angle {report['min_angle_deg']:.6f} deg)"),
+        certificate[0],
+        ("dimensions", Span(**dimensions).describe()) if dimensions else None,
         ("bank", report["bank"]) if report["bank"] else None,
         ("made with", made),
         _normalized_line(report["settings"] or {}),
@@ -216,8 +237,6 @@ def format_code_report(report: dict) -> str:
         ("time spent", _format_stages(report["settings"].get("stages"))) if report["settings"].get("stages") else None,
         ("stopped", report["settings"]["stop_detail"]) if report["settings"].get("stop_detail") else None,
         *_origin_lines(report),
-        ("max-cos", f"{_fmt(report['max_cos'])}   (min angle {report['min_angle_deg']:.6f} deg)"
-         + (f"; exactly {report['exact_max_cos']}" if report.get("exact_max_cos") else "")),
         (
             "lower bound",
             f"{_fmt(bound['value'])}   ({bound['method']}; gap {bound['gap']:.3g})",
@@ -235,7 +254,7 @@ def format_code_report(report: dict) -> str:
         ("verified", _verified_line(report["verified"], report["k"])) if report.get("verified") else None,
         ("labels", _labels_line(report.get("labels"))),
         ("rattlers", _rattlers_line(len(report["rattlers"]), report["k"], report["rattler_tol"])),
-        *_certificate_lines(report),
+        *certificate[1:],
         ("best rho", _best_rho_line(thm, report["k"], 6)
          + (f"; this code's rho is {thm['gap']:.3g} below the upper bound" if "gap" in thm else "")),
     ]
@@ -266,22 +285,27 @@ def _verified_line(verified: dict, k: int) -> str:
         return f"{x:.2g} s" if x < 60 else format_duration(x)
 
     orbit, prefix = verified.get("orbit", False), verified.get("orbit_prefix", False)
+    turned = verified.get("rotated")
     text = (f"on read: SHA-256 and unit norms of the {k} prototypes"
-            + (", and that they are the first K words, in order, of the orbit of the stored sign changes" if prefix
-               else ", and that they are one orbit of the stored sign changes" if orbit else "")
+            + (f", and that turned back by the rotation of seed {turned['seed']} (rows within "
+               f"{turned['row_error']:.1e}, rotation orthogonal within {turned['orthogonality_error']:.1e}) they are"
+               if turned else ", and that they are" if orbit else "")
+            + (" the first K words, in order, of the orbit of the stored sign changes" if prefix
+               else " one orbit of the stored sign changes" if orbit else "")
             + f" ({seconds(verified['checksum_seconds'])})")
     certificate = verified["certificate"]
     if certificate is None:
         return text + "; no certificate stored"
     outcome = "re-evaluated" if certificate else "FAILED when re-evaluated"
     by_orbit = verified.get("certificate_by_orbit", False)
+    carried = ", and carried through the rotation" if turned and by_orbit else ""
     if by_orbit and prefix:
         return (text + f"; the certificate's witness of the whole orbit's class 0 {outcome} against all its words, "
-                       "and every class's bound from it or from its nearest row "
+                       f"and every class's bound from it or from its nearest row{carried} "
                        f"({seconds(verified['certificate_seconds'])})")
     whose = "class 0's certificate witness" if by_orbit else "the certificate's witness"
     images = ", every other class's being its image" if by_orbit else ""
-    return (text + f"; {whose} {outcome} against all {k} prototypes{images} "
+    return (text + f"; {whose} {outcome} against all {k} prototypes{images}{carried} "
                    f"({seconds(verified['certificate_seconds'])})")
 
 
@@ -420,9 +444,16 @@ def _rotation_line(report: dict):
     rotation = (report["settings"] or {}).get("rotation")
     if not isinstance(rotation, dict):
         return None
-    if "why" in rotation:  # turned by generate before its statistics: every figure is of the rotated rows
-        return ("rotation", f"random, seed {rotation['seed']}: {rotation['why']}; the cosines are those of the "
-                            "code as made")
+    if "why" in rotation:  # turned by generate before its statistics
+        why = rotation["why"]
+        if why.endswith("(all-zero columns)"):  # what the code as built left unused: the stored rows have none
+            why = f"the code as built left {why.removesuffix(' (all-zero columns)')}"
+        if report.get("carried"):
+            how = (f"statistics and certificate computed on it and carried through the rotation ({report['carried']}; "
+                   f"every cosine within {report['cosine_error']:.1e})")
+        else:
+            how = "every figure computed from the stored (turned) rows"
+        return ("rotation", f"Haar-random, seed {rotation['seed']}: {why}; {how}")
     checked = "; certificate re-verified on the rotated rows" if report["rho"] is not None else ""
     return ("rotation", f"random, seed {rotation['seed']}, of {rotation['of']}: the same cosines, max-cos, rho "
                         f"and one-vs-rest distances{checked}")

@@ -33,7 +33,8 @@ from .errors import SpherecodesError
 from .generation import CLOSED_FORMS, STRUCTURED, resolve_method, rotation_reason
 from .memory import format_bytes, format_duration, memory_limit
 from .orbit import ORBIT_MIN_K, OrbitPrefix, describe_orbit, resolve_orbit
-from .sphere import DEFAULT_TILE, nearest_others, random_start
+from .rotated import orthogonality_error
+from .sphere import DEFAULT_TILE, nearest_others, random_rotation, random_start
 from .structured import best_structured_code
 
 #: A run estimated longer than this is refused before any work (a day).
@@ -306,27 +307,52 @@ def estimate_run(
 
 
 def _statistics_phase(d: int, k: int, built, points: np.ndarray, optimising: bool, rotation: str):
-    """The float64 statistics' phase, and the orbit of sign changes the certificate's timing is given.
+    """The float64 statistics' phase, and the structure the certificate's timing is given.
 
     For a code that is one orbit of sign changes, or the first K words of
-    one, kept as built (:func:`spherecodes.generation.rotation_reason`): the structure proved here, once (the candidate
-    keeps it for the run, :attr:`spherecodes.best_of.Candidate.orbit`), and
-    the statistics' own work on it timed (a product or two and, for a
-    prefix, a tree of maxima: O(K·d)).  Else every pair.
+    one: the structure proved here, once (the candidate keeps it for the
+    run, :attr:`spherecodes.best_of.Candidate.orbit`), and the statistics'
+    own work on it timed (a product or two and, for a prefix, a tree of
+    maxima: O(K·d)).  A rotation keeps it: the statistics and the
+    certificate are computed in the construction's coordinates and carried
+    to the turned rows (:mod:`spherecodes.rotated`), at the cost of one
+    product of the rows with the rotation, timed here on a block of rows.
+    Else every pair.
     """
-    if not optimising and rotation != "random" and k >= ORBIT_MIN_K:
+    if not optimising and k >= ORBIT_MIN_K:
         proved = time.perf_counter()
         orbit = resolve_orbit(points)
         for candidate in built:
             if candidate.prototypes is points:
                 candidate.orbit = orbit
-        if orbit is not None and rotation_reason(points, rotation, orbit) is not None:
-            orbit = None  # the run turns the code into every dimension: every pair, every class
         if orbit is not None:
             if isinstance(orbit, OrbitPrefix):
                 orbit.nearest(points)
-            return Phase("statistics", describe_orbit(orbit), time.perf_counter() - proved), orbit
+            seconds = time.perf_counter() - proved
+            what = describe_orbit(orbit)
+            if rotation_reason(points, rotation) is not None:
+                seconds += _rotation_seconds(points)
+                what += ", carried through the rotation"
+            return Phase("statistics", what, seconds), orbit
     return Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k)), None
+
+
+#: Rows of the code turned in :func:`_rotation_seconds`' timing.
+ROTATION_SAMPLE_ROWS = 1024
+
+
+def _rotation_seconds(points: np.ndarray) -> float:
+    """Seconds to turn the code: the rotation's QR and its check (O(d³)), and the product with the rows (O(K·d²)),
+    timed on a block of rows and scaled to K."""
+    k, d = points.shape
+    rows = min(k, ROTATION_SAMPLE_ROWS)
+    started = time.perf_counter()
+    q = random_rotation(d, 0)
+    orthogonality_error(q)
+    cubic = time.perf_counter() - started
+    started = time.perf_counter()
+    points[:rows] @ q
+    return cubic + (time.perf_counter() - started) * k / rows
 
 
 def _optimising(method: str, plan: AutoPlan | None) -> bool:

@@ -24,6 +24,7 @@ import numpy as np
 from .errors import SpherecodesError
 from .memory import memory_limit, require_memory
 from .orbit import OrbitPrefix, resolve_orbit
+from .rotated import Rotated
 from .sphere import DEFAULT_TILE, gram_tiles, nearest_others, random_start
 
 #: Largest allowed deviation of a row norm from 1 for a matrix to count as a code.
@@ -298,21 +299,12 @@ def separation_statistics(
     tile = _tile_size(k, d, tile, dev, max_memory, "separation statistics")
     report = _reporter(progress, k)
     orbit = resolve_orbit(w, orbit)
-    if isinstance(orbit, OrbitPrefix):
-        # The first K words of an orbit: the cosines of one class of the
-        # whole orbit and a tree of their block maxima give every row's.
-        nearest_cos, nearest_index, min_cos = orbit.nearest(w)
+    if isinstance(orbit, Rotated):
+        # A structured code turned by a rotation: its cosines are those of the
+        # structured rows X, to within the rotation's proved cosine_error.
+        nearest_cos, nearest_index, min_cos = _structured_nearest(orbit.coordinates, orbit.structure)
     elif orbit is not None:
-        # One orbit of sign changes (isometries of the code that act
-        # transitively): every row sees row 0's cosines, so one row of the
-        # Gram matrix gives all the statistics.
-        cosines = w @ w[0]
-        cosines[0] = -np.inf
-        nearest = int(np.argmax(cosines))
-        nearest_cos = np.full(k, cosines[nearest])
-        nearest_index = orbit.moved(nearest, np.arange(k))
-        cosines[0] = np.inf
-        min_cos = cosines.min()
+        nearest_cos, nearest_index, min_cos = _structured_nearest(w, orbit)
     elif dev is None:
         nearest_cos, nearest_index, min_cos = _numpy_tiles(w, tile, report)
     else:
@@ -334,6 +326,105 @@ def separation_statistics(
         rattlers=rattlers,
         rattler_tol=float(rattler_tol),
     )
+
+
+def _structured_nearest(w: np.ndarray, orbit) -> tuple[np.ndarray, np.ndarray, float]:
+    """Every row's nearest cosine and row, and the smallest cosine, of a code with a proved structure."""
+    if isinstance(orbit, OrbitPrefix):
+        # The first K words of an orbit: the cosines of one class of the
+        # whole orbit and a tree of their block maxima give every row's.
+        return orbit.nearest(w)
+    # One orbit of sign changes (isometries of the code that act
+    # transitively): every row sees row 0's cosines, so one row of the
+    # Gram matrix gives all the statistics.
+    k = len(w)
+    cosines = w @ w[0]
+    cosines[0] = -np.inf
+    nearest = int(np.argmax(cosines))
+    nearest_cos = np.full(k, cosines[nearest])
+    nearest_index = orbit.moved(nearest, np.arange(k))
+    cosines[0] = np.inf
+    return nearest_cos, nearest_index, cosines.min()
+
+
+#: Largest K·d·min(K, d) for which :func:`spanned_dimensions` takes the singular values of all the rows.
+SPAN_FULL_WORK = 2e10
+
+
+@dataclass(frozen=True)
+class Span:
+    """How many dimensions a code's prototypes span.
+
+    Attributes
+    ----------
+    rank : int
+        The rank of the (K, d) matrix as :func:`numpy.linalg.matrix_rank`
+        counts it (singular values above ``σ_max·max(K, d)·ε``).
+    d : int
+    zero_columns : int
+        Coordinates that are zero in every prototype.
+    exact : bool
+        False where only a lower bound was found (then ``rank`` is at least
+        this and at most ``d − zero_columns``).
+    """
+
+    rank: int
+    d: int
+    zero_columns: int
+    exact: bool = True
+
+    def describe(self) -> str:
+        """One line, e.g. ``the prototypes span 507 of 512 dimensions (no all-zero column)``.
+
+        Examples
+        --------
+        >>> Span(507, 512, 0).describe()
+        'the prototypes span 507 of 512 dimensions (no all-zero column)'
+        >>> Span(99, 2048, 1949).describe()
+        'the prototypes span 99 of 2048 dimensions (1949 all-zero columns)'
+        """
+        zeros = ("no all-zero column" if self.zero_columns == 0 else "1 all-zero column" if self.zero_columns == 1
+                 else f"{self.zero_columns} all-zero columns")
+        rank = str(self.rank) if self.exact else f"at least {self.rank}"
+        return f"the prototypes span {rank} of {self.d} dimensions ({zeros})"
+
+    def to_dict(self) -> dict:
+        return {"rank": self.rank, "d": self.d, "zero_columns": self.zero_columns, "exact": self.exact}
+
+
+def spanned_dimensions(prototypes, most: int | None = None) -> Span:
+    """The rank and the all-zero columns of a code's (K, d) matrix, in float64.
+
+    The rank is numpy's (:func:`numpy.linalg.matrix_rank`, the singular
+    values of all the rows) where that takes at most
+    :data:`SPAN_FULL_WORK` operations; above, the singular values of 2d rows
+    spread over the code, whose rank is a lower bound, exact where it
+    reaches ``d − zero_columns`` or ``most`` (no larger rank is possible).
+
+    Parameters
+    ----------
+    prototypes : array_like, shape (K, d)
+    most : int, optional
+        A rank the rows cannot exceed, known from their construction (the
+        live columns of a structured code before its rotation).
+
+    Examples
+    --------
+    >>> from spherecodes.constructions import simplex_etf
+    >>> spanned_dimensions(simplex_etf(12, 20)).describe()
+    'the prototypes span 11 of 20 dimensions (9 all-zero columns)'
+    """
+    w = np.asarray(prototypes, dtype=np.float64)
+    k, d = w.shape
+    zero = int((~w.any(axis=0)).sum())
+    if k * d * min(k, d) <= SPAN_FULL_WORK:
+        return Span(int(np.linalg.matrix_rank(w)), d, zero)
+    rows = np.unique(np.linspace(0, k - 1, 2 * d).astype(np.int64))
+    singular = np.linalg.svd(w[rows], compute_uv=False)
+    # numpy's threshold, with the sample's σ_max (at most the whole matrix's): a subset's singular values are at
+    # most the whole matrix's, so its rank is a lower bound of the whole one.
+    rank = int((singular > singular[0] * max(k, d) * np.finfo(np.float64).eps).sum())
+    return Span(rank, d, zero, exact=rank >= min(d - zero, d if most is None else most))
 
 
 def max_cos(prototypes, *, tile: int | None = None, device=None, max_memory: float | None = None) -> float:

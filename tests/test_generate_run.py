@@ -67,13 +67,19 @@ def test_the_estimate_covers_every_phase_and_splits_the_time_limit():
     assert 0 < estimate.optimiser_time_limit <= 100.0 - after
 
 
-def test_the_estimate_of_a_padded_prefix_code_counts_the_rotation_that_hides_its_orbit():
+def test_a_padded_prefix_code_is_turned_and_keeps_its_structure_through_the_rotation():
     # (40, 300): the first 300 of 512 words of a code of length 30, padded with 10 zero columns. auto turns
-    # it into every dimension, which hides the sign changes: the run scans every pair, so must its estimate.
+    # it into every dimension; its statistics and certificate still come from the orbit, carried through the
+    # rotation, in the estimate and in the run.
     turned_code = generate(40, 300, "structured")
     assert turned_code.settings["rotation"]["seed"] == 0 and unused_dimensions(turned_code.prototypes) == 0
+    assert turned_code.orbit is not None and turned_code.orbit.seed == 0
     estimate, _ = estimate_run(40, 300, "structured", device="cpu", certify=False)
-    assert estimate.phase("statistics").what == "float64 cosines of all 44,850 pairs"
+    assert estimate.phase("statistics").what.endswith("carried through the rotation")
+    # A second method: every pair of the stored rows scanned, with no structure.
+    scanned = separation_statistics(turned_code.prototypes, orbit=None)
+    assert abs(scanned.max_cos - turned_code.max_cos) <= turned_code.orbit.cosine_error
+    assert abs(scanned.min_cos - turned_code.stats.min_cos) <= turned_code.orbit.cosine_error
     # Kept as built (--rotation none), its statistics are read off the orbit, in the estimate and the run.
     kept, _ = estimate_run(40, 300, "structured", device="cpu", certify=False, rotation="none")
     assert "orbit of sign changes" in kept.phase("statistics").what

@@ -173,11 +173,12 @@ def test_generate_proves_the_orbit_once_and_the_bank_keeps_its_generators(tmp_pa
     from spherecodes.generation import generate, planned_code_name
 
     searches = counted_searches(monkeypatch)
-    # The extended Golay code [24,12,8] embedded in R^30: kept in its coordinates (a rotation would hide
-    # the sign changes), so its name has no seed; decided from the construction, before any row exists.
-    assert planned_code_name(30, 4096, "structured") == "structured-d30-k4096"
+    # The extended Golay code [24,12,8] embedded in R^30: auto turns it into every dimension, so its name
+    # holds the seed, decided from the construction before any row exists; kept in its coordinates here.
+    assert planned_code_name(30, 4096, "structured") == "structured-d30-k4096-s0"
+    assert planned_code_name(30, 4096, "structured", rotation="none") == "structured-d30-k4096"
     assert searches == []
-    code = generate(30, 4096, "structured")
+    code = generate(30, 4096, "structured", rotation="none")
     assert code.orbit is not None and code.orbit.rank == 12 and searches == [12]
     code.certificate = one_vs_rest_distances(code.prototypes, device="cpu", orbit=code.orbit)
     verify_witness(code.prototypes, code.certificate, orbit=code.orbit)

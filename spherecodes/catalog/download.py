@@ -401,7 +401,9 @@ def fetch_bank(name: str | None = None, *, d: int | None = None, k: int | None =
     if name is None:
         closed = _closed_form(d, k, method)
         if closed is not None:
-            return Fetched(code=generate(d, k, closed), entry=None, path=None, source="closed form")
+            # As built, like the structured code: the fetch command turns it where it leaves dimensions unused.
+            return Fetched(code=_certified(generate(d, k, closed, rotation="none")), entry=None, path=None,
+                           source="closed form")
     location = configured_url(url)
     searched = "the bundled catalog"
     if location is not None:
@@ -430,8 +432,24 @@ def fetch_bank(name: str | None = None, *, d: int | None = None, k: int | None =
 def _structured(d: int, k: int) -> Fetched:
     """The structured code for (d, K), built here (a clear error names the closest option when none fits)."""
     # As built: the fetch command turns an embedded code (and says so) unless asked not to.
-    return Fetched(code=generate(d, k, "structured", rotation="none"), entry=None, path=None,
+    return Fetched(code=_certified(generate(d, k, "structured", rotation="none")), entry=None, path=None,
                    source="structured code")
+
+
+#: Most seconds that :func:`fetch_bank` spends certifying a code it builds (closed forms and symmetric structured
+#: codes take far less); a code whose certificate is estimated longer is returned uncertified, and the report says
+#: which command certifies it.
+FETCH_CERTIFY_SECONDS = 60.0
+
+
+def _certified(code: Code) -> Code:
+    """A code built on the spot, with its certificate where that is estimated to take at most
+    :data:`FETCH_CERTIFY_SECONDS` (from its structure or nearest shells, seconds for the closed forms)."""
+    from ..certificate import certificate_estimate, one_vs_rest_distances
+
+    if certificate_estimate(code.prototypes, device="cpu", orbit=code.orbit).seconds <= FETCH_CERTIFY_SECONDS:
+        code.certificate = one_vs_rest_distances(code.prototypes, device="cpu", orbit=code.orbit)
+    return code
 
 
 def _closed_form(d: int, k: int, method: str | None) -> str | None:

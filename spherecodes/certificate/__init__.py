@@ -69,6 +69,7 @@ from __future__ import annotations
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -78,6 +79,7 @@ from ..devices import resolve_device, torch_threads
 from ..errors import SpherecodesError
 from ..memory import Estimate, memory_limit, require_memory
 from ..orbit import OrbitPrefix, SignOrbit, resolve_orbit
+from ..rotated import Rotated
 from ..stats import RATTLER_TOL, validate_prototypes
 from . import _blocks
 from ..rows import equal_rows
@@ -94,7 +96,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TOL", "WITNESS_SLACK", "CertificateOutOfTime", "CertificateProgress", "OneVsRestCertificate",
-    "certificate_estimate",
+    "carried_certificate", "certificate_estimate",
     "host_memory", "one_vs_rest_distances", "prefix_bounds", "prefix_bytes", "support_residuals", "verify_witness",
 ]
 
@@ -267,6 +269,15 @@ def one_vs_rest_distances(
         # the shells settle.
         resolve_device(device)
     orbit = resolve_orbit(w_np, orbit)
+    if isinstance(orbit, Rotated):
+        options = dict(tol=tol, device=device, candidates=candidates, rattler_tol=rattler_tol, max_memory=max_memory,
+                       progress=progress, client=client, deadline=deadline)
+        inner = one_vs_rest_distances(orbit.coordinates, orbit=orbit.structure, **options)
+        if inner.orbit is None:
+            # The structure did not certify the code (a prefix whose witness leaves the rows): every class of the
+            # stored rows, as for any code.
+            return one_vs_rest_distances(w_np, orbit=None, **options)
+        return carried_certificate(inner, orbit, time.perf_counter() - started)
     if isinstance(orbit, OrbitPrefix):
         require_memory(prefix_bytes(k, d, orbit.words, max_memory), f"the certificate's inputs and results (K={k}, "
                        f"d={d})", "cpu", limit=max_memory)
@@ -329,6 +340,23 @@ def one_vs_rest_distances(
         device=where,
         wall_time=time.perf_counter() - started,
     )
+
+
+def carried_certificate(inner: OneVsRestCertificate, rotated: Rotated, wall_time: float) -> OneVsRestCertificate:
+    """The certificate of the structured rows ``X``, carried to the stored rows ``W ≈ X Q``.
+
+    Every interval is widened by :meth:`spherecodes.rotated.Rotated.distance_bounds`
+    (the primal weights stay, so the upper ends are points of the hull of
+    ``W``'s others up to the proved row error; the lower ends follow from
+    the dual bound on ``X`` and the rotation's proved near-orthogonality),
+    and the dual directions turn with ``Q``.
+    """
+    lo, hi = rotated.distance_bounds(inner.lo, inner.hi)
+    features = rotated.turn(inner.features)
+    norms = np.linalg.norm(features, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        features = np.where(norms > 0, features / norms, np.nan)
+    return replace(inner, lo=lo, hi=np.maximum(hi, lo), features=features, orbit=rotated, wall_time=wall_time)
 
 
 def _orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, started, progress, deadline):
@@ -638,6 +666,11 @@ def certificate_estimate(
     if w is not None:
         started = time.perf_counter()
         resolved = resolve_orbit(w, orbit)
+        if isinstance(resolved, Rotated):
+            inner = certificate_estimate(resolved.coordinates, device=device, max_memory=max_memory,
+                                         orbit=resolved.structure)
+            return replace(inner, what=inner.what[:-1] + ", carried through the rotation)",
+                           nbytes=inner.nbytes + 8.0 * k * d)
         found = _prefix_estimate(w, resolved, max_memory) if isinstance(resolved, OrbitPrefix) else None
         if found is not None:
             return found

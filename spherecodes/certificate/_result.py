@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import SpherecodesError
 from ..orbit import OrbitPrefix, SignOrbit, moved_vectors
+from ..rotated import Rotated
 
 __all__ = ["CertificateProgress", "OneVsRestCertificate"]
 
@@ -195,15 +196,16 @@ class OneVsRestCertificate:
         >>> sorted(idx.tolist()), w.round(12).tolist()
         ([1, 5], [0.5, 0.5])
         """
-        if isinstance(self.orbit, OrbitPrefix) and self.nearest[k] >= 0:
+        structure = self.orbit.structure if isinstance(self.orbit, Rotated) else self.orbit
+        if isinstance(structure, OrbitPrefix) and self.nearest[k] >= 0:
             return np.array([self.nearest[k]]), np.array([1.0])
-        row = 0 if self.orbit is not None else k
+        row = 0 if structure is not None else k
         keep = self.support_indices[row] >= 0
         indices = self.support_indices[row][keep]
-        if isinstance(self.orbit, OrbitPrefix):
+        if isinstance(structure, OrbitPrefix):
             indices = indices ^ k  # words of the orbit, all rows for this class
-        elif self.orbit is not None:
-            indices = self.orbit.moved(indices, k)
+        elif structure is not None:
+            indices = structure.moved(indices, k)
         return indices, self.support_weights[row][keep]
 
     def expanded(self, prototypes: np.ndarray) -> "OneVsRestCertificate":
@@ -226,6 +228,11 @@ class OneVsRestCertificate:
         """
         if self.orbit is None:
             return self
+        if isinstance(self.orbit, Rotated):
+            # Class c's witness is class 0's moved by the structure of the rows before the rotation.
+            inner = replace(self, orbit=self.orbit.structure, features=self.features @ self.orbit.rotation.T)
+            inner = inner.expanded(self.orbit.coordinates)
+            return replace(inner, features=self.orbit.turn(inner.features))
         if isinstance(self.orbit, OrbitPrefix):
             raise SpherecodesError("the certificate of the first K words of an orbit of sign changes bounds its "
                                    "classes through the whole orbit and has no witness per class; certify the "

@@ -17,6 +17,7 @@ from ..certificate import (
 )
 from ..errors import SpherecodesError
 from ..orbit import OrbitPrefix
+from ..rotated import Rotated
 from ..report import code_report, format_code_report, format_duration, printable
 
 
@@ -99,8 +100,14 @@ def read_with_certificate_check(bank, name: str | None, *, max_memory: float | N
     began = time.perf_counter()
     code = read_code(bank, name, verify_certificate=False, max_memory=max_memory)
     verified = {"checksum_seconds": time.perf_counter() - began, "certificate": None, "certificate_seconds": 0.0,
-                "orbit": code.orbit is not None, "orbit_prefix": isinstance(code.orbit, OrbitPrefix),
-                "certificate_by_orbit": code.certificate is not None and code.certificate.orbit is not None}
+                "orbit": code.orbit is not None, "certificate_by_orbit": code.certificate is not None
+                and code.certificate.orbit is not None}
+    structure = code.orbit
+    if isinstance(structure, Rotated):
+        verified["rotated"] = {"seed": structure.seed, "row_error": structure.row_error,
+                               "orthogonality_error": structure.orthogonality_error}
+        structure = structure.structure
+    verified["orbit_prefix"] = isinstance(structure, OrbitPrefix)
     if code.certificate is None:
         return code, None, verified
     began = time.perf_counter()

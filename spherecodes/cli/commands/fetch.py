@@ -51,11 +51,12 @@ def fetch_cmd(catalog_name, d, k, method, out, rotation, seed, dtype, with_label
     nothing fits, the message gives the 'spherecodes generate' command that
     makes the code.
 
-    A code embedded from a smaller dimension (all-zero columns, e.g. a
-    structured code of R^22 for --d 48) is turned by the random rotation of
-    --seed into all d dimensions, unless --rotation canonical is given
-    explicitly; a closed form keeps its canonical coordinates unless
-    --rotation random is given.
+    A closed form or a structured code built here comes certified (from its
+    symmetry: seconds).  A code that leaves dimensions unused (all-zero
+    columns: a structured code of R^22 for --d 48, the simplex of 100 points
+    in R^512) is turned by the random rotation of --seed into all d
+    dimensions, its certificate carried through the rotation, unless
+    --rotation canonical is given explicitly.
 
     \b
     Examples:
@@ -95,8 +96,7 @@ def fetch_cmd(catalog_name, d, k, method, out, rotation, seed, dtype, with_label
         origin = f"{fetched.entry.name}: downloaded from {fetched.source}, SHA-256 verified, cached at {fetched.path}"
     else:
         origin = f"{fetched.entry.name}: from {fetched.source}, SHA-256 verified ({fetched.path})"
-    closed_form = fetched.entry is None and fetched.source != "structured code"  # canonical by definition
-    if not chosen and not closed_form and unused_dimensions(code.prototypes):
+    if not chosen and unused_dimensions(code.prototypes):
         rotation = "random"
         origin += (f"\n{unused_dimensions(code.prototypes)} of its {code.d} dimensions were unused (all-zero columns): "
                    "--rotation canonical keeps them so")
