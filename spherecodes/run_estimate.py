@@ -283,7 +283,7 @@ def estimate_run(
     if certify and k * d >= LARGE_CODE:  # smaller certificates are timed in seconds: no need to say so
         announce(f"estimating: statistics ~{format_duration(statistics.seconds)}; timing the certificate on a sample "
                  "of its classes (seconds; --no-certify skips it and the certificate) ...")
-    certificate = _certificate_phase(points, optimising, device, max_memory, orbit) if certify else None
+    certificate = _certificate_phase(points, optimising, device, max_memory, orbit, rotation) if certify else None
     optimiser_limit = None
     if time_limit is not None:
         after = statistics.seconds + (certificate.seconds if certificate is not None else 0.0)
@@ -298,7 +298,8 @@ def estimate_run(
                 announce(f"{describe_plan(plan, k)}\nestimating: timing the certificate of that code ...")
                 built, points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed, max_memory)
                 statistics, orbit = _statistics_phase(d, k, built, points, optimising, rotation)
-                certificate = _certificate_phase(points, optimising, device, max_memory, orbit) if certify else None
+                certificate = (_certificate_phase(points, optimising, device, max_memory, orbit, rotation)
+                               if certify else None)
     phases = [statistics] + ([certificate] if certificate is not None else [])
     first = _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, solver, points,
                               device=device, steps=steps, max_memory=max_memory, build=build)
@@ -386,12 +387,20 @@ def _code_to_certify(d, k, method, plan, optimising, seed, max_memory) -> tuple[
     return built, points, time.perf_counter() - began
 
 
-def _certificate_phase(points, optimising, device, max_memory, orbit) -> Phase:
-    """The certificate's phase, timed on a sample of its classes by :func:`spherecodes.certificate.certificate_estimate`."""
+def _certificate_phase(points, optimising, device, max_memory, orbit, rotation: str = "none") -> Phase:
+    """The certificate's phase, timed on a sample of its classes by :func:`spherecodes.certificate.certificate_estimate`.
+
+    A code with a proved structure is certified through its construction (in
+    its own coordinates, and carried through the rotation where the run
+    turns it): the phase says so first."""
     from .certificate import certificate_estimate
 
     cert = certificate_estimate(points, device=device, max_memory=max_memory, orbit=orbit)
     what = cert.what.replace("certificate of ", "", 1)
+    if orbit is not None:
+        what = "certified through the construction: " + what
+        if rotation_reason(points, rotation) is not None:
+            what += ", carried through the rotation"
     if optimising:
         what += ", timed on a random code of this size"
     return Phase("certificate", what, cert.seconds, cert.nbytes, cert.limit)

@@ -288,8 +288,10 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
                    f"uncertified; certify it later with '{later}' (it prints its own estimate).", err=True)
     if interrupted:
         where = f"as {code.name} in {out}" if not matrix_file else f"in {out}"
+        later = "" if code.certificate is not None else \
+            f"; certify it with 'spherecodes certify {out}{'' if matrix_file else ' --write'}'"
         click.echo(f"Interrupted; kept the best code so far {where} (max-cos {code.stats.max_cos:.10g}"
-                   f"{', uncertified' if code.certificate is None else ''}).", err=True)
+                   f"{', uncertified' if code.certificate is None else ''}){later}.", err=True)
         raise click.exceptions.Exit(130)
     if speak and matrix_file:
         click.echo(f"wrote the {code.k} x {code.d} prototypes ({dtype or 'float32'}) of {code.name} to {out}",
