@@ -14,6 +14,7 @@ import math
 from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .memory import require_memory
 
@@ -60,7 +61,10 @@ def random_rotation(d: int, seed: int) -> np.ndarray:
     """
     require_memory(3 * 8.0 * d * d, f"a random {d}x{d} rotation")
     gaussian = np.random.default_rng(seed).standard_normal((d, d))
-    q, r = np.linalg.qr(gaussian)
+    # LAPACK's QR synchronises its BLAS threads at every column of a panel: on a busy machine two threads took
+    # 45 s at d = 2048 where one takes 2 s.  One thread also makes Q the same bits whatever the thread count.
+    with threadpool_limits(limits=1, user_api="blas"):
+        q, r = np.linalg.qr(gaussian)
     return q * np.sign(np.diag(r))
 
 
