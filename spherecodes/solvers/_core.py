@@ -27,9 +27,9 @@ from ..stats import max_cos, validate_prototypes
 
 __all__ = [
     "ADAM_DEFAULTS", "BATCH_ENTRIES", "DTYPES", "EXP_FLOOR", "HISTORY_COLUMNS", "Batch", "Clock", "LoopEnd",
-    "PolishBudget", "Progress", "Schedule", "SolverResult", "batch_size", "check_common", "check_dtype", "check_init",
-    "closed_form_optimum", "closed_form_result", "descend_on_sphere", "estimated_angle", "geometric",
-    "riemannian_adam_step", "run_steps",
+    "PolishBudget", "Progress", "Schedule", "SolverResult", "batch_size", "check_common", "check_dtype", "check_frozen",
+    "check_init", "closed_form_optimum", "closed_form_result", "descend_on_sphere", "estimated_angle", "geometric",
+    "hold", "riemannian_adam_step", "run_steps",
 ]
 
 #: Columns of :attr:`SolverResult.history`.
@@ -216,6 +216,46 @@ def check_init(init, d: int, k: int) -> np.ndarray | None:
         raise SpherecodesError(f"init: rows {first} and {second} point the same way; a start code needs K "
                                "different directions (no optimiser can pull identical rows apart)")
     return init
+
+
+def check_frozen(frozen, init: np.ndarray | None) -> np.ndarray | None:
+    """The rows of ``init`` that a solver must not move, as sorted indices, or None.
+
+    Examples
+    --------
+    >>> check_frozen([True, False, True], np.eye(3))
+    array([0, 2])
+    """
+    if frozen is None:
+        return None
+    mask = np.asarray(frozen)
+    if init is None:
+        raise SpherecodesError("frozen rows are rows of a start code: give init as well")
+    if mask.dtype != bool or mask.shape != (len(init),):
+        raise SpherecodesError(f"frozen must be a boolean mask of the {len(init)} rows of init, got "
+                               f"{mask.dtype} values of shape {mask.shape}")
+    if mask.all():
+        raise SpherecodesError("every row is frozen: leave at least one row free to move")
+    return np.flatnonzero(mask)
+
+
+def hold(code: np.ndarray, init: np.ndarray | None, frozen: np.ndarray | None) -> np.ndarray:
+    """``code`` with the rows ``frozen`` of ``init`` put back bit for bit.
+
+    A frozen row gets no step, but re-normalising a unit row (and a float32
+    annealing) may still change its last bits.
+
+    Examples
+    --------
+    >>> hold(np.zeros((2, 2)), np.eye(2), np.array([1]))
+    array([[0., 0.],
+           [0., 1.]])
+    """
+    if frozen is None:
+        return code
+    code = code.copy()
+    code[frozen] = init[frozen]
+    return code
 
 
 def check_dtype(value: str, default: str) -> str:
