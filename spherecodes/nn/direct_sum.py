@@ -350,7 +350,7 @@ class SpectralSumLoss(_SubspaceSum):
     True
     >>> # singular values √2 and 1: Q keeps 1 − (1/√2)^0.3 of the weaker direction
     >>> round(float(torch.linalg.matrix_norm(Q, ord=2)), 6), round(1 - 0.5 ** 0.15, 6)
-    (0.098663, 0.098663)
+    (0.09875, 0.09875)
     """
 
     def __init__(self, classifier_loss, metric_loss, classifier=None, *, p: float = DEFAULT_P,
