@@ -218,8 +218,12 @@ def check_init(init, d: int, k: int) -> np.ndarray | None:
     return init
 
 
-def check_frozen(frozen, init: np.ndarray | None) -> np.ndarray | None:
+def check_frozen(frozen, init: np.ndarray | None, given=None) -> np.ndarray | None:
     """The rows of ``init`` that a solver must not move, as sorted indices, or None.
+
+    ``given`` is the start code as the caller gave it, before :func:`check_init`
+    rescaled its rows: the frozen rows must be unit already, and their bits
+    are put back into ``init`` (in place), so that they stay exactly as given.
 
     Examples
     --------
@@ -236,7 +240,13 @@ def check_frozen(frozen, init: np.ndarray | None) -> np.ndarray | None:
                                f"{mask.dtype} values of shape {mask.shape}")
     if mask.all():
         raise SpherecodesError("every row is frozen: leave at least one row free to move")
-    return np.flatnonzero(mask)
+    rows = np.flatnonzero(mask)
+    if given is not None:
+        try:
+            init[rows] = validate_prototypes(np.asarray(given, dtype=np.float64)[rows])
+        except SpherecodesError as error:
+            raise SpherecodesError(f"frozen rows are kept as given, so they must be unit rows: {error}") from None
+    return rows
 
 
 def hold(code: np.ndarray, init: np.ndarray | None, frozen: np.ndarray | None) -> np.ndarray:

@@ -180,8 +180,8 @@ def tammes(
     """
     begin = time.perf_counter()
     d, k, seed, time_limit = check_common(d, k, seed, time_limit, progress)
-    init = check_init(init, d, k)
-    frozen = check_frozen(frozen, init)
+    given, init = init, check_init(init, d, k)
+    frozen = check_frozen(frozen, init, given)
     dev = resolve_device(device)
     cfg = TammesOptions.resolve(d, k, steps=steps, restarts=restarts, device=dev, warm=init is not None,
                                 effort=effort, **options)
