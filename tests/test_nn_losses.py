@@ -233,3 +233,13 @@ def test_sampler_refuses_what_it_cannot_draw(kwargs, message):
         NWayKShotSampler(np.repeat(np.arange(6), 5), **kwargs)
     with pytest.raises(SpherecodesError, match="integer class indices"):
         NWayKShotSampler([0.0, 1.0, 1.0, 0.0], n_way=2, k_shot=1)
+
+
+def test_on_handwritten_digits_the_direct_sum_loss_trains_a_fixed_code(one_torch_thread):
+    """One cell of docs/nn.md's table (python -m spherecodes.nn.digits): direct sum, ETF in R^32, seed 0."""
+    pytest.importorskip("sklearn")
+    from spherecodes import generate
+    from spherecodes.nn.digits import load_split, run
+
+    accuracy = run(generate(d=32, k=10), "direct", load_split(), seed=0, epochs=20, n_way=10, k_shot=6)
+    assert accuracy >= 0.95
