@@ -45,11 +45,16 @@ def test_a_cross_polytope_subset_extends_by_the_remaining_axes():
         extend(old, 7, method="next-points")
 
 
-def test_frozen_rows_of_the_optimiser_stay_bit_for_bit(one_torch_thread):
+DEVICES = ["cpu", pytest.param("cuda", marks=[
+    pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_frozen_rows_of_the_optimiser_stay_bit_for_bit(device, one_torch_thread):
     old = tammes(4, 12, seed=1, device="cpu").prototypes
     init = np.vstack([old, farthest_points(old, 3, seed=0)])
     frozen = np.arange(15) < 12
-    result = tammes(4, 15, init=init, frozen=frozen, seed=0, device="cpu", restarts=4, steps=300)
+    result = tammes(4, 15, init=init, frozen=frozen, seed=0, device=device, restarts=4, steps=300)
     assert np.array_equal(result.prototypes[:12], old)
     assert result.max_cos == max_cos(result.prototypes) <= max_cos(init)
     assert not np.array_equal(result.prototypes[12:], init[12:])  # the free rows moved

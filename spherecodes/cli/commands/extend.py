@@ -13,15 +13,11 @@ from .._common import ProgressBar, lock_notice, show_report
 from .._common import certify as certify_code
 from ..main import BANK, COUNT, EFFORT, FILE, MAX_MEMORY_HELP, SECONDS, SEED, MemorySize, main, threads_option
 
-#: The largest number of rows one extension adds: a bank stores sizes as 64-bit integers.
-MAX_NEW = 2**62
-
-
 @main.command(name="extend")
 @click.argument("bank", type=BANK)
 @click.option("--code", "code_name", default=None, metavar="NAME",
               help="The code to extend; may be omitted if the bank holds one.")
-@click.option("--k-new", "m", type=click.IntRange(min=1, max=MAX_NEW), default=None, metavar="M",
+@click.option("--k-new", "m", type=click.IntRange(min=1), default=None, metavar="M",
               help="How many prototypes to add (>= 1). May be omitted with --classes.")
 @click.option("--classes", type=FILE, default=None,
               help="Names of the new classes, one per line: they label the new rows (their number is M unless "
@@ -55,12 +51,12 @@ def extend_cmd(bank, code_name, m, classes, method, name, out, overwrite, seed, 
     """Add M prototypes to a code of BANK for classes that arrive later.
 
     The K rows of the code stay exactly as they are, bit for bit, with their
-    labels, so a network trained towards them keeps its predictions for the
-    old classes; the M new rows are placed as far as possible from the old
+    labels, so a network trained towards them keeps its logits for the old
+    classes; the M new rows are placed as far as possible from the old
     ones and from each other.  The extended code (K + M rows) is stored as a
     new code, with its statistics and certificate, beside the old one (or in
-    --out); its report gives the largest cosine between a new and an old row
-    (settings: new_old_max_cos).
+    --out); the largest cosine between a new and an old row is printed and
+    kept in its settings (new_old_max_cos).
 
     \b
     Examples:
