@@ -26,8 +26,6 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
 from torch import nn
 
 from spherecodes.constructions import applicable_closed_forms
@@ -38,20 +36,11 @@ from spherecodes.nn import (
     HPNLoss,
     PrototypeClassifier,
 )
+from spherecodes.nn.digits import load_split, mlp, train  # the split, backbone and loop of the shipped example
 from spherecodes.stats import separation_statistics
 
 NUM_CLASSES = 10
 FIXED_LOSSES = ("hpn", "ce", "dr")
-
-
-def load_split(seed: int = 0, test_size: float = 0.3):
-    """Stratified train/test split of the digits, pixels scaled to [0, 1]."""
-    x, y = load_digits(return_X_y=True)
-    x_train, x_test, y_train, y_test = train_test_split(
-        x / 16.0, y, test_size=test_size, stratify=y, random_state=seed
-    )
-    as_tensors = (torch.tensor(a, dtype=torch.float32) for a in (x_train, x_test))
-    return (*as_tensors, torch.tensor(y_train), torch.tensor(y_test))
 
 
 def make_imbalanced(x: torch.Tensor, y: torch.Tensor, ratio: float, seed: int = 0):
@@ -93,26 +82,6 @@ def fixed_code(d: int) -> np.ndarray:
     if applicable_closed_forms(d, NUM_CLASSES):
         return generate(d=d, k=NUM_CLASSES).prototypes
     return hpn_prototypes(d, NUM_CLASSES)
-
-
-def mlp(d: int) -> nn.Module:
-    """The backbone: 64 pixels → 128 → 128 → R^d."""
-    return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, d))
-
-
-def train(model: nn.Module, criterion, x, y, *, epochs: int, seed: int, batch_size: int = 64) -> nn.Module:
-    """Adam (lr 1e-3) on shuffled mini-batches, reproducible from ``seed``."""
-    generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    for _ in range(epochs):
-        order = torch.randperm(len(x), generator=generator)
-        for start in range(0, len(x), batch_size):
-            batch = order[start : start + batch_size]
-            loss = criterion(model(x[batch]), y[batch])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    return model
 
 
 def fixed_prototype_accuracy(prototypes, loss: str, data, *, epochs: int = 60, seed: int = 0, balance_dr: bool = True) -> float:

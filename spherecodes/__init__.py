@@ -21,6 +21,7 @@ _HOMES = {
     "catalog_entries": "catalog", "fetch": "catalog",
     "delete_code": "bank", "list_codes": "bank", "read_code": "bank", "write_code": "bank",
     "generate": "generation",
+    "extend": "extend",
     "max_cos_lower_bound": "bounds", "theorem_3_9": "bounds",
     "separation_statistics": "stats",
 }
@@ -46,6 +47,7 @@ __all__ = [
     "check_labels",
     "default_code_name",
     "delete_code",
+    "extend",
     "fetch",
     "generate",
     "list_codes",

@@ -271,12 +271,18 @@ def check_code_name(name: str) -> str:
 
 
 def check_labels(labels, k: int) -> list[str] | None:
-    """Class names as a list of K distinct strings (or None when there are none).
+    """Class names as a list of K strings, distinct but for ``""`` (or None when there are none).
+
+    ``""`` marks a row kept for a class that arrives later (reserve-ahead:
+    ``spherecodes generate --k 200 --classes names100.txt``); any number of
+    rows may be unlabelled.
 
     Examples
     --------
     >>> check_labels(["cat", "dog"], 2)
     ['cat', 'dog']
+    >>> check_labels(["cat", "", ""], 3)
+    ['cat', '', '']
     >>> check_labels(["cat", "cat"], 2)
     Traceback (most recent call last):
     ...
@@ -291,7 +297,7 @@ def check_labels(labels, k: int) -> list[str] | None:
     if held is not None:  # HDF5 strings end at a NUL: the bank could not store it
         raise SpherecodesError(f"label {held!r} holds a NUL character, which a label cannot hold")
     seen = set()
-    duplicates = sorted({x for x in labels if x in seen or seen.add(x)})
+    duplicates = sorted({x for x in labels if x and (x in seen or seen.add(x))})
     if duplicates:
         raise SpherecodesError(f"labels must be distinct; repeated: {', '.join(duplicates[:10])}")
     return labels

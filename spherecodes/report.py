@@ -392,6 +392,8 @@ def _labels_line(labels) -> str:
     --------
     >>> _labels_line(["apple", "aquarium fish", "baby", "bear", "beaver", "bed", "bee"])
     '7, in row order: apple, aquarium fish, baby, bear, beaver, ... (all in --json)'
+    >>> _labels_line(["cat", "dog", ""])
+    '3 (1 of them unlabelled, kept for later classes), in row order: cat, dog, '
     >>> _labels_line(None)
     'none: row i is class i (spherecodes assign, or generate --classes, names the rows)'
     """
@@ -399,7 +401,9 @@ def _labels_line(labels) -> str:
         return "none: row i is class i (spherecodes assign, or generate --classes, names the rows)"
     shown = ", ".join(printable(label) for label in labels[:LABELS_SHOWN])
     more = ", ... (all in --json)" if len(labels) > LABELS_SHOWN else ""
-    return f"{len(labels)}, in row order: {shown}{more}"
+    free = labels.count("")  # rows kept for classes that arrive later
+    unlabelled = f" ({free} of them unlabelled, kept for later classes)" if free else ""
+    return f"{len(labels)}{unlabelled}, in row order: {shown}{more}"
 
 
 def _rattlers_line(count: int, k: int, tol: float) -> str:

@@ -354,7 +354,7 @@ def test_nc1_matches_its_definition():
         assert nc1(torch.tensor(h), torch.tensor(y), centered=centered) == pytest.approx(expected, rel=1e-10)
     with pytest.raises(SpherecodesError, match="without samples"):
         nc1(torch.tensor(h), torch.tensor(y), num_classes=4)
-    with pytest.raises(SpherecodesError, match="lie in 0..1"):
+    with pytest.raises(SpherecodesError, match="indices in 0..1"):
         class_means(torch.tensor(h[:2]), torch.tensor([0, 3]), num_classes=2)
 
 

@@ -14,6 +14,14 @@ real data.
 """
 
 from .assignment import DynamicAssignment
+from .direct_sum import (
+    DirectSumLoss,
+    ProtoLoss,
+    SpectralSumLoss,
+    proto_loss,
+    spectral_overlap,
+    spectral_projectors,
+)
 from .heads import (
     ClassMeanClassifier,
     PrototypeClassifier,
@@ -21,6 +29,7 @@ from .heads import (
     joint_layout,
     match_prototypes,
 )
+from .sampling import NWayKShotSampler
 from .losses import (
     CosineCrossEntropyLoss,
     DotRegressionLoss,
@@ -45,11 +54,15 @@ from .metrics import (
 __all__ = [
     "ClassMeanClassifier",
     "CosineCrossEntropyLoss",
+    "DirectSumLoss",
     "DotRegressionLoss",
     "DynamicAssignment",
     "HPNLoss",
+    "NWayKShotSampler",
     "PrototypeClassifier",
     "PrototypeRegressor",
+    "ProtoLoss",
+    "SpectralSumLoss",
     "class_means",
     "classifier_projector",
     "collapse_metrics",
@@ -65,4 +78,7 @@ __all__ = [
     "nc1",
     "nc2_cosines",
     "nc3_cosines",
+    "proto_loss",
+    "spectral_overlap",
+    "spectral_projectors",
 ]

@@ -18,12 +18,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import SpherecodesError
+from ._checks import CheckedLoad, check_extra_state, check_features, check_targets, require_keys, stored_tensor
 from .heads import PrototypeClassifier
 
 __all__ = ["DynamicAssignment"]
 
 
-class DynamicAssignment(nn.Module):
+class DynamicAssignment(CheckedLoad, nn.Module):
     """Re-assign classes to a head's fixed prototypes from running class means (DL2PA).
 
     Call :meth:`step` with each mini-batch's features and labels after the
@@ -48,6 +49,10 @@ class DynamicAssignment(nn.Module):
     ----------
     moves : list of int
         For each re-assignment, how many classes changed prototype.
+
+    ``load_state_dict`` checks a checkpoint (its own part and its head's)
+    before copying anything: every key present, tensors of the right
+    shapes, finite means, momentum in [0, 1), ``every`` >= 1.
 
     Examples
     --------
@@ -88,13 +93,11 @@ class DynamicAssignment(nn.Module):
     def update(self, features: torch.Tensor, labels: torch.Tensor) -> None:
         """Fold one mini-batch into the running class means (no re-assignment)."""
         means = self.running_means
+        check_features(features, dim=means.shape[1])
+        if features.ndim != 2:
+            raise SpherecodesError(f"features have shape {tuple(features.shape)}; expected (batch, {means.shape[1]})")
         h = F.normalize(features.detach().to(means.device, means.dtype), dim=-1)
-        labels = torch.as_tensor(labels, device=means.device)
-        if h.ndim != 2 or h.shape[1] != means.shape[1] or labels.shape != h.shape[:1]:
-            raise SpherecodesError(f"features {tuple(h.shape)} and labels {tuple(labels.shape)} must be "
-                                   f"(batch, {means.shape[1]}) and (batch,)")
-        if len(labels) and (labels.min() < 0 or labels.max() >= len(means)):
-            raise SpherecodesError(f"labels must be class indices in [0, {len(means)})")
+        labels = check_targets(labels, len(h), len(means)).to(means.device)
         sums = torch.zeros_like(means).index_add_(0, labels, h)
         counts = torch.bincount(labels, minlength=len(means))
         present = counts > 0
@@ -126,7 +129,27 @@ class DynamicAssignment(nn.Module):
         return {"momentum": self.momentum, "every": self.every, "moves": list(self.moves)}
 
     def set_extra_state(self, state: dict) -> None:
+        state = check_extra_state(state, type(self).__name__, self.EXTRA_STATE)
         self.momentum, self.every, self.moves = state["momentum"], state["every"], list(state["moves"])
+
+    #: The keys of the extra state a checkpoint holds.
+    EXTRA_STATE = ("momentum", "every", "moves")
+
+    def check_state(self, state_dict, prefix: str, strict: bool = True) -> None:
+        """Refuse a checkpoint that cannot be loaded whole, its head's part included (see the class)."""
+        owner = type(self).__name__
+        if strict:
+            require_keys(state_dict, prefix, ("running_means", "seen", "num_steps", "_extra_state"), owner)
+        shapes = {"running_means": tuple(self.running_means.shape), "seen": tuple(self.seen.shape), "num_steps": ()}
+        for key, shape in shapes.items():
+            if prefix + key in state_dict:
+                value = stored_tensor(state_dict, prefix + key, shape, floating=key == "running_means")
+                if key != "running_means" and value.dtype != getattr(self, key).dtype:
+                    raise SpherecodesError(f"checkpoint entry {prefix}{key} holds {value.dtype} values; this "
+                                           f"module holds {getattr(self, key).dtype}")
+        if prefix + "_extra_state" in state_dict:
+            check_extra_state(state_dict[prefix + "_extra_state"], owner, self.EXTRA_STATE)
+        self.head.check_state(state_dict, prefix + "head.", strict)
 
     def extra_repr(self) -> str:
         return f"momentum={self.momentum}, every={self.every}"

@@ -19,7 +19,12 @@ from torch import nn
 from ..bank import read_code
 from ..code import check_labels, make_code
 from ..errors import SpherecodesError
+from ..memory import require_memory
 from ..stats import validate_prototypes
+from ._checks import (
+    CheckedLoad, check_extra_state, check_features, check_targets, distinct_rows, require_keys, stored_rows,
+    stored_tensor,
+)
 from .losses import hyperspherical_regression_loss
 
 #: Default softmax temperature τ for cross-entropy on cosine logits (the value
@@ -33,11 +38,17 @@ DEFAULT_BETA = 0.9
 def _as_unit_rows(prototypes: Any) -> np.ndarray:
     """Prototypes from a tensor, an array or nested lists, as float64 unit rows."""
     if isinstance(prototypes, torch.Tensor):
+        if prototypes.ndim == 2 and prototypes.shape[0] > 1 and prototypes.stride(0) == 0:
+            # torch.save keeps an expanded tensor's one row: a small file can stand for K identical rows.
+            raise SpherecodesError(f"the {prototypes.shape[0]:,} prototypes are one row repeated (an expanded "
+                                   "tensor): a head needs K different prototypes")
+        require_memory(3 * 8.0 * prototypes.numel(), f"the prototypes (a tensor of shape {tuple(prototypes.shape)}) "
+                       "in float64", hint="check the tensor")
         prototypes = prototypes.detach().to("cpu", torch.float64).numpy()
     return validate_prototypes(prototypes, normalize=True)
 
 
-class PrototypeClassifier(nn.Module):
+class PrototypeClassifier(CheckedLoad, nn.Module):
     """A classifier head whose class vectors are fixed prototypes on the sphere.
 
     ``forward(z)`` returns the cosine logits ``cos(z, p_c)`` for every class
@@ -56,7 +67,12 @@ class PrototypeClassifier(nn.Module):
         Softmax temperature τ for cross-entropy on the cosine logits
         (:class:`~spherecodes.nn.CosineCrossEntropyLoss` reads it).
     dtype : torch.dtype, optional
-        Dtype of the buffer (default: torch's default float dtype).
+        Dtype of the buffer (default: torch's default float dtype).  One in
+        which two prototypes round to the same row is refused.
+
+    ``load_state_dict`` checks a checkpoint before copying anything of it:
+    every key present, prototypes of the head's shape, finite, unit and
+    distinct, labels one per row, temperature positive.
 
     Examples
     --------
@@ -69,6 +85,9 @@ class PrototypeClassifier(nn.Module):
     """
 
     prototypes: torch.Tensor
+
+    #: The keys of the extra state a checkpoint holds.
+    EXTRA_STATE = ("labels", "temperature")
 
     def __init__(
         self,
@@ -87,6 +106,8 @@ class PrototypeClassifier(nn.Module):
             raise SpherecodesError(f"temperature must be positive, got {temperature!r}")
         dtype = torch.get_default_dtype() if dtype is None else dtype
         self.register_buffer("prototypes", torch.as_tensor(rows, dtype=dtype))
+        distinct_rows(self.prototypes, f"rounded to {dtype}, the prototypes clash",
+                      "keep a wider dtype, such as torch.float32", source=rows)
         self.labels = check_labels(labels, rows.shape[0])
         self.temperature = float(temperature)
 
@@ -127,6 +148,7 @@ class PrototypeClassifier(nn.Module):
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         """Cosine logits: ``out[i, c] = cos(z_i, p_c)``, shape (batch, K)."""
+        check_features(z, dim=self.dim)
         return F.normalize(z, dim=-1) @ self.prototypes.to(z.dtype).T
 
     @torch.no_grad()
@@ -182,8 +204,20 @@ class PrototypeClassifier(nn.Module):
         return {"labels": self.labels, "temperature": self.temperature}
 
     def set_extra_state(self, state: dict) -> None:
+        state = check_extra_state(state, type(self).__name__, self.EXTRA_STATE, num_classes=self.num_classes)
         self.labels = state["labels"]
         self.temperature = state["temperature"]
+
+    def check_state(self, state_dict, prefix: str, strict: bool = True) -> None:
+        """Refuse a checkpoint that this head cannot load whole (see :class:`PrototypeClassifier`)."""
+        owner = type(self).__name__
+        if strict:
+            require_keys(state_dict, prefix, ("prototypes", "_extra_state"), owner)
+        if prefix + "prototypes" in state_dict:
+            stored_rows(state_dict, prefix + "prototypes", tuple(self.prototypes.shape))
+        if prefix + "_extra_state" in state_dict:
+            check_extra_state(state_dict[prefix + "_extra_state"], owner, self.EXTRA_STATE,
+                              num_classes=self.num_classes)
 
     def extra_repr(self) -> str:
         return f"num_classes={self.num_classes}, dim={self.dim}, temperature={self.temperature}"
@@ -215,8 +249,8 @@ def match_prototypes(class_means: torch.Tensor, prototypes: torch.Tensor) -> tor
     >>> match_prototypes(torch.tensor([[0.0, 1.0], [2.0, 0.1]]), torch.eye(2))
     tensor([1, 0])
     """
-    means = torch.as_tensor(class_means).detach().to("cpu", torch.float64)
-    protos = torch.as_tensor(prototypes).detach().to("cpu", torch.float64)
+    means = check_features(torch.as_tensor(class_means).detach().to("cpu", torch.float64), "class means")
+    protos = check_features(torch.as_tensor(prototypes).detach().to("cpu", torch.float64), "prototypes")
     if means.ndim != 2 or protos.ndim != 2 or means.shape[1] != protos.shape[1]:
         raise SpherecodesError(
             f"class means {tuple(means.shape)} and prototypes {tuple(protos.shape)} must be (K, d) and (M, d)"
@@ -263,6 +297,8 @@ class ClassMeanClassifier(PrototypeClassifier):
 
     num_updates: torch.Tensor
 
+    EXTRA_STATE = ("labels", "temperature", "beta")
+
     def __init__(
         self,
         num_classes: int,
@@ -297,8 +333,8 @@ class ClassMeanClassifier(PrototypeClassifier):
         labels : Tensor of int, shape (batch,)
         """
         w = self.prototypes
-        h = F.normalize(features.detach().to(w.dtype), dim=-1)
-        labels = labels.to(w.device)
+        h = F.normalize(check_features(features, dim=self.dim).detach().to(w.dtype), dim=-1)
+        labels = check_targets(labels, len(h), self.num_classes).to(w.device)
         sums = torch.zeros_like(w).index_add_(0, labels, h)
         counts = torch.bincount(labels, minlength=self.num_classes)
         present = counts > 0
@@ -337,11 +373,20 @@ class ClassMeanClassifier(PrototypeClassifier):
         super().set_extra_state(state)
         self.beta = state["beta"]
 
+    def check_state(self, state_dict, prefix: str, strict: bool = True) -> None:
+        super().check_state(state_dict, prefix, strict)
+        if strict:
+            require_keys(state_dict, prefix, ("num_updates",), type(self).__name__)
+        if prefix + "num_updates" in state_dict:
+            updates = stored_tensor(state_dict, prefix + "num_updates", (), floating=False)
+            if updates.is_floating_point() or int(updates) < 0:
+                raise SpherecodesError(f"checkpoint entry {prefix}num_updates must be a count >= 0")
+
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, beta={self.beta}"
 
 
-class PrototypeRegressor(nn.Module):
+class PrototypeRegressor(CheckedLoad, nn.Module):
     """Hyperspherical regression with two antipodal prototypes (Mettes et al. 2019, Eq. 7).
 
     A target y in [v_l, v_u] is encoded as ``r = 2 (y − v_l)/(v_u − v_l) − 1``
@@ -407,6 +452,7 @@ class PrototypeRegressor(nn.Module):
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         """``cos(z, p_u)`` for each row of z, shape (batch,)."""
+        check_features(z, dim=self.upper_prototype.shape[0])
         return F.normalize(z, dim=-1) @ self.upper_prototype.to(z.dtype)
 
     def loss(self, z: torch.Tensor, y: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
@@ -424,8 +470,19 @@ class PrototypeRegressor(nn.Module):
         return {"lower": self.lower, "upper": self.upper}
 
     def set_extra_state(self, state: dict) -> None:
+        state = check_extra_state(state, type(self).__name__, ("lower", "upper"))
         self.lower = state["lower"]
         self.upper = state["upper"]
+
+    def check_state(self, state_dict, prefix: str, strict: bool = True) -> None:
+        """Refuse a checkpoint that this head cannot load whole: missing keys, a bad pole, bounds out of order."""
+        owner = type(self).__name__
+        if strict:
+            require_keys(state_dict, prefix, ("upper_prototype", "_extra_state"), owner)
+        if prefix + "upper_prototype" in state_dict:
+            stored_rows(state_dict, prefix + "upper_prototype", tuple(self.upper_prototype.shape))
+        if prefix + "_extra_state" in state_dict:
+            check_extra_state(state_dict[prefix + "_extra_state"], owner, ("lower", "upper"))
 
     def extra_repr(self) -> str:
         return f"dim={self.upper_prototype.shape[0]}, lower={self.lower}, upper={self.upper}"

@@ -19,11 +19,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import SpherecodesError
+from ._checks import check_features, check_targets
 
 REDUCTIONS = ("mean", "sum", "none")
 
 
-def _reduce(per_sample: torch.Tensor, reduction: str) -> torch.Tensor:
+def reduce_per_sample(per_sample: torch.Tensor, reduction: str) -> torch.Tensor:
+    """Per-sample loss terms combined as ``reduction`` asks: "mean", "sum" or "none" (unchanged)."""
     if reduction == "mean":
         return per_sample.mean()
     if reduction == "sum":
@@ -34,8 +36,18 @@ def _reduce(per_sample: torch.Tensor, reduction: str) -> torch.Tensor:
 
 
 def _target_prototypes(prototypes: torch.Tensor, target: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """Unit prototype of each sample's class, in the dtype and device of ``like``."""
-    return F.normalize(prototypes.to(like.device, like.dtype)[target], dim=-1)
+    """Unit prototype of each sample's class, in the dtype and device of ``like`` (both checked first)."""
+    _checked(like, target, prototypes)
+    return F.normalize(prototypes.to(like.device, like.dtype)[target.to(like.device)], dim=-1)
+
+
+def _checked(z: torch.Tensor, target: torch.Tensor, prototypes: torch.Tensor) -> torch.Tensor:
+    """``target`` as int64 once ``z`` is a finite (batch, d) batch for the (K, d) prototypes and ``target`` holds
+    one class index in [0, K) per sample."""
+    check_features(z, dim=prototypes.shape[-1])
+    if z.ndim != 2:
+        raise SpherecodesError(f"outputs have shape {tuple(z.shape)}; expected (batch, {prototypes.shape[-1]})")
+    return check_targets(target, len(z), prototypes.shape[0])
 
 
 def hpn_loss(
@@ -61,7 +73,7 @@ def hpn_loss(
     tensor(1.)
     """
     cosine = (F.normalize(z, dim=-1) * _target_prototypes(prototypes, target, z)).sum(-1)
-    return _reduce((1.0 - cosine) ** 2, reduction)
+    return reduce_per_sample((1.0 - cosine) ** 2, reduction)
 
 
 def cosine_cross_entropy(
@@ -85,6 +97,7 @@ def cosine_cross_entropy(
     """
     if not temperature > 0:
         raise SpherecodesError(f"temperature must be positive, got {temperature!r}")
+    target = _checked(z, target, prototypes).to(z.device)
     unit_prototypes = F.normalize(prototypes.to(z.device, z.dtype), dim=-1)
     logits = F.normalize(z, dim=-1) @ unit_prototypes.T
     return F.cross_entropy(logits / temperature, target, reduction=reduction)
@@ -127,6 +140,7 @@ def dot_regression_loss(
     >>> dot_regression_loss(torch.tensor([[0.0, 1.0]]), torch.tensor([0]), torch.eye(2))
     tensor(0.5000)
     """
+    target = _checked(h, target, prototypes).to(h.device)
     w_length = (
         torch.ones(target.shape, dtype=h.dtype, device=h.device)
         if class_lengths is None
@@ -135,7 +149,7 @@ def dot_regression_loss(
     w = w_length[:, None] * _target_prototypes(prototypes, target, h)
     scale = w_length * feature_length  # sqrt(E_W E_H)
     per_sample = ((w * h).sum(-1) - scale) ** 2 / (2.0 * scale)
-    return _reduce(per_sample, reduction)
+    return reduce_per_sample(per_sample, reduction)
 
 
 def dr_class_lengths(class_counts) -> torch.Tensor:
@@ -177,9 +191,11 @@ def hyperspherical_regression_loss(
     >>> hyperspherical_regression_loss(z, torch.tensor([10.0]), torch.tensor([1.0, 0.0]), 0.0, 10.0)
     tensor(0.0858)
     """
+    check_features(z, "outputs", dim=upper_prototype.shape[-1])
+    check_features(y, "targets")
     r = 2.0 * (y - lower) / (upper - lower) - 1.0
     cosine = F.normalize(z, dim=-1) @ F.normalize(upper_prototype.to(z.device, z.dtype), dim=0)
-    return _reduce((r - cosine) ** 2, reduction)
+    return reduce_per_sample((r - cosine) ** 2, reduction)
 
 
 class HPNLoss(nn.Module):

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from ..certificate import one_vs_rest_distances
 from ..errors import SpherecodesError
+from ._checks import check_features, check_targets
 
 
 def _float64(x) -> torch.Tensor:
@@ -26,15 +27,11 @@ def _float64(x) -> torch.Tensor:
 
 
 def _check_features(features, labels, num_classes):
-    h = _float64(features)
-    y = torch.as_tensor(labels).detach().to("cpu", torch.int64)
-    if h.ndim != 2 or y.shape != (h.shape[0],):
-        raise SpherecodesError(
-            f"features must be (N, d) and labels (N,), got {tuple(h.shape)} and {tuple(y.shape)}"
-        )
+    h = check_features(_float64(features))
+    if h.ndim != 2:
+        raise SpherecodesError(f"features must be (N, d), got {tuple(h.shape)}")
+    y = check_targets(labels, h.shape[0], num_classes).detach().to("cpu")
     k = int(y.max()) + 1 if num_classes is None else num_classes
-    if int(y.min()) < 0 or int(y.max()) >= k:
-        raise SpherecodesError(f"labels must lie in 0..{k - 1}, got {int(y.min())}..{int(y.max())}")
     counts = torch.bincount(y, minlength=k)
     if bool(torch.any(counts == 0)):
         missing = torch.nonzero(counts == 0).flatten().tolist()

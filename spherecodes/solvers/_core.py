@@ -27,9 +27,9 @@ from ..stats import max_cos, validate_prototypes
 
 __all__ = [
     "ADAM_DEFAULTS", "BATCH_ENTRIES", "DTYPES", "EXP_FLOOR", "HISTORY_COLUMNS", "Batch", "Clock", "LoopEnd",
-    "PolishBudget", "Progress", "Schedule", "SolverResult", "batch_size", "check_common", "check_dtype", "check_init",
-    "closed_form_optimum", "closed_form_result", "descend_on_sphere", "estimated_angle", "geometric",
-    "riemannian_adam_step", "run_steps",
+    "PolishBudget", "Progress", "Schedule", "SolverResult", "batch_size", "check_common", "check_dtype", "check_frozen",
+    "check_init", "closed_form_optimum", "closed_form_result", "descend_on_sphere", "estimated_angle", "geometric",
+    "hold", "riemannian_adam_step", "run_steps",
 ]
 
 #: Columns of :attr:`SolverResult.history`.
@@ -216,6 +216,56 @@ def check_init(init, d: int, k: int) -> np.ndarray | None:
         raise SpherecodesError(f"init: rows {first} and {second} point the same way; a start code needs K "
                                "different directions (no optimiser can pull identical rows apart)")
     return init
+
+
+def check_frozen(frozen, init: np.ndarray | None, given=None) -> np.ndarray | None:
+    """The rows of ``init`` that a solver must not move, as sorted indices, or None.
+
+    ``given`` is the start code as the caller gave it, before :func:`check_init`
+    rescaled its rows: the frozen rows must be unit already, and their bits
+    are put back into ``init`` (in place), so that they stay exactly as given.
+
+    Examples
+    --------
+    >>> check_frozen([True, False, True], np.eye(3))
+    array([0, 2])
+    """
+    if frozen is None:
+        return None
+    mask = np.asarray(frozen)
+    if init is None:
+        raise SpherecodesError("frozen rows are rows of a start code: give init as well")
+    if mask.dtype != bool or mask.shape != (len(init),):
+        raise SpherecodesError(f"frozen must be a boolean mask of the {len(init)} rows of init, got "
+                               f"{mask.dtype} values of shape {mask.shape}")
+    if mask.all():
+        raise SpherecodesError("every row is frozen: leave at least one row free to move")
+    rows = np.flatnonzero(mask)
+    if given is not None:
+        try:
+            init[rows] = validate_prototypes(np.asarray(given, dtype=np.float64)[rows])
+        except SpherecodesError as error:
+            raise SpherecodesError(f"frozen rows are kept as given, so they must be unit rows: {error}") from None
+    return rows
+
+
+def hold(code: np.ndarray, init: np.ndarray | None, frozen: np.ndarray | None) -> np.ndarray:
+    """``code`` with the rows ``frozen`` of ``init`` put back bit for bit.
+
+    A frozen row gets no step, but re-normalising a unit row (and a float32
+    annealing) may still change its last bits.
+
+    Examples
+    --------
+    >>> hold(np.zeros((2, 2)), np.eye(2), np.array([1]))
+    array([[0., 0.],
+           [0., 1.]])
+    """
+    if frozen is None:
+        return code
+    code = code.copy()
+    code[frozen] = init[frozen]
+    return code
 
 
 def check_dtype(value: str, default: str) -> str:

@@ -367,6 +367,7 @@ def anneal_neighbours(
     history: list,
     step_offset: int,
     deadline: float = math.inf,
+    frozen: np.ndarray | None = None,
 ) -> Batch:
     """Anneal one start on the pairs of its neighbour lists (the large-K path of ``tammes``).
 
@@ -385,6 +386,7 @@ def anneal_neighbours(
     :data:`DEADLINE_STEP_SHARE` of its time; the closing refresh
     and the float64 re-measurement that follow the steps
     (:data:`CLOSING_REFRESHES` refreshes, timed on the first) are kept out of it.
+    Rows ``frozen`` get no gradient, so they do not move.
     """
     dtype = DTYPES[cfg.dtype]
     steps = cfg.steps
@@ -395,6 +397,7 @@ def anneal_neighbours(
     moment1 = torch.zeros_like(x)
     moment2 = torch.zeros_like(x)
     grad = torch.empty_like(x)
+    held = None if frozen is None else torch.as_tensor(frozen, device=device)
     ref = torch.empty_like(x)
     per_row = torch.empty(3, k, dtype=dtype, device=device)  # row maximum, row sum, displacement
     scratch = torch.empty(plan.refresh_rows * plan.refresh_cols, dtype=dtype, device=device)
@@ -457,6 +460,8 @@ def anneal_neighbours(
         top, total, bound = _pair_pass(x, ref, state["lists"], t, grad, per_row, gathered)
         state.update(top=top, total=total, t=t)
         keep_if_best(top, bound)
+        if held is not None:
+            grad[held] = 0.0
         for a in range(0, k, _ADAM_ROWS):
             b = min(a + _ADAM_ROWS, k)
             riemannian_adam_step(x[a:b], grad[a:b], moment1[a:b], moment2[a:b], i, lr, cfg.beta1, cfg.beta2, cfg.eps)

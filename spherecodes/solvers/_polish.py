@@ -74,7 +74,7 @@ REFINE_BELOW = 1e-5
 
 def polish(
     w: np.ndarray, model, cfg, clock: Clock, budget: PolishBudget, history: list, step_offset: int,
-    refine=None,
+    refine=None, fixed: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int, bool]:
     """Sequential linear programming on the near-active functions, in float64.
 
@@ -101,6 +101,8 @@ def polish(
 
     ``cfg`` is a :class:`spherecodes.solvers.TammesOptions` or
     :class:`spherecodes.solvers.SoftmaxOptions` (its ``polish_*`` fields).
+
+    The rows ``fixed`` (indices) have their moves bounded to 0: they stay put.
 
     Returns the polished code, the number of rounds, and whether it converged
     (the LP predicts no improvement above ``polish_tol``, or r fell below
@@ -150,6 +152,8 @@ def polish(
         bounds = np.empty((n_var, 2))
         bounds[:-1] = (-1.0, 1.0)
         bounds[-1] = (-np.inf, np.inf)
+        if fixed is not None:
+            bounds[:-1].reshape(len(moving), d, 2)[np.isin(moving, fixed)] = 0.0
         objective = np.zeros(n_var)
         objective[-1] = 1.0
         lp_options = {

@@ -30,7 +30,7 @@ from ..stats import max_cos
 from ._basin import LOCAL_STEPS, perturbation_rounds, round_batch
 from ._core import (
     DTYPES, EXP_FLOOR, Batch, Clock, PolishBudget, Progress, Schedule, SolverResult, batch_size, check_common,
-    check_init, closed_form_optimum, closed_form_result, riemannian_adam_step, run_steps,
+    check_frozen, check_init, closed_form_optimum, closed_form_result, hold, riemannian_adam_step, run_steps,
 )
 from ._neighbours import anneal_neighbours, neighbour_plan, neighbour_seconds
 from ._options import TammesOptions, dense_bytes
@@ -52,6 +52,7 @@ def tammes(
     progress: Callable[[Progress], None] | None = None,
     init: np.ndarray | None = None,
     effort: str = "default",
+    frozen: np.ndarray | None = None,
     **options,
 ) -> SolverResult:
     """Minimise the largest cosine between K unit vectors in R^d (Tammes problem).
@@ -111,6 +112,12 @@ def tammes(
         symmetric in R^3 (unions of orbits of a rotation group) and
         energy-continuation starts above R^3 (``riesz_starts``).
         ``result.stages`` records what each stage spent.
+    frozen : array_like of bool, shape (K,), optional
+        Rows of ``init`` that stay where they are, bit for bit (new classes
+        added to a trained code: :func:`spherecodes.extend`).  Their
+        gradient is zero at every step, the polish's LP holds them fixed,
+        and the stages that move every row (contact solve, perturbation
+        rounds) are skipped.
     **options
         Advanced settings, defaults from :func:`tammes_defaults`:
         ``dtype`` ("auto", "float32", "float64"); ``t_start``, ``t_end``
@@ -173,14 +180,19 @@ def tammes(
     """
     begin = time.perf_counter()
     d, k, seed, time_limit = check_common(d, k, seed, time_limit, progress)
-    init = check_init(init, d, k)
+    given, init = init, check_init(init, d, k)
+    frozen = check_frozen(frozen, init, given)
     dev = resolve_device(device)
     cfg = TammesOptions.resolve(d, k, steps=steps, restarts=restarts, device=dev, warm=init is not None,
                                 effort=effort, **options)
+    if frozen is not None:
+        cfg = dataclasses.replace(cfg, perturb_rounds=0)  # the rounds re-insert any row
     settings = {"method": "tammes", "d": d, "k": k, "seed": seed, "time_limit": time_limit,
-                "device": str(dev), "init": None if init is None else "array", **dataclasses.asdict(cfg)}
+                "device": str(dev), "init": None if init is None else "array", **dataclasses.asdict(cfg),
+                "frozen": 0 if frozen is None else len(frozen)}
 
-    closed = closed_form_result("tammes", d, k, cfg.closed_form, dev, begin, settings)
+    closed = None if frozen is not None else closed_form_result("tammes", d, k, cfg.closed_form, dev, begin,
+                                                                 settings)
     if closed is not None:
         return closed
 
@@ -191,7 +203,7 @@ def tammes(
     # 0.05-0.4 s on two threads and 0.01 s on one at a load of 5 on 2 cores).
     with torch_threads(cfg.threads), threadpool_limits(cfg.threads, user_api="blas"):
         settings["threads"] = torch.get_num_threads()
-        result = _run_tammes(d, k, seed, cfg, dev, clock, plan, init)
+        result = _run_tammes(d, k, seed, cfg, dev, clock, plan, init, frozen)
     result.settings = settings
     return result
 
@@ -337,6 +349,7 @@ def _anneal_batch(
     step_offset: int,
     deadline: float = math.inf,
     riesz: bool = False,
+    frozen: np.ndarray | None = None,
 ) -> Batch:
     """Minimise the smoothed maximum ``(1/t) log sum_{i<j} exp(t <p_i, p_j>)``.
 
@@ -352,7 +365,8 @@ def _anneal_batch(
     With ``riesz`` the smoothed function is ``-log(1 - <p_i, p_j>)`` instead of
     the cosine: the Riesz s-energy ``sum |p_i - p_j|^-s`` with ``s = 2 (t - 1)``
     has the same minimisers as ``(1/t) log sum exp(-t log(1 - <p_i, p_j>))``, so
-    the same schedule raises s (energy-continuation starts).
+    the same schedule raises s (energy-continuation starts).  Rows ``frozen``
+    get no gradient, so they do not move.
     """
     dtype = DTYPES[cfg.dtype]
     steps = cfg.steps
@@ -365,6 +379,7 @@ def _anneal_batch(
     moment2 = torch.zeros_like(x)
     best = {"x": x.clone(), "val": torch.full((batch,), math.inf, dtype=dtype, device=device)}
     diagonal = torch.arange(k, device=device)
+    held = None if frozen is None else torch.as_tensor(frozen, device=device)
     last = {}
 
     def step(i: int, frac: float) -> None:
@@ -388,6 +403,8 @@ def _anneal_batch(
             weights = gram.sub_(current.view(batch, 1, 1)).mul_(t).clamp_(min=EXP_FLOOR).exp_()
             total = weights.sum(dim=(1, 2), keepdim=True)
         grad = torch.bmm(weights, x).div_(total)
+        if held is not None:
+            grad[:, held] = 0.0
         riemannian_adam_step(x, grad, moment1, moment2, i, lr, cfg.beta1, cfg.beta2, cfg.eps)
         last.update(current=current, total=total, t=t)
 
@@ -421,7 +438,8 @@ def _anneal_batch(
 ANNEAL_SHARE = {True: 0.6, False: 0.9}
 
 
-def _starts(seed: int, members: list[int], k: int, d: int, init: np.ndarray | None, cfg: TammesOptions) -> np.ndarray:
+def _starts(seed: int, members: list[int], k: int, d: int, init: np.ndarray | None, cfg: TammesOptions,
+            frozen: np.ndarray | None = None) -> np.ndarray:
     """The starts of restarts ``members``: random or symmetric, or ``init`` and perturbations of it.
 
     Without ``init``, the last ``cfg.symmetric_starts`` restarts are unions of
@@ -430,7 +448,7 @@ def _starts(seed: int, members: list[int], k: int, d: int, init: np.ndarray | No
     is ``init`` and start r > 0 moves every row by Gaussian noise of angular
     size ``u_r * init_noise`` (u_r uniform in [0, 1) from the stream
     ``(seed, r, 2)``), so the first starts stay close to the code and later
-    ones explore further.  Every start depends on (seed, r) only.
+    ones explore further; rows ``frozen`` are not moved.  Every start depends on (seed, r) only.
     """
     if init is None:
         first_symmetric = cfg.restarts - cfg.symmetric_starts
@@ -444,7 +462,10 @@ def _starts(seed: int, members: list[int], k: int, d: int, init: np.ndarray | No
             continue
         rng = np.random.default_rng([seed, r, 2])
         scale = rng.random() * cfg.init_noise / math.sqrt(d)
-        starts.append(normalise_rows(init + scale * rng.standard_normal((k, d))))
+        noise = scale * rng.standard_normal((k, d))
+        if frozen is not None:
+            noise[frozen] = 0.0
+        starts.append(hold(normalise_rows(init + noise), init, frozen))
     return np.stack(starts)
 
 
@@ -543,7 +564,7 @@ def _batch_deadline(clock: Clock, cfg: TammesOptions, batches_left: int) -> floa
 
 
 def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device, clock: Clock, plan=None,
-                init: np.ndarray | None = None) -> SolverResult:
+                init: np.ndarray | None = None, frozen: np.ndarray | None = None) -> SolverResult:
     """Anneal every start, polish the best few, perturb and re-polish the best (with effort), return the best code."""
     history: list[tuple[float, float, float]] = []
     codes = []
@@ -559,22 +580,23 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
         if first and clock.expired():
             stop_reason = "time_limit"
             break
-        starts = _starts(seed, members, k, d, init, cfg)
+        starts = _starts(seed, members, k, d, init, cfg, frozen)
         t_start = _start_sharpness(seed, members, cfg)
         deadline = _batch_deadline(clock, cfg, batches - n_batch)
         if riesz:
             batch = _anneal_batch(starts, np.full(len(members), RIESZ_SHARPNESS[0]),
                                   dataclasses.replace(cfg, t_end=RIESZ_SHARPNESS[1]), dev, first, clock, history,
-                                  total_steps, deadline, riesz=True)
+                                  total_steps, deadline, riesz=True, frozen=frozen)
         elif plan is None:
-            batch = _anneal_batch(starts, t_start, cfg, dev, first, clock, history, total_steps, deadline)
+            batch = _anneal_batch(starts, t_start, cfg, dev, first, clock, history, total_steps, deadline,
+                                  frozen=frozen)
         else:
             batch = anneal_neighbours(starts[0], float(t_start[0]), cfg, plan, dev, first, clock, history,
-                                      total_steps, deadline)
+                                      total_steps, deadline, frozen=frozen)
             refreshes += batch.refreshes
         total_steps += batch.steps * len(members)
         compressed |= batch.compressed
-        codes.extend(normalise_rows(code) for code in batch.codes)
+        codes.extend(hold(normalise_rows(code), init, frozen) for code in batch.codes)
         if batch.interrupted:
             stop_reason = "interrupted"
             break
@@ -607,9 +629,10 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
         largest_gain = 0.0
         budget = PolishBudget(cfg)
         try:
-            sharpened, sharpen_steps = _sharpen(np.stack([codes[r] for r in chosen]), cfg, dev, clock)
+            sharpened, sharpen_steps = _sharpen(np.stack([codes[r] for r in chosen]), cfg, dev, clock, frozen)
             total_steps += sharpen_steps
             for r, code in zip(chosen, sharpened):
+                code = hold(code, init, frozen)
                 value = max_cos(code)
                 if value < values[r]:
                     codes[r], values[r] = code, value
@@ -622,8 +645,8 @@ def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device
                 if values[r] - best_value > 2 * largest_gain + 1e-9:
                     break
                 polished, rounds, converged = polish(codes[r], PairCosines(), cfg, clock, budget, history,
-                                                      total_steps, refine=_refine(k, d))
-                polished = solve_contacts(polished)
+                                                      total_steps, refine=_refine(k, d, frozen), fixed=frozen)
+                polished = solve_contacts(polished) if frozen is None else hold(polished, init, frozen)
                 total_steps += rounds
                 all_converged &= converged
                 value = max_cos(polished)
@@ -686,7 +709,8 @@ SHARPEN_GROWTH = 1000.0
 SHARPEN_LR_DECAY = 100.0
 
 
-def _sharpen(codes: np.ndarray, cfg: TammesOptions, dev: torch.device, clock: Clock) -> tuple[list, int]:
+def _sharpen(codes: np.ndarray, cfg: TammesOptions, dev: torch.device, clock: Clock,
+             frozen: np.ndarray | None = None) -> tuple[list, int]:
     """Continue the annealing of ``codes`` (B, K, d) in float64 with the sharpness still growing.
 
     The annealing ends with the smoothed maximum still a little above max-cos
@@ -701,22 +725,22 @@ def _sharpen(codes: np.ndarray, cfg: TammesOptions, dev: torch.device, clock: Cl
     """
     local = dataclasses.replace(cfg, steps=SHARPEN_STEPS, t_end=cfg.t_end * SHARPEN_GROWTH, lr_start=cfg.lr_end,
                                 lr_end=cfg.lr_end / SHARPEN_LR_DECAY, dtype="float64", log_every=10**9)
-    batch = _anneal_batch(codes, np.full(len(codes), cfg.t_end), local, dev, 0, clock, [], 0)
+    batch = _anneal_batch(codes, np.full(len(codes), cfg.t_end), local, dev, 0, clock, [], 0, frozen=frozen)
     if batch.interrupted:
         raise KeyboardInterrupt
     return [normalise_rows(code) for code in batch.codes], batch.steps * len(codes)
 
 
-def _refine(k: int, d: int):
+def _refine(k: int, d: int, frozen: np.ndarray | None = None):
     """The contact solve between the LP rounds of the polish, where it is cheap (K·d < DENSE_CONTACTS), else None.
 
     Near the optimum the LP rounds converge only linearly (their trust
     region must shrink to keep the curvature they ignore below the gain:
     29-31 rounds at N = 49 to 101 in R^3), while the contact graph is
     already right; solving it by Gauss-Newton there ends the polish in
-    5-9 rounds at the same max-cos.
+    5-9 rounds at the same max-cos.  Not with frozen rows, which it would move.
     """
-    return solve_contacts if k * d < DENSE_CONTACTS else None
+    return solve_contacts if k * d < DENSE_CONTACTS and frozen is None else None
 
 
 def _perturbation_stage(w, value, seed, cfg, dev, clock, history, step_offset):

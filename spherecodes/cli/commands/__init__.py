@@ -3,6 +3,6 @@
 Importing this package registers every command on :func:`spherecodes.cli.main.main`.
 """
 
-from . import assign, bank, bounds, catalog, certify, codes, export, fetch, generate, report
+from . import assign, bank, bounds, catalog, certify, codes, export, extend, fetch, generate, report
 
-__all__ = ["assign", "bank", "bounds", "catalog", "certify", "codes", "export", "fetch", "generate", "report"]
+__all__ = ["assign", "bank", "bounds", "catalog", "certify", "codes", "export", "extend", "fetch", "generate", "report"]

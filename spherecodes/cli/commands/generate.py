@@ -129,7 +129,8 @@ from ..main import (
               help="Certify the one-vs-rest distances and rho before storing the code.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no text report (errors still print).")
 @click.option("--classes", type=FILE, default=None,
-              help="Class names, one per line: K is their number and they become the code's labels.")
+              help="Class names, one per line: they become the labels of the first rows; K is their number unless "
+              "--k asks for more, whose rows stay unlabelled for classes that arrive later.")
 @click.option("--embeddings", type=FILE, default=None,
               help="privileged only: word vectors for the class names (word2vec, GloVe or a gensim save); "
               "multi-word names use the mean of their words.")
@@ -187,8 +188,11 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
         if names is None:
             raise click.UsageError("give --k, or --classes to take K from the class names")
         k = len(names)
-    elif names is not None and len(names) != k:
-        raise SpherecodesError(f"--k is {k} but {classes} holds {len(names)} class names; give one name per prototype")
+    elif names is not None and (len(names) > k or (len(names) < k and method in NEEDS_CLASS_DATA)):
+        raise SpherecodesError(f"--k is {k} but {classes} holds {len(names)} class names; give "
+                               f"{'one name per' if method in NEEDS_CLASS_DATA else 'at most one name per'} prototype")
+    elif names is not None:
+        names = names + [""] * (k - len(names))  # reserve-ahead: the rows beyond the names wait for later classes
     # Whatever method makes it, the code ends as K x d float64 numbers in memory: refused first where they cannot fit.
     require_memory(8.0 * k * d, f"the code itself (K={k} x d={d} float64 prototypes)")
     privileged = method in NEEDS_CLASS_DATA
