@@ -63,8 +63,9 @@ class OneLineErrors(click.Group):
         """The list of commands, from :data:`COMMANDS`: as click words it, without loading them."""
         names = self.list_commands(ctx)
         limit = formatter.width - 6 - max(len(name) for name in names)
-        rows = [(name, click.utils.make_default_short_help(COMMANDS[name][1], limit) if name in COMMANDS
-                 else self.commands[name].get_short_help_str(limit)) for name in names]
+        # A loaded command words its own line; the others are worded by click from the summary alone.
+        rows = [(name, (self.commands[name] if name in self.commands else click.Command(name, help=COMMANDS[name][1]))
+                 .get_short_help_str(limit)) for name in names]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
