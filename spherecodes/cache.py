@@ -50,11 +50,10 @@ def cache_dir() -> Path:
 
     Examples
     --------
-    >>> import os
-    >>> os.environ["SPHERECODES_CACHE"] = "/tmp/my-cache"
-    >>> str(cache_dir())
+    >>> from unittest import mock
+    >>> with mock.patch.dict("os.environ", {"SPHERECODES_CACHE": "/tmp/my-cache"}):
+    ...     str(cache_dir())
     '/tmp/my-cache'
-    >>> del os.environ["SPHERECODES_CACHE"]
     """
     override = os.environ.get(CACHE_ENV)
     if override:

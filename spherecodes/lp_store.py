@@ -129,11 +129,10 @@ def cache_path(d: int, k: int) -> Path:
 
     Examples
     --------
-    >>> import os
-    >>> os.environ["SPHERECODES_CACHE"] = "/tmp/c"
-    >>> str(cache_path(64, 1000))
+    >>> from unittest import mock
+    >>> with mock.patch.dict("os.environ", {"SPHERECODES_CACHE": "/tmp/c"}):
+    ...     str(cache_path(64, 1000))
     '/tmp/c/lp-bounds/d64-k1000.json'
-    >>> del os.environ["SPHERECODES_CACHE"]
     """
     return cache_dir() / LP_BOUNDS_FOLDER / f"d{d}-k{k}.json"
 
@@ -160,12 +159,12 @@ def remember(d: int, k: int, degree: int, value: float, coefficients) -> None:
 
     Examples
     --------
-    >>> import os, tempfile
-    >>> os.environ["SPHERECODES_CACHE"] = tempfile.mkdtemp()
-    >>> remember(64, 1000, 1, 0.0, [1.0, 0.0])
-    >>> [r.value for r in known_records(64, 1000, 1)]
-    [0.0]
-    >>> del os.environ["SPHERECODES_CACHE"]
+    >>> import tempfile
+    >>> from unittest import mock
+    >>> with mock.patch.dict("os.environ", {"SPHERECODES_CACHE": tempfile.mkdtemp()}):
+    ...     remember(64, 1000, 1, 0.0, [1.0, 0.0])
+    ...     [(r.value, r.source.endswith("d64-k1000.json")) for r in known_records(64, 1000, 1)]
+    [(0.0, True)]
     """
     path = cache_path(d, k)
     text = json.dumps(record_document(d, k, degree, value, coefficients), indent=1)
