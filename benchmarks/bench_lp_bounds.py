@@ -73,7 +73,8 @@ def write_table(path: Path, rows: list) -> None:
         "grid": {"d": list(D_GRID), "k": list(K_GRID), "extra": [list(s) for s in EXTRA],
                  "kept": "d >= 3, K > 2d, no sharp configuration"},
     }
-    lines = json.dumps(header, indent=1)[:-2] + ',\n "entries": [\n'
+    lines = "{\n" + "".join(f" {json.dumps(key)}: {json.dumps(value)},\n" for key, value in header.items())
+    lines += ' "entries": [\n'
     lines += ",\n".join("  " + json.dumps([d, k, value, coefficients], separators=(",", ":"))
                         for d, k, value, coefficients, *_ in rows)
     lines += "\n ]\n}\n"

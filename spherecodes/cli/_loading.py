@@ -22,13 +22,23 @@ def _interrupted_while_loading(hook_args, previous=sys.unraisablehook):
 
 
 @contextlib.contextmanager
-def loading():
-    """Around imports: Ctrl-C ends the process with :data:`LOADING_INTERRUPTED` and status 130, wherever it lands."""
+def unraisable_interrupts():
+    """Around imports: a Ctrl-C that Python cannot raise ends the process with :data:`LOADING_INTERRUPTED` and
+    status 130 (one it can raise propagates as usual)."""
     previous, sys.unraisablehook = sys.unraisablehook, _interrupted_while_loading
     try:
         yield
-    except KeyboardInterrupt:
-        sys.stderr.write(LOADING_INTERRUPTED)
-        raise SystemExit(130) from None
     finally:
         sys.unraisablehook = previous
+
+
+@contextlib.contextmanager
+def loading():
+    """Around the imports that start the tool, before its group can catch anything: any Ctrl-C ends the process
+    with :data:`LOADING_INTERRUPTED` and status 130."""
+    with unraisable_interrupts():
+        try:
+            yield
+        except KeyboardInterrupt:
+            sys.stderr.write(LOADING_INTERRUPTED)
+            raise SystemExit(130) from None

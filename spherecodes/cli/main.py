@@ -22,7 +22,7 @@ from ..checks import SEED_LIMIT
 from ..devices import set_cpu_threads
 from ..errors import SpherecodesError
 from ..memory import parse_size
-from ._loading import loading
+from ._loading import unraisable_interrupts
 
 __all__ = ["BANK", "COMMANDS", "COUNT", "DIM", "FILE", "MAX_MEMORY_HELP", "MAX_SIZE", "MAX_THREADS", "SECONDS", "SEED",
            "URL_HELP", "CatalogLocation", "DimensionRange", "FiniteFloat", "MemorySize", "SchedulerAddress",
@@ -55,7 +55,7 @@ class OneLineErrors(click.Group):
 
     def get_command(self, ctx, name):
         if name not in self.commands and name in COMMANDS:
-            with loading():  # the command module registers itself on this group
+            with unraisable_interrupts():  # the command module registers itself on this group
                 import_module(f"{__package__}.commands.{COMMANDS[name][0]}")
         return self.commands.get(name)
 
