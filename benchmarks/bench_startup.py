@@ -9,7 +9,9 @@ the commands taking turns so that a change of load meets all of them alike.
 It prints a Markdown table: the median wall time of each, its ratio to the
 baseline (a process that only starts Python, NumPy and h5py, the floor for
 one that reads a bank), the target of the issue, and the load average
-before and after.
+before and after.  ``--before DIR`` also times the spherecodes package in
+DIR (an earlier version, e.g. ``git archive COMMIT | tar -x -C DIR``) in the
+same rounds, taking turns with this one, and adds its column.
 """
 
 from __future__ import annotations
@@ -61,31 +63,44 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=7, help="Timed runs of each command (slow ones: half).")
     parser.add_argument("--quick", action="store_true", help="Three runs each.")
+    parser.add_argument("--before", type=Path, default=None, metavar="DIR",
+                        help="Also time the spherecodes package in DIR, in the same rounds.")
     args = parser.parse_args()
     runs = 3 if args.quick else args.runs
+    versions = {"now": None} if args.before is None else {"before": args.before.resolve(), "now": None}
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as scratch:
         folder = Path(scratch)
-        env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
-        env["SPHERECODES_CACHE"] = str(folder / "cache")
-        timed(["-m", "spherecodes", "fetch", "--d", "16", "--k", "100", "--out", "f.h5"], folder, env, 0)
-        for _, command, _, _ in COMMANDS:  # untimed: bytecode written, files created
-            timed(command, folder, env, 0)
-        times = {label: [] for label, *_ in COMMANDS}
+        envs = {}
+        for version, source in versions.items():
+            env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+            env["SPHERECODES_CACHE"] = str(folder / f"cache-{version}")
+            if source is not None:
+                env["PYTHONPATH"] = str(source)
+            (folder / version).mkdir()
+            timed(["-m", "spherecodes", "fetch", "--d", "16", "--k", "100", "--out", "f.h5"], folder / version, env, 0)
+            for _, command, _, _ in COMMANDS:  # untimed: bytecode written, files created
+                timed(command, folder / version, env, 0)
+            envs[version] = env
+        times = {(version, label): [] for version in versions for label, *_ in COMMANDS}
         for run in range(1, runs + 1):
             for label, command, _, slow in COMMANDS:
                 if slow and run > max(1, runs // 2):
                     continue
-                times[label].append(timed(command, folder, env, run))
+                for version in versions:
+                    times[version, label].append(timed(command, folder / version, envs[version], run))
     load_after = os.getloadavg()
-    base = statistics.median(times[BASELINE])
+    base = statistics.median(times["now", BASELINE])
     print(f"load average before {load_before[0]:.2f} / {load_before[1]:.2f} / {load_before[2]:.2f}, "
           f"after {load_after[0]:.2f} / {load_after[1]:.2f} / {load_after[2]:.2f}; {os.cpu_count()} CPUs; "
           f"{runs} runs each (the tammes run {max(1, runs // 2)})\n")
-    print("| command | median | × baseline | target |\n|---|---|---|---|")
+    before = "before" in versions
+    print("| command |" + (" before |" if before else "") + " now | now × baseline | target |\n|---|"
+          + ("---|" if before else "") + "---|---|---|")
     for label, _, target, _ in COMMANDS:
-        median = statistics.median(times[label])
-        print(f"| `{label}` | {median:.2f} s | {median / base:.1f} | "
+        median = statistics.median(times["now", label])
+        earlier = f" {statistics.median(times['before', label]):.2f} s |" if before else ""
+        print(f"| `{label}` |{earlier} {median:.2f} s | {median / base:.1f} | "
               f"{'' if target is None else f'≤ {target} s'} |")
 
 
