@@ -274,7 +274,6 @@ def estimate_run(
     """
     started = time.perf_counter() if started is None else started
     announce = announce or (lambda line: None)
-    bound = _bound_phase(d, k)
     method = resolve_method(d, k, method)
     plan = None
     if method == "auto":
@@ -294,6 +293,7 @@ def estimate_run(
     statistics, orbit = _statistics_phase(d, k, built, points, optimising, rotation)
     # Refused at once where the statistics alone are too long: timing the certificate could take minutes more.
     RunEstimate(d, k, (statistics,), time_limit).check()
+    bound = _bound_phase(d, k)  # after the refusals: it may take a second where it is solved
     if certify and k * d >= LARGE_CODE:  # smaller certificates are timed in seconds: no need to say so
         announce(f"estimating: statistics ~{format_duration(statistics.seconds)}; timing the certificate on a sample "
                  "of its classes (seconds; --no-certify skips it and the certificate) ...")
