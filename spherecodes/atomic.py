@@ -81,7 +81,7 @@ def file_kind(mode: int) -> str:
 
 
 @contextlib.contextmanager
-def replace_atomically(path, suffix: str = ".tmp"):
+def replace_atomically(path, suffix: str = ".tmp", *, noted: bool = True):
     """Yield a temporary path beside ``path`` that replaces it when the block succeeds.
 
     The temporary file lives in the same directory (so the rename is atomic),
@@ -97,6 +97,9 @@ def replace_atomically(path, suffix: str = ".tmp"):
     suffix : str
         Suffix of the temporary file (writers that pick a format from the
         suffix, such as matplotlib, need the real one).
+    noted : bool
+        Whether the file is one of the command's outputs, listed by
+        :func:`written_files` (an entry of the per-user cache is not).
 
     Raises
     ------
@@ -134,7 +137,8 @@ def replace_atomically(path, suffix: str = ".tmp"):
     os.close(fd)
     tmp = Path(name)
     record = _Write(path)
-    _WRITES.append(record)
+    if noted:
+        _WRITES.append(record)
     try:
         with _ctrl_c_watch() as watch:
             try:

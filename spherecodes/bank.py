@@ -990,17 +990,22 @@ def _schema_needed(group: h5py.Group) -> int:
     return PLAIN_SCHEMA_VERSION
 
 
+def prototype_storage(k: int, d: int) -> dict:
+    """How a bank stores K x d prototypes: the arguments of ``create_dataset`` (gzip up to 512 MiB, else plain).
+
+    Examples
+    --------
+    >>> prototype_storage(1000, 64)["compression"], prototype_storage(10**6, 128)["compression"]
+    ('gzip', None)
+    """
+    compress = 8 * k * d <= _COMPRESS_UP_TO_BYTES
+    return {"dtype": np.float64, "compression": "gzip" if compress else None,
+            "compression_opts": 4 if compress else None, "shuffle": compress}
+
+
 def _write_group(group: h5py.Group, code: Code, bounds: dict) -> None:
     w = code.prototypes
-    compress = w.nbytes <= _COMPRESS_UP_TO_BYTES
-    group.create_dataset(
-        "prototypes",
-        data=w,
-        dtype=np.float64,
-        compression="gzip" if compress else None,
-        compression_opts=4 if compress else None,
-        shuffle=compress,
-    )
+    group.create_dataset("prototypes", data=w, **prototype_storage(*w.shape))
     if code.labels is not None:
         group.create_dataset("labels", data=code.labels, dtype=h5py.string_dtype("utf-8"))
     a = group.attrs

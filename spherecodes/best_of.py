@@ -108,6 +108,9 @@ class Candidate:
         The structure of sign changes of its prototypes where already proved
         (:func:`spherecodes.orbit.resolve_orbit`; None: proved absent), else
         ``"auto"``: the run proves it once it is chosen.
+    certificate : Certificate or None
+        A bundled code's stored certificate, checked against its witness as
+        its bank was read: the run keeps it rather than certifying again.
     """
 
     label: str
@@ -121,6 +124,7 @@ class Candidate:
     settings: dict = field(default_factory=dict)
     stop_reason: str = ""
     orbit: object = field(default="auto", repr=False, compare=False)
+    certificate: object = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         """JSON-serialisable summary (no prototypes)."""
@@ -624,7 +628,8 @@ def best_of(d: int, k: int, plan: AutoPlan, *, seed: int, device, steps, restart
 
 
 def stored_candidate(entry) -> Candidate:
-    """A bundled catalog entry as a candidate: its bank read and verified (size, SHA-256, certificate).
+    """A bundled catalog entry as a candidate: its bank read and verified (size, SHA-256, certificate), with the
+    certificate it carries.
 
     Examples
     --------
@@ -638,7 +643,7 @@ def stored_candidate(entry) -> Candidate:
     code, _ = read_bundled(entry)
     settings = {**code.settings, "catalog_entry": entry.name, "catalog_method": entry.method}
     return Candidate(f"bundled {entry.name}", "catalog", code.prototypes, float(code.stats.max_cos),
-                     seconds=time.perf_counter() - start, settings=settings)
+                     seconds=time.perf_counter() - start, settings=settings, certificate=code.certificate)
 
 
 def lift(points: np.ndarray, native_d: int, seed: int) -> np.ndarray:

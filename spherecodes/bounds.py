@@ -21,6 +21,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from . import heavy, lp_store
 from .checks import check_sizes
 
 
@@ -566,7 +567,7 @@ def _solve_lp(d: int, s: float, degree: int, hints: np.ndarray) -> tuple[np.ndar
     Returns ``(None, hints)`` when the LP is infeasible (no polynomial of this
     degree works for s).
     """
-    from scipy.optimize import linprog
+    linprog = heavy.scipy_optimize().linprog
 
     base = _chebyshev_points(-1.0, s, 12 * degree)
     probe = _chebyshev_points(-1.0, s, 40 * degree + 200)
@@ -644,16 +645,116 @@ def _certify(d: int, s: float, coefficients: np.ndarray) -> LPCertificate | None
     return LPCertificate(d=d, s=float(s), coefficients=tuple(float(c) for c in coefficients), size_bound=float(size_bound))
 
 
+@dataclass(frozen=True)
+class LPSearch:
+    """What :func:`search_lp_bound` found.
+
+    Attributes
+    ----------
+    value : float
+        The largest s found whose verified certificate bounds the size of
+        codes with inner products <= s below K.
+    coefficients : tuple of float or None
+        The LP's polynomial at ``value`` as solved, before the shift of
+        :func:`lp_certificate` (the same check then gives the same
+        certificate again); None for the trivial value −1.
+    solves : int
+        LPs solved.
+    """
+
+    value: float
+    coefficients: tuple | None
+    solves: int
+
+
+def search_lp_bound(d: int, k: int) -> LPSearch:
+    """Search for the largest s whose verified LP certificate proves that fewer than K points fit.
+
+    A safeguarded regula falsi (Illinois) on ``log size_bound(s) − log K``
+    over a bracket whose lower end always carries a verified certificate
+    (:func:`lp_certificate`), so the value is proven whatever the LP solver
+    does.  :func:`lp_max_cos_lower_bound` runs it once per size and keeps
+    the result.
+
+    Examples
+    --------
+    >>> found = search_lp_bound(8, 240)   # E8 is optimal: 1/2
+    >>> round(found.value, 6), len(found.coefficients), found.solves > 0
+    (0.5, 25, True)
+    """
+    d, k = check_sizes(d, k)
+    if d < 2 or k <= 2:
+        return LPSearch(-1.0, None, 0)
+    target = math.log(k)
+    # At s = −1 the polynomial 1 + t proves that at most 2 points fit.
+    low, g_low = -1.0, math.log(2.0) - target
+    high, g_high = 1.0, math.inf
+    size_low = 2.0  # the verified size bound at low (g_low may be halved)
+    proof = None  # the LP's polynomial at low
+    hints = np.empty(0)
+    last_side = 0
+    solves = 0
+    for _ in range(LP_MAX_SOLVES):
+        if high - low <= LP_S_TOL or size_low > k * (1 - LP_SIZE_RTOL):
+            break
+        if math.isfinite(g_high):
+            s = (low * g_high - high * g_low) / (g_high - g_low)
+            # Safeguard: stay clear of the ends so the bracket always shrinks.
+            margin = 1e-3 * (high - low)
+            s = min(max(s, low + margin), high - margin)
+        else:
+            s = 0.5 * (low + high)
+        coefficients, hints = _solve_lp(d, s, LP_MAX_DEGREE, hints)
+        solves += 1
+        certificate = None if coefficients is None else _certify(d, s, coefficients)
+        if certificate is not None and certificate.size_bound < k:
+            low, size_low, proof = s, certificate.size_bound, coefficients
+            g_low = math.log(size_low) - target
+            if last_side < 0:
+                g_high /= 2  # Illinois: halve the stale end's value
+            last_side = -1
+        else:
+            size = math.inf if certificate is None else certificate.size_bound
+            high, g_high = s, max(math.log(size) - target, 1e-300) if math.isfinite(size) else math.inf
+            if last_side > 0:
+                g_low /= 2
+            last_side = 1
+    return LPSearch(float(low), None if proof is None else tuple(float(c) for c in proof), solves)
+
+
+def verify_lp_bound(d: int, k: int, s: float, coefficients) -> bool:
+    """Whether a polynomial (:class:`LPSearch`'s ``coefficients``, as stored) proves that K points in R^d have
+    max-cos above s: the signs the LP guarantees (f_0 > 0, f_i >= 0), then the check the search made.
+
+    That check bounds ``max f`` on [−1, s] rigorously (:func:`verify_lp_polynomial`), lowers f_0 by it and
+    needs the size bound ``f(1)/f_0`` below K (:func:`lp_certificate`); a few milliseconds.
+
+    Examples
+    --------
+    >>> found = search_lp_bound(8, 240)
+    >>> verify_lp_bound(8, 240, found.value, found.coefficients)
+    True
+    >>> verify_lp_bound(8, 240, found.value + 1e-4, found.coefficients)   # not what this polynomial proves
+    False
+    """
+    f = np.asarray(coefficients, dtype=np.float64)
+    if not (-1.0 <= s < 1.0 and f.size == LP_MAX_DEGREE + 1 and np.isfinite(f).all() and f[0] > 0
+            and (f[1:] >= 0).all()):
+        return False
+    certificate = _certify(d, s, f)
+    return certificate is not None and certificate.size_bound < k
+
+
 @functools.lru_cache(maxsize=1024)
 def lp_max_cos_lower_bound(d: int, k: int) -> MaxCosLowerBound:
     """The Delsarte–Goethals–Seidel LP bound: every K-point code in R^d has max-cos above it.
 
-    Returns the largest s found whose verified certificate
-    (:func:`lp_certificate`) bounds the size of codes with inner products
-    <= s below K.  The search is a safeguarded regula falsi (Illinois) on
-    ``log size_bound(s) − log K`` over a bracket whose lower end always
-    carries a verified certificate, so the value is proven whatever the LP
-    solver does.  For d = 1 or K = 2 the LP says nothing beyond max-cos >= −1.
+    The value of :func:`search_lp_bound`, found once per size: read from
+    the table shipped with spherecodes or this user's cache
+    (:mod:`spherecodes.lp_store`) where it is there, its polynomial verified
+    again here as the search verified it (a record that does not verify is
+    ignored); else searched, and cached.  For d = 1 or K = 2 the LP says
+    nothing beyond max-cos >= −1.
 
     Examples
     --------
@@ -666,35 +767,10 @@ def lp_max_cos_lower_bound(d: int, k: int) -> MaxCosLowerBound:
     if d < 2 or k <= 2:
         return MaxCosLowerBound(-1.0, "trivial bound -1 (the LP bound needs d >= 2 and K >= 3)")
     method = f"Delsarte-Goethals-Seidel LP bound (degree <= {LP_MAX_DEGREE}, verified)"
-    target = math.log(k)
-    # At s = −1 the polynomial 1 + t proves that at most 2 points fit.
-    low, g_low = -1.0, math.log(2.0) - target
-    high, g_high = 1.0, math.inf
-    size_low = 2.0  # the verified size bound at low (g_low may be halved)
-    hints = np.empty(0)
-    last_side = 0
-    for _ in range(LP_MAX_SOLVES):
-        if high - low <= LP_S_TOL or size_low > k * (1 - LP_SIZE_RTOL):
-            break
-        if math.isfinite(g_high):
-            s = (low * g_high - high * g_low) / (g_high - g_low)
-            # Safeguard: stay clear of the ends so the bracket always shrinks.
-            margin = 1e-3 * (high - low)
-            s = min(max(s, low + margin), high - margin)
-        else:
-            s = 0.5 * (low + high)
-        coefficients, hints = _solve_lp(d, s, LP_MAX_DEGREE, hints)
-        certificate = None if coefficients is None else _certify(d, s, coefficients)
-        if certificate is not None and certificate.size_bound < k:
-            low, size_low = s, certificate.size_bound
-            g_low = math.log(size_low) - target
-            if last_side < 0:
-                g_high /= 2  # Illinois: halve the stale end's value
-            last_side = -1
-        else:
-            size = math.inf if certificate is None else certificate.size_bound
-            high, g_high = s, max(math.log(size) - target, 1e-300) if math.isfinite(size) else math.inf
-            if last_side > 0:
-                g_low /= 2
-            last_side = 1
-    return MaxCosLowerBound(float(low), method)
+    for record in lp_store.known_records(d, k, LP_MAX_DEGREE):
+        if verify_lp_bound(d, k, record.value, record.coefficients):
+            return MaxCosLowerBound(record.value, method)
+    found = search_lp_bound(d, k)
+    if found.coefficients is not None:
+        lp_store.remember(d, k, LP_MAX_DEGREE, found.value, found.coefficients)
+    return MaxCosLowerBound(found.value, method)

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 
+from . import heavy
 from .errors import SpherecodesError
 
 __all__ = ["CONNECT_TIMEOUT_S", "check_scheduler_address", "dask_client"]
@@ -91,7 +92,8 @@ def dask_client(scheduler: str | None, workers: int | None, processes: bool = Tr
     ...     client.submit(sum, [1, 2, 3]).result()
     6
     """
-    from distributed import Client, LocalCluster
+    distributed = heavy.distributed()
+    Client, LocalCluster = distributed.Client, distributed.LocalCluster
 
     if scheduler is not None:
         check_scheduler_address(scheduler)

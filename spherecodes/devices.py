@@ -12,6 +12,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from . import heavy
 from .errors import SpherecodesError
 
 if TYPE_CHECKING:
@@ -141,7 +142,7 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     >>> resolve_device("auto").type in ("cpu", "cuda")
     True
     """
-    import torch
+    torch = heavy.torch()
 
     _cap_torch_threads(torch)
     text = str(device).strip().lower()
@@ -188,7 +189,7 @@ def timed_call(fn, device: torch.device) -> float:
     """
     import time
 
-    import torch
+    torch = heavy.torch()
 
     def sync():
         if device.type == "cuda":
@@ -218,7 +219,7 @@ def torch_threads(threads: int | None):
     >>> torch.get_num_threads() == before
     True
     """
-    import torch
+    torch = heavy.torch()
 
     if threads is None or threads == torch.get_num_threads():
         yield

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import heavy
 from .atomic import output_directory, replace_atomically
 from .certificate import one_vs_rest_distances
 from .certificate.witness import verify_witness
@@ -196,7 +197,7 @@ def export_code(code: Code, path, *, dtype: str = "float64", labels: bool = Fals
         elif suffix in (".csv", ".txt"):
             np.savetxt(tmp, matrix, fmt=_TEXT_FORMAT[dtype], delimiter="," if suffix == ".csv" else " ")
         else:
-            import torch
+            torch = heavy.torch()
 
             tensor = torch.from_numpy(matrix)
             payload = {"prototypes": tensor, "labels": code.labels, "name": code.name, "sha256": code.sha256} \

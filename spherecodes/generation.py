@@ -510,10 +510,13 @@ def _auto(d, k, method, *, name, labels, seed, used_seed, rotation, device, step
         settings["stop_reason"] = "interrupted"
     elif winner.stop_reason:
         settings["stop_reason"] = winner.stop_reason
-    return _packaged(winner.prototypes, rotation=rotation, rotation_seed=seed, settings=settings, announce=announce,
+    code = _packaged(winner.prototypes, rotation=rotation, rotation_seed=seed, settings=settings, announce=announce,
                      progress=progress, max_memory=max_memory, stats_device=_where(winner), method="auto",
                      name=name, labels=labels, seed=used_seed, device=_where(winner),
                      wall_time=time.perf_counter() - begin, orbit=winner.orbit)
+    if winner.certificate is not None and "rotation" not in code.settings:
+        code.certificate = winner.certificate  # a bundled code's, checked as its bank was read: not computed again
+    return code
 
 
 def _where(candidate: Candidate) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import heavy
 from .bank import read_code
 from .inputs import check_input_file, read_npy
 from .memory import require_memory
@@ -168,7 +169,7 @@ def _read_matrix(path: Path, suffix: str, max_memory: float | None) -> tuple[np.
 
 
 def _read_torch(path: Path, max_memory: float | None = None) -> tuple[np.ndarray, str]:
-    import torch
+    torch = heavy.torch()
 
     try:
         if zipfile.is_zipfile(path):  # the format since torch 1.6: refuse a small archive that unpacks huge

@@ -12,6 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from . import heavy
 from .errors import SpherecodesError
 
 #: Fraction of the currently available memory that one request may use.  The
@@ -32,7 +33,7 @@ def available_memory_bytes(device: str = "cpu") -> int:
     True
     """
     if str(device).startswith("cuda"):
-        import torch
+        torch = heavy.torch()
 
         free, _total = torch.cuda.mem_get_info(torch.device(device))
         return int(free)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import heavy
 from .atomic import output_directory, replace_atomically
 from .bounds import THEOREM_3_9, max_cos_lower_bound, simplex_rho_cap, theorem_3_9
 from .checks import check_sizes
@@ -74,7 +75,7 @@ def check_plot_path(path) -> Path:
 def save_figure(fig, path) -> Path:
     """Write a matplotlib figure to ``path`` (format from the suffix) atomically."""
     path = check_plot_path(path)
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    FigureCanvasAgg = heavy.matplotlib("backends.backend_agg").FigureCanvasAgg
 
     FigureCanvasAgg(fig)
     with replace_atomically(path, suffix=path.suffix) as tmp:
@@ -83,7 +84,7 @@ def save_figure(fig, path) -> Path:
 
 
 def _figure(width: float, height: float):
-    from matplotlib.figure import Figure
+    Figure = heavy.matplotlib("figure").Figure
 
     return Figure(figsize=(width, height), layout="constrained")
 
@@ -503,7 +504,7 @@ def plot_bounds(k: int, d_values, path, *, entries=()):
                 color=color,
                 marker=marker, ms=size, mew=1.8, mfc=color if filled else "white",
                 label=f"{method} codes from the catalog (certified ρ)")
-    from matplotlib.ticker import ScalarFormatter
+    ScalarFormatter = heavy.matplotlib("ticker").ScalarFormatter
 
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(ScalarFormatter())

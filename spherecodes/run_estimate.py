@@ -13,9 +13,11 @@ absurdly long, naming the flags that fit.
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 
+import h5py
 import numpy as np
 
 from .best_of import (
@@ -28,9 +30,12 @@ from .best_of import (
     run_structured,
     structured_build,
 )
+from .bank import prototype_storage
+from .bounds import max_cos_lower_bound
 from .constructions import construct
 from .errors import SpherecodesError
 from .generation import CLOSED_FORMS, STRUCTURED, resolve_method, rotation_reason
+from .lp_store import cache_path, read_table
 from .memory import format_bytes, format_duration, memory_limit
 from .orbit import ORBIT_MIN_K, OrbitPrefix, describe_orbit, resolve_orbit
 from .rotated import orthogonality_error
@@ -49,6 +54,12 @@ NOTABLE_SECONDS = 30.0
 #: K·d from which timing the certificate's sample takes seconds (a QP block or NNLS at large d): said first.
 LARGE_CODE = 10**7
 
+#: Bytes of prototypes written (into memory) to time the bank's write.
+WRITE_SAMPLE_BYTES = 256 * 2**10
+
+#: Phases whose time is spent after the code exists, counted against a time limit before the optimisers.
+AFTER_THE_CODE = ("statistics", "certificate", "writing")
+
 #: Rows and columns of the block of float64 products that times the statistics.
 STATS_SAMPLE_ROWS = 512
 STATS_SAMPLE_COLUMNS = 4096
@@ -62,7 +73,10 @@ class Phase:
     Attributes
     ----------
     name : str
-        ``"candidates"``, ``"statistics"`` or ``"certificate"``.
+        In the order they run: ``"start-up"`` (Python, the libraries and the
+        command up to the estimate: spent), ``"bound"`` (the lower bound on
+        max-cos the report shows: found for the estimate), ``"candidates"``,
+        ``"statistics"``, ``"certificate"``, ``"writing"`` (the bank).
     what : str
         For people.
     seconds : float
@@ -166,7 +180,7 @@ class RunEstimate:
         spherecodes.errors.SpherecodesError: this run is estimated at ~277.8 h, the certificate ~277.8 h of it; ...
         """
         certificate = self.phase("certificate")
-        after = sum(p.seconds for p in self.phases if p.name != "candidates")
+        after = sum(p.seconds for p in self.phases if p.name in ("statistics", "certificate"))
         without = self.seconds - (certificate.seconds if certificate is not None else 0.0)
         no_certify = (f"pass --no-certify (~{format_duration(without)} without it; 'spherecodes certify BANK "
                       "--write' can certify later, with its own estimate)")
@@ -257,7 +271,7 @@ def estimate_run(
     --------
     >>> est, plan = estimate_run(64, 1000, device="cpu")
     >>> [p.name for p in est.phases], plan.runs_optimiser
-    (['candidates', 'statistics', 'certificate'], False)
+    (['start-up', 'bound', 'candidates', 'statistics', 'certificate', 'writing'], False)
     """
     started = time.perf_counter() if started is None else started
     announce = announce or (lambda line: None)
@@ -280,13 +294,16 @@ def estimate_run(
     statistics, orbit = _statistics_phase(d, k, built, points, optimising, rotation)
     # Refused at once where the statistics alone are too long: timing the certificate could take minutes more.
     RunEstimate(d, k, (statistics,), time_limit).check()
+    bound = _bound_phase(d, k)  # after the refusals: it may take a second where it is solved
     if certify and k * d >= LARGE_CODE:  # smaller certificates are timed in seconds: no need to say so
         announce(f"estimating: statistics ~{format_duration(statistics.seconds)}; timing the certificate on a sample "
                  "of its classes (seconds; --no-certify skips it and the certificate) ...")
-    certificate = _certificate_phase(points, optimising, device, max_memory, orbit, rotation) if certify else None
+    certificate = _certificate_phase(points, optimising, device, max_memory, orbit, rotation,
+                                     _stored(built, points, rotation)) if certify else None
+    writing = _writing_phase(points, k, d)
     optimiser_limit = None
     if time_limit is not None:
-        after = statistics.seconds + (certificate.seconds if certificate is not None else 0.0)
+        after = statistics.seconds + (certificate.seconds if certificate is not None else 0.0) + writing.seconds
         # An optimising run builds its structured candidate itself: its build is not the optimisers' either.
         later_build = build[0] if build is not None and optimising else 0.0
         optimiser_limit = max(time_limit - after - later_build - (time.perf_counter() - started), 1e-3)
@@ -298,13 +315,68 @@ def estimate_run(
                 announce(f"{describe_plan(plan, k)}\nestimating: timing the certificate of that code ...")
                 built, points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed, max_memory)
                 statistics, orbit = _statistics_phase(d, k, built, points, optimising, rotation)
-                certificate = (_certificate_phase(points, optimising, device, max_memory, orbit, rotation)
-                               if certify else None)
-    phases = [statistics] + ([certificate] if certificate is not None else [])
+                certificate = _certificate_phase(points, optimising, device, max_memory, orbit, rotation,
+                                                 _stored(built, points, rotation)) if certify else None
+    phases = [statistics] + ([certificate] if certificate is not None else []) + [writing]
     first = _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, solver, points,
                               device=device, steps=steps, max_memory=max_memory, build=build)
-    estimate = RunEstimate(d, k, (first, *phases), time_limit, optimiser_limit if optimising else None, built)
+    fixed = (_start_up_phase(started, bound.seconds + (0.0 if optimising else build_seconds)), bound)
+    estimate = RunEstimate(d, k, (*fixed, first, *phases), time_limit, optimiser_limit if optimising else None, built)
     return estimate, plan
+
+
+def process_seconds() -> float | None:
+    """Seconds since this process started (from ``/proc`` on Linux), or None where that cannot be read.
+
+    Examples
+    --------
+    >>> seconds = process_seconds()
+    >>> seconds is None or 0 <= seconds < 10**9
+    True
+    """
+    try:
+        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
+            # Field 22, the start in clock ticks after boot, counted after the command's name in parentheses.
+            ticks = int(stat.read().rpartition(")")[2].split()[19])
+            return max(0.0, float(uptime.read().split()[0]) - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _start_up_phase(started: float, counted: float) -> Phase:
+    """What the process has spent so far besides the ``counted`` seconds of other phases: starting Python and
+    the libraries, the command's checks and this estimate's timings."""
+    age = process_seconds()
+    if age is None:  # the command's part only
+        return Phase("start-up", "the command and this estimate (spent)", time.perf_counter() - started - counted)
+    return Phase("start-up", "Python, the libraries, the command and this estimate (spent)", max(age - counted, 0.0))
+
+
+def _bound_phase(d: int, k: int) -> Phase:
+    """The lower bound on max-cos that the bank and the report show, found here (the run then reuses it)."""
+    found = time.perf_counter()
+    where = "the table shipped with spherecodes" if (d, k) in read_table() else \
+        "this user's cache" if cache_path(d, k).is_file() else None
+    bound = max_cos_lower_bound(d, k)
+    seconds = time.perf_counter() - found
+    if not bound.method.startswith("Delsarte"):
+        return Phase("bound", f"the lower bound on max-cos ({bound.method})", seconds)
+    if where is not None:
+        return Phase("bound", f"the LP bound on max-cos, from {where} (its polynomial verified here)", seconds)
+    return Phase("bound", "the LP bound on max-cos, solved here (and kept in this user's cache)", seconds)
+
+
+def _writing_phase(points: np.ndarray, k: int, d: int) -> Phase:
+    """Writing the K x d prototypes into a bank as it stores them (:func:`spherecodes.bank.prototype_storage`):
+    a sample of the rows written into memory, timed and scaled to K (the bank's other arrays are small)."""
+    rows = min(k, max(1, WRITE_SAMPLE_BYTES // (8 * d)))
+    storage = prototype_storage(k, d)
+    began = time.perf_counter()
+    with h5py.File(f"estimate-{os.getpid()}.h5", "w", driver="core", backing_store=False) as memory:
+        memory.create_dataset("prototypes", data=points[:rows], **storage)
+    seconds = (time.perf_counter() - began) * k / rows
+    how = "gzip-compressed" if storage["compression"] else "plain"
+    return Phase("writing", f"the {k:,} x {d} prototypes into the bank ({how})", seconds)
 
 
 def _statistics_phase(d: int, k: int, built, points: np.ndarray, optimising: bool, rotation: str):
@@ -387,12 +459,25 @@ def _code_to_certify(d, k, method, plan, optimising, seed, max_memory) -> tuple[
     return built, points, time.perf_counter() - began
 
 
-def _certificate_phase(points, optimising, device, max_memory, orbit, rotation: str = "none") -> Phase:
-    """The certificate's phase, timed on a sample of its classes by :func:`spherecodes.certificate.certificate_estimate`.
+def _stored(built, points, rotation: str):
+    """The candidate the run will certify where it brings its own checked certificate (a bundled code kept as
+    stored, :attr:`spherecodes.best_of.Candidate.certificate`), else None."""
+    winner = next((c for c in built or () if c.prototypes is points), None)
+    if winner is None or winner.certificate is None or rotation_reason(points, rotation) is not None:
+        return None
+    return winner
+
+
+def _certificate_phase(points, optimising, device, max_memory, orbit, rotation: str = "none", stored=None) -> Phase:
+    """The certificate's phase, timed on a sample of its classes by :func:`spherecodes.certificate.certificate_estimate`;
+    nothing to compute for a ``stored`` candidate's certificate, checked as its bank was read.
 
     A code with a proved structure is certified through its construction (in
     its own coordinates, and carried through the rotation where the run
     turns it): the phase says so first."""
+    if stored is not None:
+        return Phase("certificate", f"the stored certificate of the {stored.label} code, checked against its witness "
+                     "as its bank was read (among the candidates)", 0.0)
     from .certificate import certificate_estimate
 
     cert = certificate_estimate(points, device=device, max_memory=max_memory, orbit=orbit)

@@ -18,6 +18,8 @@ from threadpoolctl import threadpool_limits
 
 from .memory import require_memory
 
+from . import heavy
+
 if TYPE_CHECKING:
     import torch
 
@@ -209,7 +211,7 @@ def top_matches(
     >>> values.tolist(), indices.tolist()
     ([[1.0], [1.0]], [[1], [0]])
     """
-    import torch
+    torch = heavy.torch()
 
     n = queries.shape[0]
     k = keys.shape[0]
@@ -255,7 +257,7 @@ def _row_topk(scores, m: int):
     ``topk`` scans a row several times over, so this is 1.3–2.5× faster on
     rows of 3·10⁴–10⁵ scores (measured for m = 4 to 256; g = 8–16 best).
     """
-    import torch
+    torch = heavy.torch()
 
     n, width = scores.shape
     g = min(16, max(2, int(math.sqrt(width / m) / 2)))

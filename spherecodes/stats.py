@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import heavy
 from .errors import SpherecodesError
 from .memory import memory_limit, require_memory
 from .orbit import OrbitPrefix, resolve_orbit
@@ -532,7 +533,7 @@ def _torch_tiles(w: np.ndarray, tile: int, dev, nearest: bool, report=None):
     index, as with NumPy: ``max`` returns the first maximum of a row, and a
     later tile replaces an earlier one only when strictly larger.
     """
-    import torch
+    torch = heavy.torch()
 
     k = w.shape[0]
     x = torch.from_numpy(w).to(dev)
@@ -568,7 +569,7 @@ def _torch_tiles(w: np.ndarray, tile: int, dev, nearest: bool, report=None):
 
 def _fold(best_cos, best_index, start: int, other_start: int, values, local) -> None:
     """Fold tile maxima (``values`` at ``local + other_start``) into the running best of rows from ``start``."""
-    import torch
+    torch = heavy.torch()
 
     span = slice(start, start + values.shape[0])
     better = values > best_cos[span]

@@ -60,7 +60,8 @@ def test_the_statistics_report_progress_up_to_every_row():
 
 def test_the_estimate_covers_every_phase_and_splits_the_time_limit():
     estimate, plan = estimate_run(64, 1000, device="cpu")
-    assert [p.name for p in estimate.phases] == ["candidates", "statistics", "certificate"]
+    assert [p.name for p in estimate.phases] == ["start-up", "bound", "candidates", "statistics", "certificate",
+                                                 "writing"]
     assert not plan.runs_optimiser and estimate.optimiser_time_limit is None
     estimate, _ = estimate_run(8, 300, "tammes", device="cpu", time_limit=100.0, certify=False)
     after = estimate.phase("statistics").seconds

@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import heavy
 from ..atomic import replace_atomically
 from ..bank import check_writable_destination, list_codes, read_code, write_code
 from ..certificate import one_vs_rest_distances
@@ -258,7 +259,7 @@ def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: i
         return {**summary, "status": "skipped", "seconds": 0.0, "max_cos": code.stats.max_cos,
                 "rho_lower": code.certificate.rho_lower}
     if threads is not None:
-        import torch
+        torch = heavy.torch()
 
         torch.set_num_threads(max(1, int(threads)))
     started = time.perf_counter()
@@ -367,7 +368,7 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
                               key=f"spherecodes-{t.name}-{uuid.uuid4().hex[:8]}", pure=False): t
                 for t in todo
             }
-            from distributed import as_completed
+            as_completed = heavy.distributed().as_completed
 
             for future in as_completed(futures):
                 task = futures[future]

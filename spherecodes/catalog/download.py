@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomic import replace_atomically
+from ..cache import CACHE_ENV, cache_dir
 from ..checks import check_sizes
 from ..code import Code
 from ..constructions import CLOSED_FORMS, applicable_closed_forms, optimal_closed_form
@@ -54,9 +55,6 @@ from ._schema import (
 #: Environment variable naming the catalog to use after the bundled one.
 URL_ENV = "SPHERECODES_BANK_URL"
 
-#: Environment variable that overrides the per-user cache directory.
-CACHE_ENV = "SPHERECODES_CACHE"
-
 #: Seconds to wait for a catalog server (to connect, and for each read) before giving up.
 TIMEOUT_S = 60
 
@@ -68,29 +66,6 @@ DEADLINE_ENV = "SPHERECODES_DOWNLOAD_DEADLINE"
 
 #: Most bytes a registry.json may have (about 20,000 entries).
 REGISTRY_LIMIT_BYTES = 16 * 2**20
-
-
-def cache_dir() -> Path:
-    """The per-user cache of downloaded catalogs.
-
-    ``$SPHERECODES_CACHE`` when set, else the platform's cache directory
-    (``~/.cache/spherecodes`` on Linux, ``~/Library/Caches/spherecodes`` on
-    macOS, ``%LOCALAPPDATA%\\spherecodes\\spherecodes\\Cache`` on Windows).
-
-    Examples
-    --------
-    >>> import os
-    >>> os.environ["SPHERECODES_CACHE"] = "/tmp/my-cache"
-    >>> str(cache_dir())
-    '/tmp/my-cache'
-    >>> del os.environ["SPHERECODES_CACHE"]
-    """
-    override = os.environ.get(CACHE_ENV)
-    if override:
-        return Path(override).expanduser()
-    import pooch
-
-    return Path(pooch.os_cache("spherecodes"))
 
 
 def download_deadline() -> float:

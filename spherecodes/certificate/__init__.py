@@ -74,6 +74,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from .. import heavy
 from .. import memory
 from ..devices import resolve_device, torch_threads
 from ..errors import SpherecodesError
@@ -513,7 +514,7 @@ def _solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pi
     cores share.  Each block's result depends on its rows only, so
     the certificate does not depend on which worker ran which block.
     """
-    import torch
+    torch = heavy.torch()
 
     from ._qp import OutOfTime, certify_block
 
@@ -590,7 +591,7 @@ def _cluster_results(client, w_np, parts, duplicate_of, m, tol, tile, block, sca
 
 def _certify_task(w_np, part, duplicates, m, tol, tile, block, scan_threads):
     """One block of classes certified in a Dask worker, as a worker thread of :func:`_solve_rest` certifies it."""
-    import torch
+    torch = heavy.torch()
 
     from ._qp import certify_block
 
@@ -611,14 +612,14 @@ MAX_QP_WORKERS = 4
 
 def qp_workers(dev) -> int:
     """Blocks of the QP certified at once: torch's CPU thread count on a CPU, at most :data:`MAX_QP_WORKERS`; else 1."""
-    import torch
+    torch = heavy.torch()
 
     return max(1, min(torch.get_num_threads(), MAX_QP_WORKERS)) if dev.type == "cpu" else 1
 
 
 def _scan_threads(workers: int) -> int:
     """Torch threads of each worker's products with all K prototypes: the CPU threads shared among the workers."""
-    import torch
+    torch = heavy.torch()
 
     return max(1, torch.get_num_threads() // workers)
 
@@ -803,7 +804,7 @@ def _time_qp_block(w: np.ndarray, sample: np.ndarray, dev, m: int, block: int, t
     stops at :data:`QP_TIMING_SECONDS`: the time of a run cut short is a
     lower bound, and the note (``""`` otherwise) says so.
     """
-    import torch
+    torch = heavy.torch()
 
     from ._qp import OutOfTime, certify_block
 

@@ -40,6 +40,7 @@ from typing import Callable
 
 import numpy as np
 
+from .. import heavy
 from ..sphere import nearest_others
 from ..rows import row_hashes
 from ._blocks import assemble_supports
@@ -399,7 +400,7 @@ def _nnls_witness(w: np.ndarray, block: np.ndarray, shell: _Shells, chosen: np.n
     returned whether or not the residual vanished: the caller keeps only the
     witnesses whose bounds meet.
     """
-    from scipy.optimize import nnls  # SciPy's optimiser only where a shell needs it
+    nnls = heavy.scipy_optimize().nnls  # SciPy's optimiser only where a shell needs it
 
     n, d = len(chosen), w.shape[1]
     idx = np.full((n, d + 1), -1, dtype=np.int64)

@@ -11,28 +11,64 @@ from __future__ import annotations
 import math
 import os
 import sys
+from importlib import import_module
 from pathlib import Path
 
 import click
 
 from .. import __version__
 from ..atomic import written_files
-from ..bank import hdf5_left_unclosed
 from ..checks import SEED_LIMIT
 from ..devices import set_cpu_threads
 from ..errors import SpherecodesError
 from ..memory import parse_size
-from ..report import printable
-from ..semantic import EMBEDDING_FORMATS, MISSING_POLICIES
+from ._loading import unraisable_interrupts
 
-__all__ = ["BANK", "COUNT", "DIM", "FILE", "MAX_MEMORY_HELP", "MAX_SIZE", "MAX_THREADS", "SECONDS", "SEED", "URL_HELP",
-           "CatalogLocation", "DimensionRange", "FiniteFloat", "MemorySize", "SchedulerAddress", "embedding_options",
-           "main",
-           "threads_option"]
+__all__ = ["BANK", "COMMANDS", "COUNT", "DIM", "FILE", "MAX_MEMORY_HELP", "MAX_SIZE", "MAX_THREADS", "SECONDS", "SEED",
+           "URL_HELP", "CatalogLocation", "DimensionRange", "FiniteFloat", "MemorySize", "SchedulerAddress",
+           "embedding_options", "main", "threads_option"]
+
+#: Each command: the module of :mod:`spherecodes.cli.commands` that defines it, and the first line of its help,
+#: which ``spherecodes --help`` lists without loading the module (``tests/test_startup.py`` checks both).
+COMMANDS = {
+    "assign": ("assign", "Choose which class gets which prototype of a code in BANK."),
+    "bounds": ("bounds", "What is provably possible for K prototypes in R^d."),
+    "cache": ("cache", "The per-user cache: downloaded banks and computed LP bounds."),
+    "catalog": ("catalog", "Catalogs of precomputed banks: list, publish, build."),
+    "certify": ("certify", "Certify the one-vs-rest distances and rho of a code."),
+    "codes": ("codes", "List the structured codes available in R^d, with sizes and exact max-cos."),
+    "export": ("export", "Write the prototypes of a code in BANK to a file a training script can load."),
+    "extend": ("extend", "Add M prototypes to a code of BANK for classes that arrive later."),
+    "fetch": ("fetch", "Get a precomputed certified code, verified by SHA-256."),
+    "generate": ("generate", "Compute a code for (d, K), store it in a bank, and print its report."),
+    "ls": ("bank", "List the codes in BANK."),
+    "report": ("report", "Report the separation statistics and bounds of a code in BANK."),
+    "rm": ("bank", "Delete codes from BANK (the bank is rewritten atomically)."),
+}
 
 
 class OneLineErrors(click.Group):
-    """A group whose errors print as a single ``Error: ...`` line, without usage or traceback."""
+    """A group whose errors print as a single ``Error: ...`` line, without usage or traceback, and whose commands
+    (:data:`COMMANDS`) are loaded on first use, so that starting the tool loads only what the command needs."""
+
+    def list_commands(self, ctx):
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx, name):
+        if name not in self.commands and name in COMMANDS:
+            with unraisable_interrupts():  # the command module registers itself on this group
+                import_module(f"{__package__}.commands.{COMMANDS[name][0]}")
+        return self.commands.get(name)
+
+    def format_commands(self, ctx, formatter):
+        """The list of commands, from :data:`COMMANDS`: as click words it, without loading them."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        # A loaded command words its own line; the others are worded by click from the summary alone.
+        rows = [(name, (self.commands[name] if name in self.commands else click.Command(name, help=COMMANDS[name][1]))
+                 .get_short_help_str(limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
@@ -44,8 +80,11 @@ class OneLineErrors(click.Group):
             click.echo(f"Error: {err.format_message()}", err=True)
             sys.exit(err.exit_code)
         except SpherecodesError as err:
+            from ..report import printable
+
             click.echo(f"Error: {printable(err.for_cli())}", err=True)  # one line, whatever a file's names hold
-            if hdf5_left_unclosed():  # HDF5's clean-up at exit would crash on the file it could not close
+            bank = sys.modules.get(f"{__package__.rpartition('.')[0]}.bank")  # no bank read: no file left open
+            if bank is not None and bank.hdf5_left_unclosed():  # HDF5's clean-up at exit would crash on it
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(1)
@@ -167,6 +206,8 @@ MAX_MEMORY_HELP = ("Most memory the work may use on the device, e.g. 4GiB or 512
 
 def embedding_options(command):
     """The options that say how to read --embeddings and what to do with names they lack."""
+    from ..semantic import EMBEDDING_FORMATS, MISSING_POLICIES
+
     command = click.option(
         "--missing-words", type=click.Choice(MISSING_POLICIES), default="error", show_default=True,
         help="A class name none of whose words has a vector: error (listing every such name) or "

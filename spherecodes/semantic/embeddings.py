@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import heavy
 from ..errors import SpherecodesError
 from ..inputs import check_input_file
 from ..memory import format_bytes, require_memory
@@ -143,7 +144,7 @@ def load_embeddings(path, fmt: str = "auto"):
     >>> loaded.vector_size, sorted(loaded.key_to_index)
     (3, ['cat', 'dog'])
     """
-    from gensim.models import KeyedVectors
+    KeyedVectors = heavy.gensim("models").KeyedVectors
 
     if fmt not in EMBEDDING_FORMATS:
         raise SpherecodesError(f"unknown embedding format {fmt!r}; choose one of {', '.join(EMBEDDING_FORMATS)}")
@@ -186,7 +187,7 @@ def load_embeddings(path, fmt: str = "auto"):
 
 def _sniff_embedding_format(path: Path) -> str:
     """Recognise an embedding file's format from its first 64 KiB (see :func:`load_embeddings`)."""
-    from gensim import utils
+    utils = heavy.gensim("utils")
 
     try:
         with utils.open(str(path), "rb") as fh:
@@ -288,7 +289,7 @@ def _scan_runs(path: Path, separator: bytes, limit: int, unit: str | None, why: 
     """Read ``path`` once in 1 MiB blocks (decompressed as it streams) and refuse a run of more than ``limit``
     bytes without ``separator`` (the ``unit`` numbered in the message, if any; ``why`` it is refused);
     ``check(separators so far, first block)`` is called after each block.  The runs are measured in NumPy."""
-    from gensim import utils
+    utils = heavy.gensim("utils")
 
     count, carry, head = 0, 0, b""  # carry: the length so far of the run still open at the end of a block
     try:

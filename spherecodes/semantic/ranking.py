@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from .. import heavy
 from ..checks import check_int, check_positive, check_seed
 from ..devices import default_threads, resolve_device, torch_threads
 from ..errors import SpherecodesError
@@ -90,7 +91,7 @@ class RankingTriplets:
         seed: int = 0,
         device="cpu",
     ):
-        import torch
+        torch = heavy.torch()
 
         vectors = vectors_of(class_vectors)
         k = vectors.shape[0]
@@ -127,7 +128,7 @@ class RankingTriplets:
             self._excluded = torch.sort(torch.cat([self._near, torch.arange(k)[:, None]], dim=1), dim=1).values
 
     def _all_triplets(self):
-        import torch
+        torch = heavy.torch()
 
         k = self.k
         first, second = np.triu_indices(k, 1)
@@ -145,7 +146,7 @@ class RankingTriplets:
 
     def batch(self):
         """``(near, far, target)``: flat Gram indices of ``(i, j)`` and ``(i, k)``, and S̄_ijk."""
-        import torch
+        torch = heavy.torch()
 
         if self.strategy == "all":
             return self._fixed
@@ -217,7 +218,7 @@ def privileged_information_loss(gram, near, far, target):
     >>> round(loss.item(), 6), round(float(np.log1p(np.exp(-1.0))), 6)  # −log σ(0.5 − (−0.5))
     (0.313262, 0.313262)
     """
-    import torch.nn.functional as F
+    F = heavy.torch().nn.functional
 
     flat = gram.reshape(-1)
     logits = flat[near] - flat[far]
@@ -325,7 +326,7 @@ def privileged(
     >>> res.settings["agreement"] >= res.settings["start_agreement"]
     True
     """
-    import torch
+    torch = heavy.torch()
 
     begin = time.perf_counter()
     d, k = check_int("d", d, 1), check_int("K", k, 2)

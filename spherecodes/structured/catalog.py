@@ -51,6 +51,12 @@ def native_codes(max_d: int) -> list[StructuredCode]:
     >>> [c.name for c in native_codes(63) if c.native_d == 63][:3]
     ['BCH [63,1,63]', 'shortened extended BCH [63,6,32]', 'BCH [63,7,31]']
     """
+    # Listed once per max_d (frozen objects, nothing built): a run asks for it several times.
+    return list(_native_codes(max_d))
+
+
+@lru_cache(maxsize=64)
+def _native_codes(max_d: int) -> tuple[StructuredCode, ...]:
     codes: list[StructuredCode] = []
     for m in range(3, MAX_BINARY_M + 1):
         if (1 << m) > max_d:
@@ -90,7 +96,7 @@ def native_codes(max_d: int) -> list[StructuredCode]:
     # Real equiangular tight frames, the same way (the 28 lines of E7 are the Steiner frame of PG(2,2)).
     listed = {(c.native_d, c.size, c.max_cos) for c in codes}
     codes.extend(c for c in _etf_codes() if c.native_d <= max_d and (c.native_d, c.size, c.max_cos) not in listed)
-    return codes
+    return tuple(codes)
 
 
 @lru_cache(maxsize=1)
@@ -143,6 +149,7 @@ def available_codes(d: int, k: int | None = None) -> list[StructuredCode]:
     return out
 
 
+@lru_cache(maxsize=256)
 def best_structured_code(d: int, k: int) -> StructuredCode | None:
     """The structured code in R^d with at least k points whose k chosen points have the smallest max-cos.
 

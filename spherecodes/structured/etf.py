@@ -140,15 +140,30 @@ def hadamard_matrix(n: int) -> np.ndarray:
 
 
 def _hadamard(n: int) -> np.ndarray | None:
-    if n == 1:
-        return np.ones((1, 1), dtype=np.int64)
-    if n % 4 and n != 2:
+    recipe = _hadamard_recipe(n)
+    if recipe is None:
         return None
-    q = n - 1
-    if q > 2 and q % 4 == 3 and prime_power(q) is not None:
-        return np.eye(n, dtype=np.int64) + paley_conference_matrix(q)
-    half = _hadamard(n // 2) if n % 2 == 0 else None
-    return None if half is None else np.block([[half, half], [half, -half]])
+    q, doublings = recipe
+    h = np.ones((1, 1), dtype=np.int64) if q == 0 else np.eye(q + 1, dtype=np.int64) + paley_conference_matrix(q)
+    for _ in range(doublings):
+        h = np.block([[h, h], [h, -h]])
+    return h
+
+
+def _hadamard_recipe(n: int) -> tuple[int, int] | None:
+    """How :func:`_hadamard` builds order n, decided without building it: (q, doublings), Paley's matrix of
+    order q + 1 (q = 0: the 1 x 1 matrix) doubled that many times by Sylvester's; None where neither reaches n."""
+    doublings = 0
+    while n != 1:
+        if n % 4 and n != 2:
+            return None
+        q = n - 1
+        if q > 2 and q % 4 == 3 and prime_power(q) is not None:
+            return q, doublings
+        if n % 2:
+            return None
+        n, doublings = n // 2, doublings + 1
+    return 0, doublings
 
 
 def pair_design(v: int) -> np.ndarray:
@@ -333,7 +348,7 @@ def etf_specs() -> tuple[FrameSpec, ...]:
     for v in range(4, MAX_GRAM_N):
         if v * v * v * (v - 1) // 2 > MAX_FRAME_ENTRIES:
             break
-        if _hadamard(v) is not None:
+        if _hadamard_recipe(v) is not None:
             steiner.append(FrameSpec(f"pairs-{v}", f"Steiner ETF of the pairs of {v} points ({v * v} lines)",
                                      v * (v - 1) // 2, v * v, FMT))
     for m in itertools.count(3):

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import lru_cache
 from itertools import count
 
@@ -247,6 +246,13 @@ def _parents() -> tuple[tuple[str, int, tuple], ...]:
     return tuple(sorted(parents, key=lambda p: p[1]))
 
 
+def _cos_bound(distance: int, length: int) -> float:
+    """The max-cos bound (n − 2δ)/n that ranks the candidates, as a float: it orders them exactly as the fraction
+    would (lengths are at most :data:`_MAX_PARENT_LENGTH` = 2^12, so two different bounds differ by at least
+    2^-24, far above float64 rounding, and equal ones round alike), at a fraction of the cost."""
+    return (length - 2 * distance) / length
+
+
 @lru_cache(maxsize=None)
 def _parent_table(index: int, t: int) -> tuple[list[int], list[tuple], list[tuple]] | None:
     """The members of dimension k ≥ t of one parent, prepared for every d at once (None: there are none).
@@ -267,7 +273,7 @@ def _parent_table(index: int, t: int) -> tuple[list[int], list[tuple], list[tupl
     for key, k, dist, exact in reversed(members):
         n = length - (k - t)
         shortened_exact = _distance_is_exact(family, exact, k - t, n, t, dist)
-        cand = (Fraction(n - 2 * dist, n), -n, not shortened_exact, index, key, k - t, 0)
+        cand = (_cos_bound(dist, n), -n, not shortened_exact, index, key, k - t, 0)
         suffix.append(cand if not suffix or cand < suffix[-1] else suffix[-1])
     suffix.reverse()
     prefix: list[tuple] = []
@@ -298,7 +304,7 @@ def _best_candidate(t: int, d: int) -> tuple | None:
             p = length - d - s
             if dist - p >= 1:  # puncturing δ coordinates could merge two words
                 exact = _distance_is_exact(family, parent_exact, s + p, d, t, dist - p)
-                cands.append((Fraction(d - 2 * (dist - p), d), -d, not exact, index, key, s, p))
+                cands.append((_cos_bound(dist - p, d), -d, not exact, index, key, s, p))
         for cand in cands:
             if best is None or cand < best:
                 best = cand

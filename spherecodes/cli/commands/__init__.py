@@ -1,8 +1,6 @@
 """The commands of the ``spherecodes`` tool, one module per command or group.
 
-Importing this package registers every command on :func:`spherecodes.cli.main.main`.
+Each module registers its commands on :func:`spherecodes.cli.main.main` when
+it is imported, which the group does on first use
+(:data:`spherecodes.cli.main.COMMANDS` says which module holds which command).
 """
-
-from . import assign, bank, bounds, catalog, certify, codes, export, extend, fetch, generate, report
-
-__all__ = ["assign", "bank", "bounds", "catalog", "certify", "codes", "export", "extend", "fetch", "generate", "report"]
