@@ -38,7 +38,7 @@ COMMANDS = {
     "certify": ("certify", "Certify the one-vs-rest distances and rho of a code."),
     "codes": ("codes", "List the structured codes available in R^d, with sizes and exact max-cos."),
     "export": ("export", "Write the prototypes of a code in BANK to a file a training script can load."),
-    "extend": ("extend", "Add M prototypes to a code of BANK for classes that arrive later."),
+    "extend": ("extend", "Add M prototypes to a code of BANK, for classes that come later."),
     "fetch": ("fetch", "Get a precomputed certified code, verified by SHA-256."),
     "generate": ("generate", "Compute a code for (d, K), store it in a bank, and print its report."),
     "ls": ("bank", "List the codes in BANK."),

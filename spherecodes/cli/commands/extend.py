@@ -48,7 +48,7 @@ from ..main import BANK, COUNT, EFFORT, FILE, MAX_MEMORY_HELP, SECONDS, SEED, Me
 @threads_option
 def extend_cmd(bank, code_name, m, classes, method, name, out, overwrite, seed, device, steps, restarts, time_limit,
                effort, max_memory, certify, as_json, quiet):
-    """Add M prototypes to a code of BANK for classes that arrive later.
+    """Add M prototypes to a code of BANK, for classes that come later.
 
     The K rows of the code stay exactly as they are, bit for bit, with their
     labels, so a network trained towards them keeps its logits for the old
