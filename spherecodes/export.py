@@ -30,6 +30,7 @@ from .code import Code, default_code_name, make_code
 from .constructions import CLOSED_FORMS, ROTATIONS, random_rotation
 from .errors import SpherecodesError
 from .orbit import OrbitPrefix
+from .z4orbit import Z4Orbit
 
 #: File name endings :func:`export_code` writes, and what they hold.
 EXPORT_FORMATS = {
@@ -110,7 +111,7 @@ def rotate_code(code: Code, seed: int, *, name: str | None = None) -> Code:
     settings = {**code.settings, "rotation": {"seed": seed, "of": code.name, "of_sha256": code.sha256}}
     out = make_code(rotated, method=code.method, name=name, labels=code.labels, settings=settings,
                     seed=code.seed, device=code.device, wall_time=code.wall_time)
-    if code.certificate is not None and not isinstance(code.certificate.orbit, OrbitPrefix):
+    if code.certificate is not None and not isinstance(code.certificate.orbit, (OrbitPrefix, Z4Orbit)):
         cert = code.certificate.expanded(code.prototypes)  # a rotation hides the sign changes of an orbit
         lo, hi = verify_witness(out.prototypes, cert, where=f"code {name!r}", orbit=None)
         out.certificate = dataclasses.replace(cert, lo=lo, hi=hi, features=cert.features @ q)

@@ -260,14 +260,19 @@ def _verified_line(verified: dict, k: int) -> str:
     >>> print(_verified_line({"checksum_seconds": 2.5, "certificate": True, "certificate_seconds": 1.5, "orbit": True,
     ...                       "orbit_prefix": True, "certificate_by_orbit": True}, 1000000))
     on read: SHA-256 and unit norms of the 1000000 prototypes, and that they are the first K words, in order, of the orbit of the stored sign changes (2.5 s); the certificate's witness of the whole orbit's class 0 re-evaluated against all its words, and every class's bound from it or from its nearest row (1.5 s)
+    >>> print(_verified_line({"checksum_seconds": 9.0, "certificate": True, "certificate_seconds": 0.2, "orbit": True,
+    ...                       "orbit_z4": True, "certificate_by_orbit": True}, 100000))
+    on read: SHA-256 and unit norms of the 100000 prototypes, and that they are the first K words, in order, of the orbit of the stored Z4 translations (signed permutations) (9 s); the certificate's witness of the whole orbit's class 0 re-evaluated against all its words, and every class's bound from it or from its nearest row (0.2 s)
     """
 
     def seconds(x: float) -> str:
         return f"{x:.2g} s" if x < 60 else format_duration(x)
 
-    orbit, prefix = verified.get("orbit", False), verified.get("orbit_prefix", False)
+    orbit, prefix, z4 = verified.get("orbit", False), verified.get("orbit_prefix", False), verified.get("orbit_z4")
     text = (f"on read: SHA-256 and unit norms of the {k} prototypes"
-            + (", and that they are the first K words, in order, of the orbit of the stored sign changes" if prefix
+            + (", and that they are the first K words, in order, of the orbit of the stored Z4 translations (signed "
+               "permutations)" if z4 else
+               ", and that they are the first K words, in order, of the orbit of the stored sign changes" if prefix
                else ", and that they are one orbit of the stored sign changes" if orbit else "")
             + f" ({seconds(verified['checksum_seconds'])})")
     certificate = verified["certificate"]
@@ -275,7 +280,7 @@ def _verified_line(verified: dict, k: int) -> str:
         return text + "; no certificate stored"
     outcome = "re-evaluated" if certificate else "FAILED when re-evaluated"
     by_orbit = verified.get("certificate_by_orbit", False)
-    if by_orbit and prefix:
+    if by_orbit and (prefix or z4):
         return (text + f"; the certificate's witness of the whole orbit's class 0 {outcome} against all its words, "
                        "and every class's bound from it or from its nearest row "
                        f"({seconds(verified['certificate_seconds'])})")

@@ -35,6 +35,7 @@ from .memory import format_bytes, format_duration, memory_limit
 from .orbit import ORBIT_MIN_K, OrbitPrefix, describe_orbit, resolve_orbit
 from .sphere import DEFAULT_TILE, nearest_others, random_start
 from .structured import best_structured_code
+from .z4orbit import Z4Orbit
 
 #: A run estimated longer than this is refused before any work (a day).
 ABSURD_SECONDS = 24 * 3600.0
@@ -323,7 +324,7 @@ def _statistics_phase(d: int, k: int, built, points: np.ndarray, optimising: boo
         if orbit is not None and rotation_reason(points, rotation, orbit) is not None:
             orbit = None  # the run turns the code into every dimension: every pair, every class
         if orbit is not None:
-            if isinstance(orbit, OrbitPrefix):
+            if isinstance(orbit, (OrbitPrefix, Z4Orbit)):
                 orbit.nearest(points)
             return Phase("statistics", describe_orbit(orbit), time.perf_counter() - proved), orbit
     return Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k)), None

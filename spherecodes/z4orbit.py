@@ -262,7 +262,7 @@ class Z4Orbit:
         --------
         >>> best, index, low = z4_orbit(SQUARE[:3]).nearest(SQUARE[:3])
         >>> (best.round(12) + 0.0).tolist(), index.tolist(), round(low, 12)
-        ([0.0, 0.0, 0.0], [1, 0, 1], -1.0)
+        ([0.0, 0.0, 0.0], [1, 2, 1], -1.0)
         """
         f = self.cosines(w) if cosines is None else cosines.copy()
         f[0] = np.inf
@@ -359,13 +359,13 @@ def z4_orbit(w: np.ndarray, generators=None, pairs=None) -> Z4Orbit | None:
 
     Examples
     --------
-    The Gray images of 0, 1, 2, 3 ∈ ℤ₄ are the square's vertices; three of
-    them, in that order, are the first words of that orbit; in another
-    order they are not.
+    The Gray images of 0, 1, 2, 3 ∈ ℤ₄ are the square's vertices; the first
+    three are the first words of that orbit (bit 0 carries into bit 1);
+    those of 0, 1, 3 are not (row 1's double, 2, is no generator).
 
     >>> z4_orbit(SQUARE).generators.tolist(), z4_orbit(SQUARE).carries.tolist()
     ([[1], [2]], [1, -1])
-    >>> z4_orbit(SQUARE[:3]).k, z4_orbit(SQUARE[[0, 2, 1]]), z4_orbit(SQUARE, generators=[[1], [3]])
+    >>> z4_orbit(SQUARE[:3]).k, z4_orbit(SQUARE[[0, 1, 3]]), z4_orbit(SQUARE, generators=[[1], [3]])
     (3, None, None)
     """
     k, d = w.shape
@@ -419,14 +419,18 @@ def _symbols(w: np.ndarray, pairs: np.ndarray, magnitudes: np.ndarray) -> np.nda
     k, d = w.shape
     out = np.empty((k, len(pairs)), dtype=np.uint8)
     step = max(1, _ELEMENTS // d)
+    size = np.empty((min(k, step), d))
+    columns = pairs.ravel()
     for start in range(0, k, step):
         part = w[start : start + step]
-        if not (np.abs(part) == magnitudes).all():
+        if not (np.abs(part, out=size[: len(part)]) == magnitudes).all():
             return None
-        first, second = part[:, pairs[:, 0]] < 0, part[:, pairs[:, 1]] < 0
-        out[start : start + step] = 2 * first.astype(np.uint8) + (first ^ second)
+        # The signs of the pairs' columns, gathered once (bytes, not floats): first and second of each pair.
+        signs = (part < 0).view(np.uint8)[:, columns]
+        first, second = signs[:, 0::2], signs[:, 1::2]
+        out[start : start + step] = 2 * first + (first ^ second)
     out -= out[0]
-    out %= 4
+    out &= 3
     return out
 
 

@@ -155,13 +155,15 @@ def z4_bounds(w: np.ndarray, orbit: Z4Orbit, indices: np.ndarray, weights: np.nd
     --------
     The square's first three vertices (Gray images of 0, 1, 2 in ℤ₄): the
     hull of vertices 1 and 3 of the whole square is at distance 1 from
-    vertex 0; class 0 takes that witness moved, the others their nearest row.
+    vertex 0.  Class 1 takes that witness moved (words 1 + 1 = 2 and
+    1 + 3 = 0, both rows); classes 0 and 2 would need word 3, and are
+    bounded by their nearest row.
 
     >>> from spherecodes.z4orbit import SQUARE, z4_orbit
     >>> orbit = z4_orbit(SQUARE[:3])
-    >>> lo, hi, _ = z4_bounds(SQUARE[:3], orbit, np.array([[1, 3]]), np.array([[0.5, 0.5]]), np.array([-1, 0, 1]))
+    >>> lo, hi, _ = z4_bounds(SQUARE[:3], orbit, np.array([[1, 3]]), np.array([[0.5, 0.5]]), np.array([1, -1, 1]))
     >>> lo.round(12).tolist(), hi.round(12).tolist()
-    [[1.0, 1.0, 1.0], [1.0, 1.414213562373, 1.414213562373]]
+    ([1.0, 1.0, 1.0], [1.414213562373, 1.0, 1.414213562373])
     """
     k = len(w)
     indices, weights = np.asarray(indices, dtype=np.int64), np.asarray(weights, dtype=np.float64)

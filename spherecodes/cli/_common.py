@@ -17,6 +17,7 @@ from ..certificate import (
 )
 from ..errors import SpherecodesError
 from ..orbit import OrbitPrefix
+from ..z4orbit import Z4Orbit
 from ..report import code_report, format_code_report, format_duration, printable
 
 
@@ -100,6 +101,7 @@ def read_with_certificate_check(bank, name: str | None, *, max_memory: float | N
     code = read_code(bank, name, verify_certificate=False, max_memory=max_memory)
     verified = {"checksum_seconds": time.perf_counter() - began, "certificate": None, "certificate_seconds": 0.0,
                 "orbit": code.orbit is not None, "orbit_prefix": isinstance(code.orbit, OrbitPrefix),
+                "orbit_z4": isinstance(code.orbit, Z4Orbit),
                 "certificate_by_orbit": code.certificate is not None and code.certificate.orbit is not None}
     if code.certificate is None:
         return code, None, verified
