@@ -46,7 +46,9 @@ import numpy as np
 from . import __version__
 from .atomic import check_name_fits, exclusive_lock, output_directory, replace_atomically, resolve_output
 from .bounds import known_optimal, max_cos_lower_bound, theorem_3_9
-from .certificate import OneVsRestCertificate, prefix_bytes, support_residuals, verify_witness, z4_bytes
+from .certificate import (
+    SHELL_BLOCK_BYTES, OneVsRestCertificate, prefix_bytes, support_residuals, verify_witness, z4_bytes,
+)
 from .checks import SEED_LIMIT
 from .code import Code, check_labels, prototype_checksum
 from .errors import SpherecodesError
@@ -516,7 +518,7 @@ def _read_bytes(fields: _Fields, k: int, d: int) -> float:
             # The tree of nearest rows over the 2^t words (< 2K), the per-class bounds, and their blocks.
             nbytes += prefix_bytes(k, d, 2 * k, None)
         elif witness == Z4_WITNESS:
-            nbytes += z4_bytes(k, d, 2 * k, 0.0) + 16.0 * k * s + 8.0 * k * d / 2  # and the rows' Z4 symbols
+            nbytes += z4_bytes(k, d, 2 * k, SHELL_BLOCK_BYTES) + 16.0 * k * s + 4.0 * k * d  # and the rows' symbols
         else:
             nbytes += 16.0 * k * s + 8.0 * 4 * k * d + 8.0 * 4 * k
     return nbytes
@@ -645,6 +647,8 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str, orbi
         raise fields.damaged("certificate/support_indices", f"have {stored.shape[1]} columns; a support has at most "
                              f"K = {k}")
     indices = fields.array("support_indices", "iu", (None if witness == Z4_WITNESS else 1 if by_orbit else k, None))
+    if len(indices) == 0:
+        raise fields.damaged("certificate/support_indices", "hold no witness")
     weights = fields.array("support_weights", "f", indices.shape)
     # A prefix's witness names words of the whole orbit, not only rows.
     bound = orbit.words if by_prefix else k
@@ -666,7 +670,7 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str, orbi
     # An orbit's certificate holds class 0's witness: its residual is class 0's (class c's is its image).
     if by_prefix:  # witnesses of class 0, words of the whole orbit
         residuals = np.array([prototypes[0] - mix[row >= 0] @ orbit.rows_of(prototypes, row[row >= 0].astype(np.int64))
-                              for row, mix in zip(indices, weights)]).reshape(len(indices), -1)
+                              for row, mix in zip(indices, weights)])
     else:
         residuals = support_residuals(prototypes[:1] if by_orbit else prototypes, indices.astype(np.int64),
                                       weights.astype(np.float64), others=prototypes)
