@@ -232,6 +232,40 @@ class Z4Orbit:
         """``f(u) = <x_0, x_u>`` for u < 2^t: the cosine of rows m and j is ``f(j − m)``."""
         return self.products(w, w[0])
 
+    def pair_counts(self) -> np.ndarray:
+        """For every word u < 2^t, the pairs of rows {i, j} with ``j − i = u`` (their cosine is ``f(u)``): O(2^t·t).
+
+        The ordered pairs with difference u are the autocorrelation of the
+        rows' indicator on the group of indices, one discrete Fourier
+        transform over its digits (a 4-point axis per quaternary digit, a
+        2-point one per binary digit).  A pair {i, j} has the differences u
+        and −u: it is counted at the smaller of the two (half of those with
+        u = −u).
+
+        Examples
+        --------
+        >>> z4_orbit(SQUARE[:3]).pair_counts().tolist()  # rows 0, 1, 2: differences 1, 2 and 1 (or 3)
+        [0, 2, 1, 0]
+        """
+        t = self.rank
+        rows = np.zeros(self.words)
+        rows[: self.k] = 1.0
+        # Axis t − 1 − b of the cube is bit b; a digit's high and low bit side by side make one 4-point axis.
+        axes, shape = [], []
+        for b in range(t):
+            if b in self.carries:
+                continue
+            carry = int(self.carries[b])
+            axes += [t - 1 - carry, t - 1 - b] if carry >= 0 else [t - 1 - b]
+            shape.append(4 if carry >= 0 else 2)
+        spectrum = np.fft.fftn(rows.reshape((2,) * t).transpose(axes).reshape(shape))
+        ordered = np.fft.ifftn(np.abs(spectrum) ** 2).real.round().astype(np.int64)
+        ordered = ordered.reshape((2,) * t).transpose(np.argsort(axes)).ravel()
+        ordered[0] = 0
+        u = np.arange(self.words, dtype=np.int64)
+        negative = self.negated(u)
+        return np.where(u < negative, ordered, np.where(u == negative, ordered // 2, 0))
+
     # -- every row's nearest row
 
     def _rising(self) -> tuple[int, int] | None:

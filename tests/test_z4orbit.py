@@ -259,3 +259,21 @@ def test_a_turned_kerdock_code_is_exported_uncertified_with_the_same_cosines():
     turned = rotate_code(code, 3)
     assert turned.orbit is None and turned.certificate is None  # the rotation hides the translations
     assert abs(turned.stats.max_cos - code.stats.max_cos) < 1e-14
+
+
+@pytest.mark.parametrize("k, digits", [(1337, [(0, 5), (6, 1), (7, 2), (8, 3), (9, 4)]), (700, [(3, 1)]),
+                                       (2049, [(1, 2), (8, 4)]), (1025, [(10, 0)])])
+def test_pairs_per_difference_and_the_plots_counts(k, digits):
+    from spherecodes.plots import cosine_histogram, distinct_cosines
+
+    w = random_z4(k, digits)
+    orbit = z4_orbit(w)
+    i, j = np.triu_indices(k, 1)
+    difference = orbit.add(j, orbit.negated(i))  # pair {i, j} is counted at the smaller of j − i and i − j
+    expected = np.bincount(np.minimum(difference, orbit.negated(difference)), minlength=orbit.words)
+    assert np.array_equal(orbit.pair_counts(), expected) and expected.sum() == k * (k - 1) // 2
+    bins = (np.arange(-25, 25) + 0.5) / 24  # between the cosines m/12 of words of 12 pairs (24 coordinates)
+    assert np.array_equal(cosine_histogram(w, bins, orbit=orbit), cosine_histogram(w, bins))
+    few = kerdock(64, k)  # five cosine values: one bar each
+    fast, slow = distinct_cosines(few, orbit=z4_orbit(few)), distinct_cosines(few)
+    assert np.array_equal(fast[1], slow[1]) and np.allclose(fast[0], slow[0], atol=1e-12)
