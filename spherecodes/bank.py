@@ -89,6 +89,11 @@ PREFIX_WITNESS = "class 0 of the whole orbit, moved where it stays among the row
 Z4_WITNESS = "witnesses of class 0 of the whole orbit of Z4 translations, moved where they stay among the rows, else " \
              "the nearest row"
 
+#: The structure each kind of certificate that keeps class 0's witness needs, and its name in messages.
+_WITNESS_STRUCTURES = {ORBIT_WITNESS: (SignOrbit, "one orbit of sign changes"),
+                       PREFIX_WITNESS: (OrbitPrefix, "the first K words of an orbit of sign changes"),
+                       Z4_WITNESS: (Z4Orbit, "(the first K words of) an orbit of Z4 translations")}
+
 #: Rows checked at a time when a code is read (unit norms, nearest cosines): 64 MiB at d = 128.
 _READ_ROWS = 65536
 
@@ -636,11 +641,9 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str, orbi
                              "witness stored)")
     by_prefix = witness in (PREFIX_WITNESS, Z4_WITNESS)
     by_orbit = witness == ORBIT_WITNESS or by_prefix
-    structure = {ORBIT_WITNESS: SignOrbit, PREFIX_WITNESS: OrbitPrefix, Z4_WITNESS: Z4Orbit}.get(witness)
+    structure, what = _WITNESS_STRUCTURES.get(witness, (None, ""))
     if by_orbit and not isinstance(orbit, structure):
-        raise fields.damaged("certificate", "keeps class 0's witness alone, but the code is not "
-                             + {SignOrbit: "one orbit of sign changes", OrbitPrefix: "the first K words of an orbit of "
-                                "sign changes", Z4Orbit: "(the first K words of) an orbit of Z4 translations"}[structure])
+        raise fields.damaged("certificate", f"keeps class 0's witness alone, but the code is not {what}")
     stored = fields.member("support_indices")
     if isinstance(stored, h5py.Dataset) and stored.ndim == 2 and stored.shape[1] > k:
         # A support draws on the other K - 1 prototypes: a wider (compressed) array would only cost decompressing.

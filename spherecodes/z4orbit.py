@@ -86,7 +86,7 @@ class Z4Orbit:
 
     @property
     def block_bits(self) -> int:
-        """q: no carry reaches bit q or above, so the words below 2^q are a subgroup and the bits from q on add by XOR."""
+        """q: no carry reaches bit q or above: the words below 2^q are a subgroup, and the bits from q on add by XOR."""
         return int(self.carries.max(initial=-1)) + 1
 
     def describe(self) -> str:
@@ -269,7 +269,7 @@ class Z4Orbit:
     # -- every row's nearest row
 
     def _rising(self) -> tuple[int, int] | None:
-        """The digit whose low bit ℓ lies below its high bit η, as (ℓ, η); None if none (at most one: :func:`z4_orbit`)."""
+        """The digit whose low bit ℓ lies below its high bit η, as (ℓ, η), or None (there is at most one)."""
         rising = [(b, int(c)) for b, c in enumerate(self.carries) if c > b]
         return rising[0] if rising else None
 

@@ -1,4 +1,4 @@
-"""Kerdock codes (and other Z4-linear codes) as one orbit of Z4 translations: structure, statistics, certificate, bank."""
+"""Kerdock codes (and other Z4-linear codes), one orbit of Z4 translations: structure, statistics, certificate, bank."""
 
 import numpy as np
 import pytest
@@ -178,7 +178,8 @@ def test_a_tampered_z4_certificate_does_not_check():
     word[0, 0] = (word[0, 0] + 2) % 1024  # another word of the orbit
     unknown = cert.nearest.copy()
     unknown[0] = -3  # a witness the certificate does not hold
-    for bad, match in ((replace(cert, nearest=claimed), "leaves the rows"), (replace(cert, lo=higher), "does not check"),
+    for bad, match in ((replace(cert, nearest=claimed), "leaves the rows"),
+                       (replace(cert, lo=higher), "does not check"),
                        (replace(cert, support_indices=word), "does not check|leaves the rows"),
                        (replace(cert, nearest=unknown), "does not hold")):
         with pytest.raises(SpherecodesError, match=match):

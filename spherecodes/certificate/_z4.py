@@ -1,4 +1,4 @@
-"""Certificates of codes that are one orbit of ℤ₄ translations, or its first K words (:class:`spherecodes.z4orbit.Z4Orbit`).
+"""Certificates of the codes that are (the first K words of) one orbit of ℤ₄ translations: Kerdock codes.
 
 Kerdock codes on the sphere (Hammons, Kumar, Calderbank, Sloane & Solé
 1994) are one orbit of the translations by their quaternary words, which
