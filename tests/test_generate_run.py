@@ -241,7 +241,7 @@ def test_the_certificate_of_an_optimised_code_is_not_described_by_the_random_cod
 def test_a_large_exact_code_is_announced_before_it_is_built(monkeypatch):
     import spherecodes.run_estimate as run_estimate
 
-    # From LARGE_CODE = K·d the build takes seconds (8 s for the Kerdock subset at (1024, 10^5)).
+    # From LARGE_CODE = K·d the build takes seconds (1–2 s for the Kerdock subset at (1024, 10^5), on 2 busy cores).
     monkeypatch.setattr(run_estimate, "LARGE_CODE", 64 * 1000)
     said = []
     estimate_run(64, 1000, device="cpu", certify=False, announce=said.append)
