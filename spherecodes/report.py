@@ -262,7 +262,7 @@ def _verified_line(verified: dict, k: int) -> str:
     on read: SHA-256 and unit norms of the 1000000 prototypes, and that they are the first K words, in order, of the orbit of the stored sign changes (2.5 s); the certificate's witness of the whole orbit's class 0 re-evaluated against all its words, and every class's bound from it or from its nearest row (1.5 s)
     >>> print(_verified_line({"checksum_seconds": 9.0, "certificate": True, "certificate_seconds": 0.2, "orbit": True,
     ...                       "orbit_z4": True, "certificate_by_orbit": True}, 100000))
-    on read: SHA-256 and unit norms of the 100000 prototypes, and that they are the first K words, in order, of the orbit of the stored Z4 translations (signed permutations) (9 s); the certificate's witness of the whole orbit's class 0 re-evaluated against all its words, and every class's bound from it or from its nearest row (0.2 s)
+    on read: SHA-256 and unit norms of the 100000 prototypes, and that they are the first K words, in order, of the orbit of the stored Z4 translations (signed permutations) (9 s); the certificate's witnesses of the whole orbit's class 0 re-evaluated against all its words, and every class's bound from them or from its nearest row (0.2 s)
     """
 
     def seconds(x: float) -> str:
@@ -281,8 +281,9 @@ def _verified_line(verified: dict, k: int) -> str:
     outcome = "re-evaluated" if certificate else "FAILED when re-evaluated"
     by_orbit = verified.get("certificate_by_orbit", False)
     if by_orbit and (prefix or z4):
-        return (text + f"; the certificate's witness of the whole orbit's class 0 {outcome} against all its words, "
-                       "and every class's bound from it or from its nearest row "
+        return (text + f"; the certificate's witness{'es' if z4 else ''} of the whole orbit's class 0 {outcome} "
+                       f"against all its words, and every class's bound from {'them' if z4 else 'it'} or from its "
+                       "nearest row "
                        f"({seconds(verified['certificate_seconds'])})")
     whose = "class 0's certificate witness" if by_orbit else "the certificate's witness"
     images = ", every other class's being its image" if by_orbit else ""
