@@ -144,10 +144,11 @@ class Z4Orbit:
     def fits(self, classes, words) -> np.ndarray:
         """For each class c of ``classes``, whether the words ``c + u``, u in ``words``, are all rows (below K).
 
-        The bits from :attr:`block_bits` q on add by XOR, so for the words
-        u of one block (one value of ``u >> q``) the sums of the classes of
-        one block are rows all or none, except in the block of K itself:
-        only there are the sums formed, O(len(classes) + 2^q · len(words)).
+        The bits from :attr:`block_bits` q on add by XOR (no carry reaches
+        them), so for the words u of one block (one value of ``u >> q``) the
+        sums with the classes of one block lie in one block: below K's all
+        rows, above it none.  Only for the classes whose sums land in K's
+        own block are the sums formed, O(len(classes) + 2^q · len(words)).
 
         Examples
         --------
@@ -156,17 +157,16 @@ class Z4Orbit:
         """
         classes, words = np.asarray(classes, dtype=np.int64), np.asarray(words, dtype=np.int64)
         q = self.block_bits
-        low = (1 << q) - 1
         ok = np.ones(len(classes), dtype=bool)
         for block in np.unique(words >> q):
-            part = words[(words >> q) == block] & low
+            part = words[(words >> q) == block]
             top = (classes >> q) ^ block
             ok &= top <= self.k >> q
             edge = np.flatnonzero(ok & (top == self.k >> q))
             step = max(1, _SUMS // len(part))
             for start in range(0, len(edge), step):
                 rows = edge[start : start + step]
-                ok[rows] = (self.add((classes[rows] & low)[:, None], part[None, :]) < (self.k & low)).all(axis=1)
+                ok[rows] = (self.add(classes[rows][:, None], part[None, :]) < self.k).all(axis=1)
         return ok
 
     # -- the isometries and the orbit's words

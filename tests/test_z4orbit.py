@@ -75,6 +75,22 @@ def test_index_addition_is_the_addition_of_the_words():
     assert np.array_equal(orbit.symbols(orbit.negated(i)), (4 - symbols[i].astype(int)) % 4)
 
 
+@pytest.mark.parametrize("code", ["kerdock-1000", "kerdock-2100", "random"])
+def test_which_moved_witnesses_stay_among_the_rows(code):
+    # Word sets over several blocks too: a carry from the bits above the blocks' into a class's block counts.
+    w = {"kerdock-1000": lambda: kerdock(64, 1000), "kerdock-2100": lambda: kerdock(64, 2100),
+         "random": lambda: random_z4(1337, [(0, 5), (6, 1), (7, 2), (8, 3), (9, 4)])}[code]()
+    orbit, classes = z4_orbit(w), np.arange(len(w))
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        words = rng.integers(1, orbit.words, size=rng.integers(1, 6))
+        one_block = (rng.integers(0, orbit.words) >> orbit.block_bits << orbit.block_bits) | rng.integers(
+            1, 1 << orbit.block_bits, size=3)
+        for chosen in (words, one_block):
+            expected = (orbit.add(classes[:, None], chosen[None, :]) < len(w)).all(axis=1)
+            assert np.array_equal(orbit.fits(classes, chosen), expected)
+
+
 @pytest.mark.parametrize("n, k, pad", [(16, 256, 0), (16, 200, 2), (64, 300, 0), (64, 1000, 3), (64, 2100, 0)])
 def test_kerdock_statistics_equal_the_scan_of_all_pairs(n, k, pad):
     w = kerdock(n, k, pad)
