@@ -37,7 +37,7 @@ from ..z4orbit import Z4Orbit, z4_orbit
 from ._result import CertificateProgress, OneVsRestCertificate
 from ._shell import SHELL_TOL, shell_block_bytes, shell_bounds
 
-__all__ = ["z4_bounds", "z4_bytes", "z4_certificate", "z4_estimate", "z4_interval"]
+__all__ = ["z4_bounds", "z4_bytes", "z4_certificate", "z4_estimate", "z4_interval", "z4_witnesses"]
 
 #: Numbers of the pairs ``w_i − w_nearest`` formed at a time by :func:`z4_bounds` (16 MiB).
 _PAIR_ELEMENTS = 2**21
