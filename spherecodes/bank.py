@@ -10,7 +10,8 @@ Layout (schema version 2; ``docs/bank-format.md`` is the full reference)::
     /codes/<name>/stats/     attrs: the scalar statistics and bounds
                              datasets: nearest_cos (K,), nearest_index (K,), rattlers (n,)
     /codes/<name>/orbit/     optional: generators (⌈log2 K⌉, d) of the sign changes of which the code is one
-                             orbit (K = 2^r) or the first K words of one
+                             orbit (K = 2^r) or the first K words of one; or, with attribute group="Z4
+                             translations", quaternary generators (⌈log2 K⌉, N) and the column pairs (N, 2)
     /codes/<name>/certificate/  optional: lo, hi (K,), the witnesses (K, s), or class 0's (1, s) for an orbit
 
 A bank is written as schema version 2 only when one of its certificates keeps
@@ -45,7 +46,9 @@ import numpy as np
 from . import __version__
 from .atomic import check_name_fits, exclusive_lock, output_directory, replace_atomically, resolve_output
 from .bounds import known_optimal, max_cos_lower_bound, theorem_3_9
-from .certificate import OneVsRestCertificate, prefix_bytes, support_residuals, verify_witness
+from .certificate import (
+    SHELL_BLOCK_BYTES, OneVsRestCertificate, prefix_bytes, support_residuals, verify_witness, z4_bytes,
+)
 from .checks import SEED_LIMIT
 from .code import Code, check_labels, prototype_checksum
 from .errors import SpherecodesError
@@ -54,15 +57,25 @@ from .memory import Estimate, format_bytes, memory_limit, process_peak, require_
 from .orbit import OrbitPrefix, SignOrbit, orbit_prefix, resolve_orbit, sign_orbit
 from .rotated import ROTATION_KIND, Rotated, rotated_structure
 from .stats import SeparationStats, validate_prototypes
+from .z4orbit import Z4Orbit, z4_orbit
 
 FORMAT_NAME = "spherecodes-bank"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
+
+#: The schema version of a bank with an orbit of Z4 translations, and no structured code turned by a rotation.
+Z4_SCHEMA_VERSION = 4
 
 #: The schema version of a bank none of whose certificates keeps class 0's witness alone.
 PLAIN_SCHEMA_VERSION = 1
 
 #: The schema version of a bank with a certificate that keeps class 0's witness of an orbit, and no prefix.
 ORBIT_SCHEMA_VERSION = 2
+
+#: The schema version of a bank with the first K words of an orbit of sign changes, and no orbit of Z4 translations.
+PREFIX_SCHEMA_VERSION = 3
+
+#: ``orbit`` attribute ``group`` of a code that is (the first K words of) an orbit of Z4 translations (a Kerdock code).
+Z4_GROUP = "Z4 translations"
 
 #: ``certificate`` attribute ``witness`` of a certificate that keeps class 0's
 #: witness alone, every other class's being its image under the code's orbit.
@@ -73,6 +86,17 @@ ORBIT_WITNESS = "class 0, moved by the orbit"
 #: orbit), moved to each class where it stays among the rows, else the
 #: class's ``nearest`` row.
 PREFIX_WITNESS = "class 0 of the whole orbit, moved where it stays among the rows, else the nearest row"
+
+#: ``certificate`` attribute ``witness`` of the certificate of (the first K
+#: words of) an orbit of Z4 translations: witnesses of the whole orbit's
+#: class 0, each class taking one moved (``nearest`` −1 − j) or its nearest row.
+Z4_WITNESS = "witnesses of class 0 of the whole orbit of Z4 translations, moved where they stay among the rows, else " \
+             "the nearest row"
+
+#: The structure each kind of certificate that keeps class 0's witness needs, and its name in messages.
+_WITNESS_STRUCTURES = {ORBIT_WITNESS: (SignOrbit, "one orbit of sign changes"),
+                       PREFIX_WITNESS: (OrbitPrefix, "the first K words of an orbit of sign changes"),
+                       Z4_WITNESS: (Z4Orbit, "(the first K words of) an orbit of Z4 translations")}
 
 #: Rows checked at a time when a code is read (unit norms, nearest cosines): 64 MiB at d = 128.
 _READ_ROWS = 65536
@@ -502,6 +526,8 @@ def _read_bytes(fields: _Fields, k: int, d: int) -> float:
         elif witness == PREFIX_WITNESS:
             # The tree of nearest rows over the 2^t words (< 2K), the per-class bounds, and their blocks.
             nbytes += prefix_bytes(k, d, 2 * k, None)
+        elif witness == Z4_WITNESS:
+            nbytes += z4_bytes(k, d, 2 * k, SHELL_BLOCK_BYTES) + 16.0 * k * s + 4.0 * k * d  # and the rows' symbols
         else:
             nbytes += 16.0 * k * s + 8.0 * 4 * k * d + 8.0 * 4 * k
     return nbytes
@@ -543,7 +569,7 @@ def read_estimate(path, name: str | None = None, *, max_memory: float | None = N
                 "and statistics")
         certified = fields.has("certificate")
         witness = fields.subgroup("certificate").attr("witness", "str", "") if certified else ""
-        by_orbit = witness in (ORBIT_WITNESS, PREFIX_WITNESS)
+        by_orbit = witness in (ORBIT_WITNESS, PREFIX_WITNESS, Z4_WITNESS)
         if certified:
             what += (", the orbit's generators and the certificate (class 0 against all K)" if witness == ORBIT_WITNESS
                      else ", the orbit's generators and the certificate (class 0 of the whole orbit against its "
@@ -577,26 +603,40 @@ def _shape(fields: _Fields) -> tuple[int, int]:
 
 
 def _read_orbit(fields: _Fields, prototypes: np.ndarray):
-    """The code's orbit of sign changes: checked from the stored generators, else proved from the rows, else None.
+    """The code's structure: checked from the stored generators, else proved from the rows, else None.
 
     Stored generators are a claim like any other: the rows must be exactly
     the orbit they generate (:func:`spherecodes.orbit.sign_orbit`, O(K·d)),
     or, for K not a power of two, its first K words in the order of their
-    messages (:func:`spherecodes.orbit.orbit_prefix`, O(K·d)).  A bank
-    written before generators were stored has its orbit proved.
+    messages (:func:`spherecodes.orbit.orbit_prefix`, O(K·d)), or the first
+    K words of an orbit of Z4 translations (:func:`spherecodes.z4orbit.z4_orbit`).
+    With a ``rotation_seed``, the structure is that of the rows turned back
+    by that rotation (:func:`spherecodes.rotated.rotated_structure`, one
+    product O(K·d²)).  A bank written before generators were stored has its
+    orbit proved.
     """
     k, d = prototypes.shape
     if not fields.has("orbit"):
         return resolve_orbit(prototypes)
-    whole = k & (k - 1) == 0
     group = fields.subgroup("orbit")
-    # ⌈log2 K⌉ generators (r for K = 2^r): a taller (compressed) array would only cost decompressing it.
-    generators = group.array("generators", "iu", ((k - 1).bit_length(), d))
+    if group.attr("group", "str", "") == Z4_GROUP:
+        generators = group.array("generators", "iu", ((k - 1).bit_length(), None))
+        pairs = group.array("pairs", "iu", (None, 2))
 
-    def prove(rows):
-        return sign_orbit(rows, generators) if whole else orbit_prefix(rows, generators)
+        def prove(rows):
+            return z4_orbit(rows, generators, pairs)
 
-    what = "orbit of row 0" if whole else "first K words, in order, of the orbit of row 0"
+        what = "first K words, in order, of the orbit of row 0 under these Z4 translations"
+    else:
+        whole = k & (k - 1) == 0
+        # ⌈log2 K⌉ generators (r for K = 2^r): a taller (compressed) array would only cost decompressing it.
+        generators = group.array("generators", "iu", ((k - 1).bit_length(), d))
+
+        def prove(rows):
+            return sign_orbit(rows, generators) if whole else orbit_prefix(rows, generators)
+
+        what = ("orbit of row 0" if whole else "first K words, in order, of the orbit of row 0") + \
+            " under these sign changes"
     seed = group.attr("rotation_seed", "int", None)
     if seed is not None:
         if not 0 <= seed < SEED_LIMIT:
@@ -604,12 +644,12 @@ def _read_orbit(fields: _Fields, prototypes: np.ndarray):
         orbit = rotated_structure(prototypes, seed, prove)
         if orbit is None:
             raise fields.damaged("orbit", f"does not describe the prototypes: turned back by the rotation of seed "
-                                 f"{seed}, the rows are not exactly the {what} under these sign changes")
+                                 f"{seed}, the rows are not exactly the {what}")
         return orbit
     orbit = prove(prototypes)
     if orbit is None:
         raise fields.damaged("orbit/generators", f"do not generate the prototypes: the rows are not exactly the "
-                             f"{what} under these sign changes")
+                             f"{what}")
     return orbit
 
 
@@ -619,23 +659,26 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str, orbi
     if fields.attr("prototypes_sha256", "str") != sha256:
         raise fields.damaged("certificate", "belongs to other prototypes")
     witness = fields.attr("witness", "str", "")
-    if witness not in ("", ORBIT_WITNESS, PREFIX_WITNESS):
+    if witness not in ("", ORBIT_WITNESS, PREFIX_WITNESS, Z4_WITNESS):
         raise fields.damaged("attribute certificate/witness", f"is {_shown(witness)}; the only values written are "
-                             f"{ORBIT_WITNESS!r} and {PREFIX_WITNESS!r} (or none: every class's witness stored)")
-    by_prefix = witness == PREFIX_WITNESS
+                             f"{ORBIT_WITNESS!r}, {PREFIX_WITNESS!r} and {Z4_WITNESS!r} (or none: every class's "
+                             "witness stored)")
+    by_prefix = witness in (PREFIX_WITNESS, Z4_WITNESS)
     by_orbit = witness == ORBIT_WITNESS or by_prefix
     rotated = orbit if isinstance(orbit, Rotated) else None
-    if rotated is not None:  # the witness is the structured rows', carried through the rotation
+    if rotated is not None and by_orbit:  # the witness is the structured rows', carried through the rotation
         orbit, prototypes = rotated.structure, rotated.coordinates
-    if by_orbit and not isinstance(orbit, OrbitPrefix if by_prefix else SignOrbit):
-        raise fields.damaged("certificate", "keeps class 0's witness alone, but the code is not "
-                             + ("the first K words of an orbit" if by_prefix else "one orbit") + " of sign changes")
+    structure, what = _WITNESS_STRUCTURES.get(witness, (None, ""))
+    if by_orbit and not isinstance(orbit, structure):
+        raise fields.damaged("certificate", f"keeps class 0's witness alone, but the code is not {what}")
     stored = fields.member("support_indices")
     if isinstance(stored, h5py.Dataset) and stored.ndim == 2 and stored.shape[1] > k:
         # A support draws on the other K - 1 prototypes: a wider (compressed) array would only cost decompressing.
         raise fields.damaged("certificate/support_indices", f"have {stored.shape[1]} columns; a support has at most "
                              f"K = {k}")
-    indices = fields.array("support_indices", "iu", (1 if by_orbit else k, None))
+    indices = fields.array("support_indices", "iu", (None if witness == Z4_WITNESS else 1 if by_orbit else k, None))
+    if len(indices) == 0:
+        raise fields.damaged("certificate/support_indices", "hold no witness")
     weights = fields.array("support_weights", "f", indices.shape)
     # A prefix's witness names words of the whole orbit, not only rows.
     bound = orbit.words if by_prefix else k
@@ -655,9 +698,9 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str, orbi
     if any(not 0 <= i < k for group in duplicates for i in group):
         raise fields.damaged("attribute certificate/duplicates", f"names indices outside [0, {k})")
     # An orbit's certificate holds class 0's witness: its residual is class 0's (class c's is its image).
-    if by_prefix:
-        used = indices[0] >= 0
-        residuals = prototypes[:1] - weights[:1, used] @ orbit.rows_of(prototypes, indices[0, used].astype(np.int64))
+    if by_prefix:  # witnesses of class 0, words of the whole orbit
+        residuals = np.array([prototypes[0] - mix[row >= 0] @ orbit.rows_of(prototypes, row[row >= 0].astype(np.int64))
+                              for row, mix in zip(indices, weights)])
     else:
         residuals = support_residuals(prototypes[:1] if by_orbit else prototypes, indices.astype(np.int64),
                                       weights.astype(np.float64), others=prototypes)
@@ -971,19 +1014,25 @@ def _write_bank(tmp: Path, path: Path, keep: list[str], add: tuple[Code, dict] |
         if add is not None:
             code, bounds = add
             _write_group(codes.create_group(code.name), code, bounds)
-        # Versions 2 and 3 only where they are needed, so that older readers keep reading every other bank.
+        # Versions 2 to 5 only where they are needed, so that older readers keep reading every other bank.
         dst.attrs["schema_version"] = np.int64(max((_schema_needed(codes[name]) for name in codes),
                                                    default=PLAIN_SCHEMA_VERSION))
 
 
 def _schema_needed(group: h5py.Group) -> int:
-    """The schema version one stored code needs: 3 for the first K words of an orbit (K not a power of two), 2
-    for a certificate that keeps class 0's witness of an orbit, else 1."""
+    """The schema version one stored code needs: 5 for a structured code turned by a rotation (an ``orbit`` with
+    ``rotation_seed``: a reader that does not know it would take the turned rows for the structured ones), 4 for (the
+    first K words of) an orbit of Z4 translations, 3 for the first K words of an orbit of sign changes (K not a power
+    of two), 2 for a certificate that keeps class 0's witness of an orbit, else 1."""
     orbit = group.get("orbit")
+    if isinstance(orbit, h5py.Group) and "rotation_seed" in orbit.attrs:
+        return SCHEMA_VERSION
+    if isinstance(orbit, h5py.Group) and _as_str(orbit.attrs.get("group")) == Z4_GROUP:
+        return Z4_SCHEMA_VERSION
     if isinstance(orbit, h5py.Group) and isinstance(group.get("prototypes"), h5py.Dataset):
         k = group["prototypes"].shape[0]
         if k & (k - 1):
-            return SCHEMA_VERSION
+            return PREFIX_SCHEMA_VERSION
     certificate = group.get("certificate")
     if isinstance(certificate, h5py.Group) and _as_str(certificate.attrs.get("witness")) == ORBIT_WITNESS:
         return ORBIT_SCHEMA_VERSION
@@ -1030,13 +1079,21 @@ def _write_group(group: h5py.Group, code: Code, bounds: dict) -> None:
             orbit.attrs["rotation_meaning"] = (
                 "the prototypes are these structured rows turned by the rotation of rotation_seed "
                 "(spherecodes.sphere.random_rotation): snap_rows(prototypes @ Q.T) are the rows the generators describe")
-        if isinstance(structure, OrbitPrefix):
+        stored = {"generators": structure.generators.astype(np.uint8)}
+        if isinstance(structure, Z4Orbit):
+            orbit.attrs["group"] = Z4_GROUP
+            orbit.attrs["meaning"] = ("row i's quaternary symbols relative to row 0's (pair j: the columns pairs[j], "
+                                      "signs (+,+), (+,-), (-,-), (-,+) for 0, 1, 2, 3) are the sum mod 4 of the "
+                                      "generators chosen by the bits of i: the first K words of their orbit")
+            stored = structure.stored()
+        elif isinstance(structure, OrbitPrefix):
             orbit.attrs["meaning"] = ("row i's signs XOR row 0's are the sum over GF(2) of the generators (1: the "
                                       "sign flips) chosen by the bits of i: the first K words of their orbit")
         else:
             orbit.attrs["meaning"] = ("row i's signs XOR row 0's are the sum over GF(2) of the generators (1: the "
                                       "sign flips) chosen by row i's signs at the generators' first flipped columns")
-        orbit.create_dataset("generators", data=code.orbit.generators.astype(np.uint8))
+        for key, value in stored.items():
+            orbit.create_dataset(key, data=value)
     if code.certificate is not None:
         _write_certificate(group.create_group("certificate"), code)
 
@@ -1063,10 +1120,10 @@ def _write_certificate(group: h5py.Group, code: Code) -> None:
             raise SpherecodesError("the certificate keeps class 0's witness for an orbit of sign changes that is not "
                                    "the code's")
         structure = cert.orbit.structure if isinstance(cert.orbit, Rotated) else cert.orbit
-        a["witness"] = PREFIX_WITNESS if isinstance(structure, OrbitPrefix) else ORBIT_WITNESS
+        a["witness"] = {OrbitPrefix: PREFIX_WITNESS, Z4Orbit: Z4_WITNESS}.get(type(structure), ORBIT_WITNESS)
         if isinstance(cert.orbit, Rotated):
             a["carried"] = "through the rotation of orbit/rotation_seed, from the structured rows' witness"
-    if isinstance(cert.orbit.structure if isinstance(cert.orbit, Rotated) else cert.orbit, OrbitPrefix):
+    if isinstance(cert.orbit.structure if isinstance(cert.orbit, Rotated) else cert.orbit, (OrbitPrefix, Z4Orbit)):
         group.create_dataset("nearest", data=cert.nearest, compression="gzip", shuffle=True)
     group.create_dataset("lo", data=cert.lo)
     group.create_dataset("hi", data=cert.hi)

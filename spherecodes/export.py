@@ -34,6 +34,7 @@ from .errors import SpherecodesError
 from .orbit import OrbitPrefix
 from .rotated import Rotated, turn_rows
 from .sphere import random_rotation
+from .z4orbit import Z4Orbit
 
 #: File name endings :func:`export_code` writes, and what they hold.
 EXPORT_FORMATS = {
@@ -123,7 +124,7 @@ def rotate_code(code: Code, seed: int, *, name: str | None = None) -> Code:
         cert = code.certificate
         out.certificate = one_vs_rest_distances(out.prototypes, tol=cert.tol, rattler_tol=cert.rattler_tol,
                                                 device="cpu", orbit=carried)
-    elif not isinstance(getattr(code.certificate.orbit, "structure", code.certificate.orbit), OrbitPrefix):
+    elif not isinstance(getattr(code.certificate.orbit, "structure", code.certificate.orbit), (OrbitPrefix, Z4Orbit)):
         cert = code.certificate.expanded(code.prototypes)  # every class's witness, checked on the turned rows
         lo, hi = verify_witness(out.prototypes, cert, where=f"code {name!r}", orbit=None)
         out.certificate = dataclasses.replace(cert, lo=lo, hi=hi, features=cert.features @ q)

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .rotated import Rotated
+from .z4orbit import Z4Orbit, z4_orbit
 
 __all__ = ["ORBIT_MIN_K", "OrbitPrefix", "SignOrbit", "moved_vectors", "describe_orbit", "orbit_prefix", "resolve_orbit",
            "sign_orbit"]
@@ -179,14 +180,17 @@ def sign_orbit(w: np.ndarray, generators: np.ndarray | None = None) -> SignOrbit
     return _orbit_of(words, basis, d)
 
 
-def resolve_orbit(w: np.ndarray, orbit="auto") -> SignOrbit | OrbitPrefix | None:
+def resolve_orbit(w: np.ndarray, orbit="auto") -> SignOrbit | OrbitPrefix | Z4Orbit | None:
     """The structure that statistics and certificates use: ``orbit`` itself, or proved here when it is ``"auto"``.
 
     ``"auto"`` proves it when K >= :data:`ORBIT_MIN_K` (below, the scans are
     as fast): with :func:`sign_orbit` when K is a power of two, else with
-    :func:`orbit_prefix`.  None means a code treated as generic; a
-    :class:`SignOrbit` or :class:`OrbitPrefix` is one already proved for
-    these rows (once, where the code was built or read).
+    :func:`orbit_prefix`, and where the rows are no orbit of sign changes
+    (a Kerdock code's Gray image is no linear code) with
+    :func:`spherecodes.z4orbit.z4_orbit`.  None means a code treated as
+    generic; a :class:`SignOrbit`, :class:`OrbitPrefix` or
+    :class:`~spherecodes.z4orbit.Z4Orbit` is one already proved for these
+    rows (once, where the code was built or read).
 
     Examples
     --------
@@ -197,14 +201,15 @@ def resolve_orbit(w: np.ndarray, orbit="auto") -> SignOrbit | OrbitPrefix | None
     if isinstance(orbit, str) and orbit == "auto":
         if len(w) < ORBIT_MIN_K:
             return None
-        return sign_orbit(w) if len(w) & (len(w) - 1) == 0 else orbit_prefix(w)
-    if orbit is not None and (not isinstance(orbit, (SignOrbit, OrbitPrefix, Rotated)) or orbit.k != len(w)):
-        raise ValueError(f"orbit must be 'auto', None or the SignOrbit, OrbitPrefix or Rotated of these {len(w)} "
-                         f"rows, got {orbit!r}")
+        found = sign_orbit(w) if len(w) & (len(w) - 1) == 0 else orbit_prefix(w)
+        return found if found is not None else z4_orbit(w)
+    if orbit is not None and (not isinstance(orbit, (SignOrbit, OrbitPrefix, Z4Orbit, Rotated)) or orbit.k != len(w)):
+        raise ValueError(f"orbit must be 'auto', None or the SignOrbit, OrbitPrefix, Z4Orbit or Rotated of these "
+                         f"{len(w)} rows, got {orbit!r}")
     return orbit
 
 
-def describe_orbit(orbit: SignOrbit | OrbitPrefix) -> str:
+def describe_orbit(orbit: SignOrbit | OrbitPrefix | Z4Orbit | Rotated) -> str:
     """How the statistics of a code with this structure are computed, in words.
 
     Examples
@@ -218,6 +223,8 @@ def describe_orbit(orbit: SignOrbit | OrbitPrefix) -> str:
     if isinstance(orbit, OrbitPrefix):
         return (f"the first {orbit.k:,} of the {orbit.words:,} words of one orbit of sign changes, the float64 "
                 "cosines of one class of the orbit and a tree of their block maxima")
+    if isinstance(orbit, Z4Orbit):
+        return f"{orbit.describe()}, the float64 cosines of one class of the orbit and trees of their block maxima"
     return "one orbit of sign changes, the float64 cosines of one class"
 
 

@@ -29,6 +29,7 @@ from .code import Code
 from .constructions import closed_form_rho
 from .errors import SpherecodesError
 from .orbit import OrbitPrefix, SignOrbit
+from .z4orbit import Z4Orbit
 from .report import printable
 from .sphere import gram_tiles
 
@@ -97,12 +98,14 @@ def _pair_tiles(prototypes: np.ndarray, orbit):
     K − 1 cosines, each K/2 times (K = 2^r is even); for the first K words
     of one, the pairs of each XOR difference u have the cosine ``f(u)``
     (:meth:`spherecodes.orbit.OrbitPrefix.pair_counts`), yielded grouped by
-    their count; else the Gram tiles.
+    their count, and so for (the first K words of) an orbit of Z4
+    translations, by their differences (:meth:`spherecodes.z4orbit.Z4Orbit.pair_counts`);
+    else the Gram tiles.
     """
     if isinstance(orbit, SignOrbit):
         yield prototypes[1:] @ prototypes[0], len(prototypes) // 2
         return
-    if isinstance(orbit, OrbitPrefix):
+    if isinstance(orbit, (OrbitPrefix, Z4Orbit)):
         cosines, pairs = orbit.cosines(prototypes)[1:], orbit.pair_counts()[1:]
         for count in np.unique(pairs[pairs > 0]):
             yield cosines[pairs == count], int(count)

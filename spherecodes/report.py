@@ -279,18 +279,22 @@ def _verified_line(verified: dict, k: int) -> str:
     >>> print(_verified_line({"checksum_seconds": 2.5, "certificate": True, "certificate_seconds": 1.5, "orbit": True,
     ...                       "orbit_prefix": True, "certificate_by_orbit": True}, 1000000))
     on read: SHA-256 and unit norms of the 1000000 prototypes, and that they are the first K words, in order, of the orbit of the stored sign changes (2.5 s); the certificate's witness of the whole orbit's class 0 re-evaluated against all its words, and every class's bound from it or from its nearest row (1.5 s)
+    >>> print(_verified_line({"checksum_seconds": 9.0, "certificate": True, "certificate_seconds": 0.2, "orbit": True,
+    ...                       "orbit_z4": True, "certificate_by_orbit": True}, 100000))
+    on read: SHA-256 and unit norms of the 100000 prototypes, and that they are the first K words, in order, of the orbit of the stored Z4 translations (signed permutations) (9 s); the certificate's witnesses of the whole orbit's class 0 re-evaluated against all its words, and every class's bound from them or from its nearest row (0.2 s)
     """
 
     def seconds(x: float) -> str:
         return f"{x:.2g} s" if x < 60 else format_duration(x)
 
-    orbit, prefix = verified.get("orbit", False), verified.get("orbit_prefix", False)
+    orbit, prefix, z4 = verified.get("orbit", False), verified.get("orbit_prefix", False), verified.get("orbit_z4")
     turned = verified.get("rotated")
     text = (f"on read: SHA-256 and unit norms of the {k} prototypes"
             + (f", and that turned back by the rotation of seed {turned['seed']} (rows within "
                f"{turned['row_error']:.1e}, rotation orthogonal within {turned['orthogonality_error']:.1e}) they are"
                if turned else ", and that they are" if orbit else "")
-            + (" the first K words, in order, of the orbit of the stored sign changes" if prefix
+            + (" the first K words, in order, of the orbit of the stored Z4 translations (signed permutations)" if z4
+               else " the first K words, in order, of the orbit of the stored sign changes" if prefix
                else " one orbit of the stored sign changes" if orbit else "")
             + f" ({seconds(verified['checksum_seconds'])})")
     certificate = verified["certificate"]
@@ -299,9 +303,10 @@ def _verified_line(verified: dict, k: int) -> str:
     outcome = "re-evaluated" if certificate else "FAILED when re-evaluated"
     by_orbit = verified.get("certificate_by_orbit", False)
     carried = ", and carried through the rotation" if turned and by_orbit else ""
-    if by_orbit and prefix:
-        return (text + f"; the certificate's witness of the whole orbit's class 0 {outcome} against all its words, "
-                       f"and every class's bound from it or from its nearest row{carried} "
+    if by_orbit and (prefix or z4):
+        return (text + f"; the certificate's witness{'es' if z4 else ''} of the whole orbit's class 0 {outcome} "
+                       f"against all its words, and every class's bound from {'them' if z4 else 'it'} or from its "
+                       f"nearest row{carried} "
                        f"({seconds(verified['certificate_seconds'])})")
     whose = "class 0's certificate witness" if by_orbit else "the certificate's witness"
     images = ", every other class's being its image" if by_orbit else ""

@@ -41,6 +41,7 @@ from .orbit import ORBIT_MIN_K, OrbitPrefix, describe_orbit, resolve_orbit
 from .rotated import orthogonality_error
 from .sphere import DEFAULT_TILE, nearest_others, random_rotation, random_start
 from .structured import best_structured_code
+from .z4orbit import Z4Orbit
 
 #: A run estimated longer than this is refused before any work (a day).
 ABSURD_SECONDS = 24 * 3600.0
@@ -399,7 +400,7 @@ def _statistics_phase(d: int, k: int, built, points: np.ndarray, optimising: boo
             if candidate.prototypes is points:
                 candidate.orbit = orbit
         if orbit is not None:
-            if isinstance(orbit, OrbitPrefix):
+            if isinstance(orbit, (OrbitPrefix, Z4Orbit)):
                 orbit.nearest(points)
             seconds = time.perf_counter() - proved
             what = describe_orbit(orbit)

@@ -10,7 +10,9 @@ that is one orbit of sign changes (a binary linear code or a coset of one,
 proved from its rows by :func:`spherecodes.orbit.sign_orbit`, once, where
 the code is made or read) needs one row: every prototype sees the same
 cosines; the first K words of such an orbit (:class:`spherecodes.orbit.OrbitPrefix`)
-need two, and a tree of their block maxima (O(K·log K)).
+need two, and a tree of their block maxima (O(K·log K)); so do a
+Kerdock code and its first K words, one orbit of Z4 translations
+(:class:`spherecodes.z4orbit.Z4Orbit`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .memory import memory_limit, require_memory
 from .orbit import OrbitPrefix, resolve_orbit
 from .rotated import Rotated
 from .sphere import DEFAULT_TILE, gram_tiles, nearest_others, random_start
+from .z4orbit import Z4Orbit
 
 #: Largest allowed deviation of a row norm from 1 for a matrix to count as a code.
 UNIT_TOL = 1e-9
@@ -270,12 +273,14 @@ def separation_statistics(
         fraction of what is available.
     progress : callable, optional
         Called with a :class:`StatisticsProgress` after each block of rows.
-    orbit : SignOrbit, OrbitPrefix, None or "auto"
+    orbit : SignOrbit, OrbitPrefix, Z4Orbit, None or "auto"
         The code's orbit of sign changes when already proved
         (:func:`spherecodes.orbit.sign_orbit`; its statistics then come from
         one row of cosines) or the orbit it is the prefix of
         (:func:`spherecodes.orbit.orbit_prefix`: two rows and a tree of
-        their maxima), None for a generic code, ``"auto"`` to prove it here
+        their maxima), the orbit of Z4 translations it is (the first K words
+        of) (:func:`spherecodes.z4orbit.z4_orbit`: two rows and two trees),
+        None for a generic code, ``"auto"`` to prove it here
         (:func:`spherecodes.orbit.resolve_orbit`).
 
     Returns
@@ -331,9 +336,10 @@ def separation_statistics(
 
 def _structured_nearest(w: np.ndarray, orbit) -> tuple[np.ndarray, np.ndarray, float]:
     """Every row's nearest cosine and row, and the smallest cosine, of a code with a proved structure."""
-    if isinstance(orbit, OrbitPrefix):
-        # The first K words of an orbit: the cosines of one class of the
-        # whole orbit and a tree of their block maxima give every row's.
+    if isinstance(orbit, (OrbitPrefix, Z4Orbit)):
+        # The first K words of an orbit (of sign changes, or of Z4
+        # translations): the cosines of one class of the whole orbit and
+        # trees of their block maxima give every row's.
         return orbit.nearest(w)
     # One orbit of sign changes (isometries of the code that act
     # transitively): every row sees row 0's cosines, so one row of the

@@ -164,7 +164,7 @@ def test_a_tampered_prefix_certificate_does_not_check():
 def test_the_bank_keeps_and_rechecks_a_prefix_certificate(tmp_path):
     import h5py
 
-    from spherecodes.bank import SCHEMA_VERSION, read_code, write_code
+    from spherecodes.bank import PREFIX_SCHEMA_VERSION, read_code, write_code
     from spherecodes.certificate import one_vs_rest_distances
     from spherecodes.code import make_code
     from spherecodes.report import code_report, format_code_report
@@ -173,7 +173,7 @@ def test_the_bank_keeps_and_rechecks_a_prefix_certificate(tmp_path):
     code.certificate = one_vs_rest_distances(code.prototypes, device="cpu", orbit=code.orbit)
     write_code(tmp_path / "b.h5", code)
     with h5py.File(tmp_path / "b.h5", "r") as f:
-        assert f.attrs["schema_version"] == SCHEMA_VERSION == 3
+        assert f.attrs["schema_version"] == PREFIX_SCHEMA_VERSION == 3
         assert f["codes/bch/certificate"].attrs["rho_certified"] and not f["codes/bch/certificate"].attrs["certified"]
     again = read_code(tmp_path / "b.h5")
     assert np.array_equal(again.certificate.nearest, code.certificate.nearest)

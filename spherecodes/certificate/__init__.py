@@ -82,12 +82,14 @@ from ..memory import Estimate, memory_limit, require_memory
 from ..orbit import OrbitPrefix, SignOrbit, resolve_orbit
 from ..rotated import Rotated
 from ..stats import RATTLER_TOL, validate_prototypes
+from ..z4orbit import Z4Orbit
 from . import _blocks
 from ..rows import equal_rows
 from ._blocks import assemble_supports, host_memory, per_class_bytes
 from ._gram import GramPass, gram_applies, gram_block_bytes, gram_bytes
 from ._result import CertificateOutOfTime, CertificateProgress, OneVsRestCertificate
 from ._shell import SHELL_TOL, classes_before_giving_up, shell_block_bytes, shell_bounds
+from ._z4 import z4_bytes, z4_certificate, z4_estimate
 from .witness import (
     PAIR_ELEMENTS, WITNESS_SLACK, moved_witness_fits, prefix_bounds, support_residuals, verify_witness,
 )
@@ -99,6 +101,7 @@ __all__ = [
     "DEFAULT_TOL", "WITNESS_SLACK", "CertificateOutOfTime", "CertificateProgress", "OneVsRestCertificate",
     "carried_certificate", "certificate_estimate",
     "host_memory", "one_vs_rest_distances", "prefix_bounds", "prefix_bytes", "support_residuals", "verify_witness",
+    "z4_bytes",
 ]
 
 #: Default bound on every class's interval width ``hi_k − lo_k``.
@@ -201,7 +204,7 @@ def one_vs_rest_distances(
         Default: a safe fraction of what is free.
     progress : callable, optional
         Called with a :class:`CertificateProgress` after every block of classes.
-    orbit : SignOrbit, OrbitPrefix, None or "auto"
+    orbit : SignOrbit, OrbitPrefix, Z4Orbit, None or "auto"
         The code's orbit of sign changes when already proved
         (:func:`spherecodes.orbit.sign_orbit`): class 0 is certified and the
         group gives every other class, and the result holds class 0's
@@ -209,7 +212,9 @@ def one_vs_rest_distances(
         (:func:`spherecodes.orbit.orbit_prefix`): the whole orbit's class 0
         bounds every class (:func:`prefix_bounds`), where its nearest shell
         is balanced and ρ is certified so; else every class as for a generic
-        code.  None: a generic code; ``"auto"``: proved here
+        code.  The same for (the first K words of) an orbit of Z4
+        translations (:func:`spherecodes.z4orbit.z4_orbit`: Kerdock codes).
+        None: a generic code; ``"auto"``: proved here
         (:func:`spherecodes.orbit.resolve_orbit`).
     client : distributed.Client, optional
         Run the QP's blocks of classes as tasks on this Dask cluster
@@ -287,6 +292,12 @@ def one_vs_rest_distances(
             return cert
         # The whole orbit does not pin ρ down (its nearest shell is not balanced, or no moved witness stays
         # among the rows, where ρ may exceed the orbit's distance): every class against the K rows.
+        orbit = None
+    if isinstance(orbit, Z4Orbit):  # the same for an orbit of Z4 translations (a Kerdock code): ._z4
+        cert = z4_certificate(w_np, orbit, tol, rattler_tol, max_memory, _shell_block_bytes(max_memory),
+                              _max_support(k, max_memory), started, progress)
+        if cert is not None:
+            return cert
         orbit = None
     require_memory(
         host_memory(k, d) if orbit is None else _orbit_bytes(k, d, max_memory),
@@ -672,7 +683,9 @@ def certificate_estimate(
                                          orbit=resolved.structure)
             return replace(inner, what=inner.what[:-1] + ", carried through the rotation)",
                            nbytes=inner.nbytes + 8.0 * k * d)
-        found = _prefix_estimate(w, resolved, max_memory) if isinstance(resolved, OrbitPrefix) else None
+        found = _prefix_estimate(w, resolved, max_memory) if isinstance(resolved, OrbitPrefix) else z4_estimate(
+            w, resolved, DEFAULT_TOL, max_memory, _shell_block_bytes(max_memory), _max_support(k, max_memory)
+        ) if isinstance(resolved, Z4Orbit) else None
         if found is not None:
             return found
         if isinstance(resolved, SignOrbit):

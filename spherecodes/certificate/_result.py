@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import SpherecodesError
 from ..orbit import OrbitPrefix, SignOrbit, moved_vectors
 from ..rotated import Rotated
+from ..z4orbit import Z4Orbit
 
 __all__ = ["CertificateProgress", "OneVsRestCertificate"]
 
@@ -86,7 +87,7 @@ class OneVsRestCertificate:
         Where the solver ran.
     wall_time : float
         Seconds spent.
-    orbit : SignOrbit, OrbitPrefix or None
+    orbit : SignOrbit, OrbitPrefix, Z4Orbit or None
         For a code that is one orbit of sign changes
         (:mod:`spherecodes.orbit`): the witness, weights and feature of class
         0 only are held, and class c's are class 0's moved by the sign change
@@ -96,10 +97,16 @@ class OneVsRestCertificate:
         whole orbit's class 0, its indices words of the orbit (below 2^t, so
         possibly not rows), its feature and its dual bound, which bounds
         every class from below (see :func:`spherecodes.certificate.prefix_bounds`).
+        For (the first K words of) an orbit of Z4 translations
+        (:class:`spherecodes.z4orbit.Z4Orbit`, a Kerdock code): L witnesses
+        of the whole orbit's class 0, (L, s) and (L, d), the first one's
+        dual bound bounding every class.
     nearest : ndarray of int64, shape (K,), or None
         With an :class:`~spherecodes.orbit.OrbitPrefix`: −1 for the classes
         whose moved witness (words ``c ⊕ u``) are all rows, whose ``hi`` is
         the orbit's; else the row whose segment to the class gives ``hi``.
+        With a :class:`~spherecodes.z4orbit.Z4Orbit`: ``−1 − j`` for the
+        classes c that take witness j moved (words ``c + u``), else that row.
     """
 
     lo: np.ndarray
@@ -197,9 +204,9 @@ class OneVsRestCertificate:
         ([1, 5], [0.5, 0.5])
         """
         structure = self.orbit.structure if isinstance(self.orbit, Rotated) else self.orbit
-        if isinstance(structure, OrbitPrefix) and self.nearest[k] >= 0:
+        if isinstance(structure, (OrbitPrefix, Z4Orbit)) and self.nearest[k] >= 0:
             return np.array([self.nearest[k]]), np.array([1.0])
-        row = 0 if structure is not None else k
+        row = -1 - self.nearest[k] if isinstance(structure, Z4Orbit) else 0 if structure is not None else k
         keep = self.support_indices[row] >= 0
         indices = self.support_indices[row][keep]
         if isinstance(structure, OrbitPrefix):
@@ -233,10 +240,9 @@ class OneVsRestCertificate:
             inner = replace(self, orbit=self.orbit.structure, features=self.features @ self.orbit.rotation.T)
             inner = inner.expanded(self.orbit.coordinates)
             return replace(inner, features=self.orbit.turn(inner.features))
-        if isinstance(self.orbit, OrbitPrefix):
-            raise SpherecodesError("the certificate of the first K words of an orbit of sign changes bounds its "
-                                   "classes through the whole orbit and has no witness per class; certify the "
-                                   "changed code again")
+        if isinstance(self.orbit, (OrbitPrefix, Z4Orbit)):
+            raise SpherecodesError("the certificate of the first K words of an orbit bounds its classes through the "
+                                   "whole orbit and has no witness per class; certify the changed code again")
         k = self.k
         indices = np.where(self.support_indices[0] >= 0,
                            self.orbit.moved(np.maximum(self.support_indices[0], 0)[None, :], np.arange(k)[:, None]), -1)

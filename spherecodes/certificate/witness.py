@@ -12,7 +12,8 @@ are class 0's moved by the group, one row of it, after the orbit itself is
 checked against the rows (O(K·d)); for the first K words of such an orbit,
 the whole orbit's class 0 against its 2^t words by two products with the
 rows, and every class's bound from its moved witness or its nearest row
-(:func:`prefix_bounds`, O(K·(d + s))).
+(:func:`prefix_bounds`, O(K·(d + s))); the same for an orbit of Z4
+translations (a Kerdock code, :mod:`._z4`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import numpy as np
 from ..errors import SpherecodesError
 from ..orbit import OrbitPrefix, SignOrbit, orbit_prefix, resolve_orbit, sign_orbit
 from ..rotated import Rotated, rotated_structure
+from ..z4orbit import Z4Orbit
+from ._z4 import z4_interval
 
 __all__ = ["PAIR_ELEMENTS", "WITNESS_SLACK", "moved_witness_fits", "prefix_bounds", "support_residuals", "verify_witness"]
 
@@ -308,6 +311,8 @@ def _rotated_interval(w: np.ndarray, cert, orbit, where: str) -> tuple[np.ndarra
     x = orbit.coordinates
     if isinstance(orbit.structure, OrbitPrefix):
         lo, hi = _prefix_interval(x, inner, orbit.structure, where)
+    elif isinstance(orbit.structure, Z4Orbit):
+        lo, hi = z4_interval(x, inner, orbit.structure, where)
     else:
         lo, hi = _interval(x, inner, orbit.structure, where)
     return orbit.distance_bounds(lo, hi)
@@ -328,7 +333,7 @@ def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the cod
         Anything with ``lo``, ``hi``, ``support_indices`` and ``support_weights``.
     where : str
         How error messages name the code (e.g. ``"code 'tammes-d3-k12'"``).
-    orbit : SignOrbit, OrbitPrefix, None or "auto"
+    orbit : SignOrbit, OrbitPrefix, Z4Orbit, None or "auto"
         The code's orbit of sign changes (or the one it is the first K words
         of) when already proved for these rows
         (:func:`spherecodes.orbit.sign_orbit`, :func:`spherecodes.orbit.orbit_prefix`),
@@ -366,6 +371,8 @@ def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the cod
         lo, hi = _rotated_interval(w, cert, orbit, where)
     elif isinstance(getattr(cert, "orbit", None), OrbitPrefix):
         lo, hi = _prefix_interval(w, cert, orbit, where)
+    elif isinstance(getattr(cert, "orbit", None), Z4Orbit):
+        lo, hi = z4_interval(w, cert, orbit, where)
     else:
         lo, hi = _interval(w, cert, orbit, where)
     slack = WITNESS_SLACK

@@ -18,6 +18,7 @@ from ..certificate import (
 from ..errors import SpherecodesError
 from ..orbit import OrbitPrefix
 from ..rotated import Rotated
+from ..z4orbit import Z4Orbit
 from ..report import code_report, format_code_report, format_duration, printable
 
 
@@ -108,6 +109,7 @@ def read_with_certificate_check(bank, name: str | None, *, max_memory: float | N
                                "orthogonality_error": structure.orthogonality_error}
         structure = structure.structure
     verified["orbit_prefix"] = isinstance(structure, OrbitPrefix)
+    verified["orbit_z4"] = isinstance(structure, Z4Orbit)
     if code.certificate is None:
         return code, None, verified
     began = time.perf_counter()

@@ -71,18 +71,23 @@ class KerdockConstruction:
     def _kerdock_points(self, index: np.ndarray) -> np.ndarray:
         n = self.n
         r = int(math.log2(n)) - 1
-        gen = kerdock_generator(n)
+        gen = kerdock_generator(n).astype(np.uint8)
+        # A symbol's pair of coordinates as one complex number: one gather of 16 bytes per symbol.
+        pairs = (_GRAY_SIGNS / math.sqrt(n)).view(np.complex128)[:, 0]
         out = np.empty((len(index), n), dtype=np.float64)
         for s in range(0, len(index), _CHUNK):
             i = index[s : s + _CHUNK]
             a, w = np.divmod(i, 2 * n)
             h, rem = np.divmod(w, n)
             e, b = rem & 1, rem >> 1
-            bits = np.arange(r)
-            lam = ((a[:, None] >> bits) & 1) + 2 * ((b[:, None] >> bits) & 1)
-            z = (lam @ gen + (2 * h + e)[:, None]) % 4
-            out[s : s + _CHUNK] = _GRAY_SIGNS[z].reshape(len(i), n)
-        return out / math.sqrt(n)
+            # z = Σ_j λ_j·gen_j + ε mod 4, in bytes (their wrap-around mod 256 keeps the value mod 4).
+            z = np.empty((len(i), n // 2), dtype=np.uint8)
+            z[:] = (2 * h + e).astype(np.uint8)[:, None]
+            for j in range(r):
+                z += np.multiply.outer((((a >> j) & 1) + 2 * ((b >> j) & 1)).astype(np.uint8), gen[j])
+            z &= 3
+            out[s : s + _CHUNK].view(np.complex128)[:] = pairs[z]
+        return out
 
     def points(self, k: int) -> np.ndarray:
         n = self.n
