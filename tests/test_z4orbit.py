@@ -267,15 +267,21 @@ def test_generate_and_report_certify_a_kerdock_prefix_through_its_translations(t
     assert "certified, width" in shown.output
 
 
-def test_a_turned_kerdock_code_is_exported_uncertified_with_the_same_cosines():
+def test_a_turned_kerdock_code_is_exported_certified_through_the_rotation_with_the_same_cosines():
     from spherecodes.code import make_code
     from spherecodes.export import rotate_code
+    from spherecodes.rotated import Rotated
 
     code = make_code(kerdock(64, 600), method="external", name="kerdock")
     code.certificate = one_vs_rest_distances(code.prototypes, device="cpu", orbit=code.orbit)
     turned = rotate_code(code, 3)
-    assert turned.orbit is None and turned.certificate is None  # the rotation hides the translations
+    # The rotation hides the translations; they are carried through it, and with them the certificate.
+    assert isinstance(turned.orbit, Rotated) and turned.certificate.rho_certified
+    assert abs(turned.certificate.rho_lower - 7 / 8) < 1e-10  # Kerdock n = 64: rho = 1 - 1/8
     assert abs(turned.stats.max_cos - code.stats.max_cos) < 1e-14
+    # A second method: every class of the turned rows certified as for any code.
+    generic = one_vs_rest_distances(turned.prototypes, device="cpu", orbit=None)
+    assert abs(generic.rho_lower - turned.certificate.rho_lower) < 1e-10
 
 
 @pytest.mark.parametrize("k, digits", [(1337, [(0, 5), (6, 1), (7, 2), (8, 3), (9, 4)]), (700, [(3, 1)]),

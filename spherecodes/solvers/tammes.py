@@ -189,7 +189,7 @@ def tammes(
         cfg = dataclasses.replace(cfg, perturb_rounds=0)  # the rounds re-insert any row
     settings = {"method": "tammes", "d": d, "k": k, "seed": seed, "time_limit": time_limit,
                 "device": str(dev), "init": None if init is None else "array", **dataclasses.asdict(cfg),
-                "frozen": 0 if frozen is None else len(frozen)}
+                "frozen_rows": 0 if frozen is None else len(frozen)}
 
     closed = None if frozen is not None else closed_form_result("tammes", d, k, cfg.closed_form, dev, begin,
                                                                  settings)
