@@ -188,8 +188,9 @@ def tammes(
     if frozen is not None:
         cfg = dataclasses.replace(cfg, perturb_rounds=0)  # the rounds re-insert any row
     settings = {"method": "tammes", "d": d, "k": k, "seed": seed, "time_limit": time_limit,
-                "device": str(dev), "init": None if init is None else "array", **dataclasses.asdict(cfg),
-                "frozen_rows": 0 if frozen is None else len(frozen)}
+                "device": str(dev), "init": None if init is None else "array", **dataclasses.asdict(cfg)}
+    if frozen is not None:
+        settings["frozen_rows"] = len(frozen)  # rows of the start code kept exactly (spherecodes.extend)
 
     closed = None if frozen is not None else closed_form_result("tammes", d, k, cfg.closed_form, dev, begin,
                                                                  settings)
