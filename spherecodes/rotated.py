@@ -296,8 +296,12 @@ def turn_rows(rows: np.ndarray, seed: int, structure=None, *, rotation: np.ndarr
     q = random_rotation(rows.shape[1], seed) if rotation is None else rotation
     if structure is None:
         return rows @ q, None
-    snapped = snap_rows(rows)
-    if not np.allclose(snapped, rows, rtol=0, atol=1e-12):  # not rows of one magnitude: nothing to carry
-        return rows @ q, None
-    w = snapped @ q
+    snapped = np.empty_like(rows)
+    w = np.empty_like(rows)
+    for start in range(0, len(rows), _ROWS):  # a block at a time: no K x d temporaries beyond the results
+        part = slice(start, start + _ROWS)
+        snapped[part] = snap_rows(rows[part])
+        if np.abs(snapped[part] - rows[part]).max() > 1e-12:  # not rows of one magnitude: nothing to carry
+            return rows @ q, None
+        w[part] = snapped[part] @ q
     return w, rotated_structure(w, seed, structure.reprove, coordinates=snapped, rotation=q)

@@ -444,7 +444,26 @@ def _prefix_certificate(w_np, prefix, tol, rattler_tol, max_memory, started, pro
     return cert
 
 
+#: Witnesses found by :func:`_prefix_witness`, by the orbit they are of (its generators and row 0's signs and
+#: zero columns, which fix every word up to the common magnitude) and the tolerance: a run's estimate searches
+#: the same orbit as the run (at d = 2048 each search is a minute of NNLS).  A witness taken from here is
+#: checked again like any other (:func:`prefix_bounds`).
+_PREFIX_WITNESSES: dict = {}
+
+
 def _prefix_witness(w_np, prefix, cosines, tol, max_memory):
+    """A balanced witness of the whole orbit's class 0 as (words, weights), or None (remembered, see
+    :data:`_PREFIX_WITNESSES`)."""
+    key = (prefix.k, prefix.generators.tobytes(), np.packbits(w_np[0] < 0).tobytes(),
+           np.packbits(w_np[0] != 0).tobytes(), float(tol))
+    if key not in _PREFIX_WITNESSES:
+        if len(_PREFIX_WITNESSES) >= 8:
+            _PREFIX_WITNESSES.clear()
+        _PREFIX_WITNESSES[key] = _search_prefix_witness(w_np, prefix, cosines, tol, max_memory)
+    return _PREFIX_WITNESSES[key]
+
+
+def _search_prefix_witness(w_np, prefix, cosines, tol, max_memory):
     """A balanced witness of the whole orbit's class 0 as (words, weights), or None.
 
     Its candidates are the orbit's nearest words to ``w_0``, its nearest
