@@ -16,6 +16,7 @@ import shlex
 import numpy as np
 
 from .bounds import THEOREM_3_9, known_optimal, max_cos_lower_bound, simplex_rho_cap, theorem_3_9
+from .records import compare_with_record
 from .code import Code
 from .lines import line_report
 from .memory import format_bytes, format_duration
@@ -70,7 +71,11 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
     ``best_upper_by`` naming it, and ``gap`` = best_upper − certified ρ when
     certified),
     ``max_cos_lower_bound`` (``value``, ``method``, ``gap``), ``known_optimal``
-    (``value``, ``reason``); for a certified code ``rho`` (``lower``,
+    (``value``, ``reason``), ``best_known`` (the published value of the size,
+    :func:`spherecodes.records.compare_with_record`: ``value``, ``source``,
+    ``citation``, ``proven_optimal``, ``gap``, ``tolerance``, ``standing``
+    "better", "reaches" or "above"; ``None`` for a size no shipped table
+    lists); for a certified code ``rho`` (``lower``,
     ``upper``, ``width`` (the widest class's interval), ``tol``,
     ``certified`` (ρ's own interval within ``tol``), ``rho_width``,
     ``every_class_certified``, ``classes_certified``), ``softmax_rattlers``,
@@ -88,6 +93,7 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
     s = code.stats
     bound = max_cos_lower_bound(code.d, code.k)
     optimal = known_optimal(code.d, code.k, s.max_cos)
+    best_known = compare_with_record(code.d, code.k, s.max_cos)
     thm = theorem_3_9(code.d, code.k).to_dict()
     cert = code.certificate
     if cert is not None:
@@ -118,6 +124,7 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
         "theorem_3_9": thm,
         "max_cos_lower_bound": {**bound.to_dict(), "gap": optimal.gap},
         "known_optimal": optimal.to_dict(),
+        "best_known": None if best_known is None else best_known.to_dict(),
         "rho": None,
         "softmax_rattlers": None,
         "rattlers_undecided": None,
@@ -223,6 +230,7 @@ def format_code_report(report: dict) -> str:
             f"{_fmt(bound['value'])}   ({bound['method']}; gap {bound['gap']:.3g})",
         ),
         ("optimal", ("yes (proven): " if optimal["value"] else "not proven: ") + optimal["reason"]),
+        ("best known", _best_known_line(report["best_known"])) if report.get("best_known") else None,
         (
             "1 - cos",
             f"min {_fmt(sep['min'], 6)}  mean {_fmt(sep['mean'], 6)}  max {_fmt(sep['max'], 6)}",
@@ -245,6 +253,14 @@ def format_code_report(report: dict) -> str:
     if report.get("semantic"):
         text += "".join(f"\n  {label:<17}  {value}" for label, value in format_semantic_report(report["semantic"]))
     return text
+
+
+def _best_known_line(best: dict) -> str:
+    """The published value of the code's size, its source, and the code's gap to it."""
+    where = {"better": f"better than the published value by {-best['gap']:.3g}",
+             "reaches": f"reached (gap {best['gap']:+.3g}, within {best['tolerance']:.1g})",
+             "above": f"gap {best['gap']:+.3g}"}[best["standing"]]
+    return f"{best['value']!r} ({best['source']}); {where}"
 
 
 def _verified_line(verified: dict, k: int) -> str:
