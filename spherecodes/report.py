@@ -188,7 +188,7 @@ def _fmt(x: float | None, digits: int = 10) -> str:
 
 def _format_stages(stages: list[dict]) -> str:
     """How an optimiser spent its time, e.g. "anneal 64 starts 5.2 s; polish 3 codes 1.1 s"."""
-    units = {"anneal": "starts", "polish": "codes", "perturb": "rounds"}
+    units = {"anneal": "starts", "polish": "codes", "perturb": "rounds", "search": "chains"}
     return "; ".join(f"{st['stage']} {st['starts']} {units.get(st['stage'], 'items')} {st['seconds']:.3g} s"
                      for st in stages)
 
