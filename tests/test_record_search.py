@@ -69,6 +69,7 @@ def test_bad_search_settings_are_refused_in_one_line():
         generate(3, 13, "tammes", workers=2)
 
 
+@pytest.mark.slow
 def test_generate_runs_the_record_search_and_the_bank_lists_its_chains(tmp_path):
     out = tmp_path / "search.h5"
     result = CliRunner().invoke(main, ["generate", "--d", "3", "--k", "13", "--method", "tammes", "--effort", "record",
