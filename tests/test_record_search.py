@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from spherecodes import generate, read_code
+from spherecodes.catalog import build_catalog, parse_grid
 from spherecodes.cli import main
 from spherecodes.errors import SpherecodesError
 from spherecodes.records import published_record
@@ -67,6 +68,8 @@ def test_bad_search_settings_are_refused_in_one_line():
         generate(3, 13, "lines", effort="record", restarts=1)
     with pytest.raises(SpherecodesError, match="workers and scheduler spread the chains"):
         generate(3, 13, "tammes", workers=2)
+    with pytest.raises(SpherecodesError, match="give --time-limit SECONDS"):
+        build_catalog(parse_grid("d=3 k=13"), ["tammes"], "unused", effort="record")
 
 
 @pytest.mark.slow

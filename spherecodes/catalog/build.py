@@ -320,9 +320,11 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
         threads of this process.
     seed, steps, restarts, time_limit, device
         Passed to :func:`spherecodes.generate` for every bank.
-    effort : {"low", "default", "high"}
+    effort : {"low", "default", "high", "record"}
         Passed to the methods that take it (``tammes``); anything but
-        ``"default"`` needs at least one of them in ``methods``.
+        ``"default"`` needs at least one of them in ``methods``.  ``"record"``
+        runs the record search for each bank (:func:`spherecodes.solvers.record_search`)
+        for ``time_limit`` seconds or ``restarts`` chains, one of which is needed.
     publish : bool
         Write ``registry.json`` for the folder when the tasks are done.
     progress : callable, optional
@@ -343,6 +345,9 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
     if workers is not None and workers < 1:
         raise SpherecodesError(f"workers must be at least 1, got {workers}")
     check_effort(effort, methods)
+    if effort == "record" and time_limit is None and restarts is None:
+        raise SpherecodesError("effort 'record' searches each size until its budget is spent: give --time-limit "
+                               "SECONDS (per bank) or --restarts N (chains per bank)")
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise SpherecodesError(f"{out} exists and is not a directory; --out names the catalog folder")
