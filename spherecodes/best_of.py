@@ -62,6 +62,7 @@ from .constructions import applicable_closed_forms, construct, optimal_closed_fo
 from .errors import SpherecodesError
 from .memory import format_bytes, format_duration, require_memory
 from .optimiser_table import MEASURED_SEED, NOISE, Prediction, measurements, predict_tammes, predict_warm
+from .records import compare_with_record
 from .stats import max_cos
 from .structured import StructuredCode, available_codes, best_structured_code
 
@@ -389,6 +390,15 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
     proven = sharp_optimum(d, k)
     if proven is not None and sure <= proven.value + TIE:
         why = f"cannot win: {sure:.4g} is the proven optimum (Levenshtein bound)"
+        return AutoPlan(None, structured, closed_forms, stored, tuple(replace(o, skip=why) for o in optimisers),
+                        0.0, sure, build)
+    # A bundled code at the published best-known value was searched for long: a default run does not beat
+    # it (the table's interpolated prediction can say otherwise between measured sizes). A time limit given
+    # for the optimisers still lets them try.
+    best_known = compare_with_record(d, k, stored.max_cos) if stored is not None else None
+    if time_limit is None and best_known is not None and best_known.standing != "above":
+        why = (f"cannot win: the bundled code reaches the best known value ({best_known.record.source}); "
+               "--time-limit runs it")
         return AutoPlan(None, structured, closed_forms, stored, tuple(replace(o, skip=why) for o in optimisers),
                         0.0, sure, build)
     # A predicted winner must beat the exact candidates by more than half the noise band: a bundled code is

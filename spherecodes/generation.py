@@ -304,6 +304,8 @@ def generate(
     catalog: bool = True,
     lines: bool = False,
     built=None,
+    workers: int | None = None,
+    scheduler: str | None = None,
 ) -> Code:
     """Compute a K-prototype code in R^d and its float64 statistics.
 
@@ -360,8 +362,10 @@ def generate(
         pairs, the dense path), refreshed every ``refresh`` steps; default
         chosen from (d, K) and the memory (see
         :func:`spherecodes.solvers.tammes_defaults`).
-    effort : {"low", "default", "high"}
-        ``tammes`` only: how much work to spend (see :func:`spherecodes.solvers.tammes`).
+    effort : {"low", "default", "high", "record"}
+        ``tammes`` only: how much work to spend (see :func:`spherecodes.solvers.tammes`);
+        ``"record"`` runs the record search (:func:`spherecodes.solvers.record_search`):
+        chains of ``"high"`` runs until ``time_limit`` is spent, or ``restarts`` chains.
     init : array_like, optional
         ``tammes``, ``softmax`` and ``maxsep``: the optimiser's start code, (K, d).
     catalog : bool
@@ -374,6 +378,10 @@ def generate(
         lines of the best antipodal structured code, kept when they meet the
         Welch or orthoplex bound and otherwise refined by
         :func:`spherecodes.solvers.line_packing` (see :mod:`spherecodes.lines`).
+    workers, scheduler : optional
+        ``tammes`` at ``effort="record"`` only: run the chains on a local Dask
+        cluster of ``workers`` processes, or on the cluster of the scheduler at
+        that address (see :func:`spherecodes.cluster.dask_client`).
     built : list of spherecodes.best_of.Candidate, optional
         ``auto``, ``structured`` and the closed forms: the exact codes of
         (d, K) already built, as :func:`spherecodes.run_estimate.estimate_run`
@@ -417,6 +425,12 @@ def generate(
         takers = METHOD_OPTIONS[wrong[0]]
         raise SpherecodesError(f"{_listed(options_of(takers))} apply to the {_listed(takers, 'or')} method, "
                                f"not {method!r}")
+    if effort == "record" and method != "tammes":
+        raise SpherecodesError(f"effort 'record' runs the record search of method 'tammes', not {method!r}; give "
+                               "method tammes (--method tammes)")
+    if (workers is not None or scheduler is not None) and (method, effort) != ("tammes", "record"):
+        raise SpherecodesError("workers and scheduler spread the chains of a record search over Dask: they apply "
+                               f"to method 'tammes' with effort 'record', not to {method!r} at effort {effort!r}")
     used_seed = seed if uses_seed(method, rotation, d, k) else None
     name = name or default_code_name(method, d, k, used_seed)
     run = _RUNNERS.get(method, _closed_form)
@@ -424,7 +438,7 @@ def generate(
                device=device, steps=steps, restarts=restarts, time_limit=time_limit, progress=progress,
                announce=announce or _silent, embeddings=embeddings, semantic_weight=semantic_weight, max_cos_tolerance=max_cos_tolerance,
                triplets=triplets, max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort,
-               init=init, catalog=catalog, built=_checked_built(built, d, k))
+               init=init, catalog=catalog, built=_checked_built(built, d, k), workers=workers, scheduler=scheduler)
 
 
 def _checked_built(built, d: int, k: int):
@@ -545,12 +559,39 @@ def _optimise(solver, d, k, *, name, labels, seed, used_seed, rotation, device, 
                             rotation=rotation, rotation_seed=seed, announce=announce, progress=progress)
 
 
-def _tammes(d, k, method, *, max_memory, neighbours, refresh, effort, **options) -> Code:
+def _tammes(d, k, method, *, max_memory, neighbours, refresh, effort, workers, scheduler, **options) -> Code:
     from .solvers import tammes
 
+    if effort == "record":
+        return _record_search(d, k, max_memory=max_memory, neighbours=neighbours, refresh=refresh, workers=workers,
+                              scheduler=scheduler, **options)
     # Only tammes sizes its working set (dense or neighbour lists) to the memory limit.
     large = {"neighbours": neighbours, "refresh": refresh, "max_memory": max_memory, "effort": effort}
     return _optimise(tammes, d, k, max_memory=max_memory, solver_options=large, **_common(options))
+
+
+def _record_search(d, k, *, max_memory, neighbours, refresh, workers, scheduler, **options) -> Code:
+    """The record search (chains of tammes at high effort) for ``time_limit`` seconds or ``restarts`` chains."""
+    from .solvers import record_search
+
+    announce = options["announce"]
+    chain_options = {key: value for key, value in (("steps", options["steps"]), ("neighbours", neighbours),
+                                                   ("refresh", refresh), ("max_memory", max_memory))
+                     if value is not None}
+
+    def report(p) -> None:
+        budget = f" of {p.budget:.0f}" if p.budget is not None else ""
+        announce(f"chain {p.chain.chain}{' (from the start code)' if p.chain.warm else ''}: max-cos "
+                 f"{p.chain.max_cos:.12g} in {p.chain.seconds:.1f} s; best {p.best_max_cos:.12g} (chain "
+                 f"{p.best_chain}) after {p.elapsed:.0f}{budget} s")
+
+    announce("optimiser: record_search")
+    result = record_search(d, k, seed=options["seed"], time_budget=options["time_limit"],
+                           chains=options["restarts"], init=options["init"], device=options["device"],
+                           workers=workers, scheduler=scheduler, progress=report, **chain_options)
+    return code_from_result(result, name=options["name"], labels=options["labels"], seed=options["used_seed"],
+                            max_memory=max_memory, rotation=options["rotation"], rotation_seed=options["seed"],
+                            announce=announce, progress=options["progress"])
 
 
 def _softmax(d, k, method, *, max_memory, **options) -> Code:

@@ -16,6 +16,7 @@ import shlex
 import numpy as np
 
 from .bounds import THEOREM_3_9, known_optimal, max_cos_lower_bound, simplex_rho_cap, theorem_3_9
+from .records import compare_with_record
 from .code import Code
 from .lines import line_report
 from .memory import format_bytes, format_duration
@@ -72,7 +73,11 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
     ``best_upper_by`` naming it, and ``gap`` = best_upper − certified ρ when
     certified),
     ``max_cos_lower_bound`` (``value``, ``method``, ``gap``), ``known_optimal``
-    (``value``, ``reason``); for a certified code ``rho`` (``lower``,
+    (``value``, ``reason``), ``best_known`` (the published value of the size,
+    :func:`spherecodes.records.compare_with_record`: ``value``, ``source``,
+    ``citation``, ``proven_optimal``, ``gap``, ``tolerance``, ``standing``
+    "better", "reaches" or "above"; ``None`` for a size no shipped table
+    lists); for a certified code ``rho`` (``lower``,
     ``upper``, ``width`` (the widest class's interval), ``tol``,
     ``certified`` (ρ's own interval within ``tol``), ``rho_width``,
     ``every_class_certified``, ``classes_certified``), ``softmax_rattlers``,
@@ -90,6 +95,7 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
     s = code.stats
     bound = max_cos_lower_bound(code.d, code.k)
     optimal = known_optimal(code.d, code.k, s.max_cos)
+    best_known = compare_with_record(code.d, code.k, s.max_cos)
     thm = theorem_3_9(code.d, code.k).to_dict()
     cert = code.certificate
     if cert is not None:
@@ -120,6 +126,7 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
         "theorem_3_9": thm,
         "max_cos_lower_bound": {**bound.to_dict(), "gap": optimal.gap},
         "known_optimal": optimal.to_dict(),
+        "best_known": None if best_known is None else best_known.to_dict(),
         "rho": None,
         "softmax_rattlers": None,
         "rattlers_undecided": None,
@@ -194,7 +201,7 @@ def _fmt(x: float | None, digits: int = 10) -> str:
 
 def _format_stages(stages: list[dict]) -> str:
     """How an optimiser spent its time, e.g. "anneal 64 starts 5.2 s; polish 3 codes 1.1 s"."""
-    units = {"anneal": "starts", "polish": "codes", "perturb": "rounds"}
+    units = {"anneal": "starts", "polish": "codes", "perturb": "rounds", "search": "chains"}
     return "; ".join(f"{st['stage']} {st['starts']} {units.get(st['stage'], 'items')} {st['seconds']:.3g} s"
                      for st in stages)
 
@@ -242,6 +249,7 @@ def format_code_report(report: dict) -> str:
             f"{_fmt(bound['value'])}   ({bound['method']}; gap {bound['gap']:.3g})",
         ),
         ("optimal", ("yes (proven): " if optimal["value"] else "not proven: ") + optimal["reason"]),
+        ("best known", _best_known_line(report["best_known"])) if report.get("best_known") else None,
         (
             "1 - cos",
             f"min {_fmt(sep['min'], 6)}  mean {_fmt(sep['mean'], 6)}  max {_fmt(sep['max'], 6)}",
@@ -264,6 +272,14 @@ def format_code_report(report: dict) -> str:
     if report.get("semantic"):
         text += "".join(f"\n  {label:<17}  {value}" for label, value in format_semantic_report(report["semantic"]))
     return text
+
+
+def _best_known_line(best: dict) -> str:
+    """The published value of the code's size, its source, and the code's gap to it."""
+    where = {"better": f"better than the published value by {-best['gap']:.3g}",
+             "reaches": f"reached (gap {best['gap']:+.3g}, within {best['tolerance']:.1g})",
+             "above": f"gap {best['gap']:+.3g}"}[best["standing"]]
+    return f"{best['value']!r} ({best['source']}); {where}"
 
 
 def _verified_line(verified: dict, k: int) -> str:

@@ -160,7 +160,7 @@ def test_effort_without_a_method_that_takes_it_is_refused_before_any_work(tmp_pa
     assert tuple(EFFORT.choices) == tuple(EFFORTS)  # the CLI's copy of the names, kept torch-free
     with pytest.raises(SpherecodesError, match=r"effort 'high' applies to the tammes method only; none of softmax"):
         build_catalog(parse_grid("d=3 k=7"), ["softmax"], tmp_path / "cat", effort="high", **FAST)
-    with pytest.raises(SpherecodesError, match=r"effort must be one of low, default, high, got 'max'"):
+    with pytest.raises(SpherecodesError, match=r"effort must be one of low, default, high, record, got 'max'"):
         build_catalog(parse_grid("d=3 k=7"), ["tammes"], tmp_path / "cat", effort="max", **FAST)
     result = CliRunner().invoke(main, ["catalog", "build", "--grid", "d=3 k=7", "--methods", "softmax,auto",
                                        "--effort", "high", "--out", str(tmp_path / "cli")])

@@ -169,7 +169,7 @@ FILE = click.Path(dir_okay=False, path_type=Path)
 #: Seeds fit in a signed 64-bit integer (NumPy's generators and the bank's seed attribute take them).
 SEED = click.IntRange(min=0, max=SEED_LIMIT - 1)
 #: The efforts of the tammes optimiser (spherecodes.solvers.EFFORTS, not imported here: it brings torch).
-EFFORT = click.Choice(("low", "default", "high"))
+EFFORT = click.Choice(("low", "default", "high", "record"))
 
 
 class FiniteFloat(click.FloatRange):

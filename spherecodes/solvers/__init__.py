@@ -10,6 +10,9 @@ The solvers share one result type, modelled on :class:`scipy.optimize.OptimizeRe
   distance (Jiang et al. 2024, Eq. 3).
 * :func:`line_packing` minimises the largest |cos| (K lines through the
   origin) with the same annealing and polish.
+* :func:`record_search` runs chains of :func:`tammes` at high effort, each
+  with a seed of its own, until a time budget is spent (on one process or on
+  Dask workers), for the sizes whose best known code is rare among local optima.
 * :func:`maxsep` is the reference procedure of Mettes, van der Pol & Snoek
   (2019, Eq. 5), exactly as published.
 * :func:`descend_on_sphere` runs the same Riemannian Adam steps on any
@@ -33,11 +36,13 @@ from ._core import (
 from ._options import EFFORTS, MaxsepOptions, SoftmaxOptions, TammesOptions, tammes_defaults
 from .lines import line_packing
 from .maxsep import maxsep
+from .record_search import record_search
 from .softmax import softmax_code
 from .tammes import tammes, tammes_estimate, tammes_memory
 
 __all__ = [
     "ADAM_DEFAULTS", "DTYPES", "EFFORTS", "EXP_FLOOR", "HISTORY_COLUMNS", "Clock", "MaxsepOptions", "Progress",
-    "SoftmaxOptions", "SolverResult", "TammesOptions", "descend_on_sphere", "line_packing", "maxsep", "softmax_code", "tammes",
+    "SoftmaxOptions", "SolverResult", "TammesOptions", "descend_on_sphere", "line_packing", "maxsep", "record_search", "softmax_code",
+    "tammes",
     "tammes_defaults", "tammes_estimate", "tammes_memory",
 ]

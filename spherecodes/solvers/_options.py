@@ -78,6 +78,11 @@ EFFORTS = {
     "high": {"restarts": 4.0, "perturb_rounds": 40, "symmetric": 0.5, "riesz": 0.5, "sphere_starts": 512,
              "sphere_rounds": 300},
 }
+#: "record": the record search (:func:`spherecodes.solvers.record_search`), which
+#: ``generate`` and ``catalog build`` run for method tammes: chains of "high" runs,
+#: each with a seed of its own, until the time limit is spent.  One run of
+#: :func:`spherecodes.solvers.tammes` at this effort is one such chain.
+EFFORTS["record"] = EFFORTS["high"]
 
 #: Points in R^3 up to which an effort's ``sphere_starts`` and
 #: ``sphere_rounds`` apply.  From 82 points the default falls to 16 starts

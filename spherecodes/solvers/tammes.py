@@ -101,7 +101,7 @@ def tammes(
         A warm start's annealing begins sharp (``t_start = t_end / 25``) with
         a tenth of the step size, so it refines the code rather than
         forgetting it, and the result is never worse than ``init``.
-    effort : {"low", "default", "high"}
+    effort : {"low", "default", "high", "record"}
         How much work to spend on the dense path (:data:`spherecodes.solvers.EFFORTS`):
         "low" runs a quarter of the random starts; "high" four times as many
         (and at least 512 in R^3 up to 130 points), then rounds of
@@ -111,6 +111,9 @@ def tammes(
         and up to 300 in R^3 up to 130 points; half its starts are
         symmetric in R^3 (unions of orbits of a rotation group) and
         energy-continuation starts above R^3 (``riesz_starts``).
+        "record" runs as "high": it is one chain of the record search
+        (:func:`spherecodes.solvers.record_search`), which runs such runs
+        with seeds of their own until a time budget is spent.
         ``result.stages`` records what each stage spent.
     frozen : array_like of bool, shape (K,), optional
         Rows of ``init`` that stay where they are, bit for bit (new classes

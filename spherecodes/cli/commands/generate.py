@@ -39,8 +39,8 @@ from ...semantic import (
 from .._common import OutOfTime, ProgressBar, default_bank_path, lock_notice, show_report, tell
 from .._common import certify as certify_code
 from ..main import (
-    COUNT, DIM, EFFORT, FILE, MAX_MEMORY_HELP, SECONDS, SEED, FiniteFloat, MemorySize, embedding_options, main,
-    threads_option,
+    COUNT, DIM, EFFORT, FILE, MAX_MEMORY_HELP, MAX_THREADS, SECONDS, SEED, FiniteFloat, MemorySize, SchedulerAddress,
+    embedding_options, main, threads_option,
 )
 
 @main.command(name="generate")
@@ -98,7 +98,13 @@ from ..main import (
               help="tammes and lines: how much work to spend. low: a quarter of the random starts; high: four times "
               "as many (for tammes at least 512 in R^3 up to 130 points, half of them symmetric there, "
               "energy-continuation starts above R^3), then rounds of perturb-and-repolish of the best code (codes "
-              "small enough to polish: 40, and up to 300 in R^3 up to 130 points).")
+              "small enough to polish: 40, and up to 300 in R^3 up to 130 points). record (tammes): the record "
+              "search, chains of high-effort runs with seeds of their own until --time-limit is spent (or "
+              "--restarts chains), the best kept; with --init BANK it resumes from that bank's code.")
+@click.option("--workers", type=click.IntRange(min=1, max=MAX_THREADS), default=None,
+              help="--effort record only: run the chains on a local Dask cluster of this many worker processes.")
+@click.option("--scheduler", type=SchedulerAddress(), default=None,
+              help="--effort record only: run the chains on an existing Dask cluster (e.g. tcp://10.0.0.5:8786).")
 @click.option("--init", "init_path", type=FILE, default=None, metavar="BANK|FILE",
               help="tammes, softmax, maxsep and lines: start from this code (a bank, or a (K, d) matrix in .npy, .pt, "
               ".txt or .csv; rows are rescaled to unit length). tammes and lines refine it and never return anything "
@@ -148,7 +154,7 @@ from ..main import (
               "classes, sampled beyond.")
 @threads_option
 def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_limit, use_catalog, max_memory, effort,
-                 init_path,
+                 workers, scheduler, init_path,
                  init_code, neighbours, refresh, out, dtype, name, overwrite, as_json, certify, quiet, classes,
                  embeddings, embeddings_format, missing_words, semantic_weight, max_cos_tolerance, triplets):
     """Compute a code for (d, K), store it in a bank, and print its report.
@@ -163,6 +169,7 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
       spherecodes generate --d 512 --k 100000 --no-certify --max-memory 8GiB
       spherecodes generate --d 64 --method privileged --classes classes.txt --embeddings glove.txt
       spherecodes generate --d 3 --k 120 --effort high
+      spherecodes generate --d 3 --k 110 --method tammes --effort record --time-limit 600 --workers 2
       spherecodes generate --d 64 --k 1000 --method tammes --init start.npy
       spherecodes generate --d 7 --k 28 --method lines
       spherecodes generate --d 512 --k 1000 --out prototypes.npy
@@ -252,7 +259,7 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
                         embeddings=class_vectors, semantic_weight=semantic_weight,
                         max_cos_tolerance=max_cos_tolerance, triplets=triplets or "auto",
                         max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort, init=init,
-                        catalog=use_catalog, built=estimate.built)
+                        catalog=use_catalog, built=estimate.built, workers=workers, scheduler=scheduler)
     interrupted = code.settings.get("stop_reason") == "interrupted"
     deadline = None if time_limit is None else started + time_limit
     out_of_time = None

@@ -1,0 +1,283 @@
+"""The record search: chains of iterated local search, run until a time budget is spent, on one process or Dask.
+
+Past N ≈ 60 points in R^3 nearly every start of :func:`spherecodes.solvers.tammes`
+ends in a local optimum of its own, and the basin of the best known code
+is rarer than one start in several hundred: a hard size needs many more
+polished local optima than one run gives.  :func:`record_search` runs
+**chains**, each one run of :func:`spherecodes.solvers.tammes` at
+``effort="high"`` (its annealed starts, the polish of the best, then rounds
+of perturb / re-anneal / polish: :mod:`spherecodes.solvers._basin`) with a
+seed of its own, one after the other until the budget is spent, and keeps
+the best code.  Given a start code (``init``: the best code of an earlier
+search, read from its bank), the even chains start from it (perturbed
+copies of it, then the rounds), the odd ones from scratch: the search
+resumes where the code left off.
+
+Chain c of a search draws from a seed derived from (``seed``, c, and the
+start code's prototypes when there is one), so the same settings give the
+same chains in any order and on any worker, and a resumed search runs new
+chains rather than those that made its start code.  The best code is the
+chain with the smallest max-cos (float64), the lowest chain number among
+equals: with a number of chains (``chains``) and no budget, one process and
+a Dask cluster return the same code.  Under a budget, the chains that end
+within it are the same; how many end depends on the machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..checks import check_int, check_positive, check_seed, check_sizes
+from ..cluster import dask_client
+from ..devices import resolve_device
+from ..errors import SpherecodesError
+from ..sphere import normalise_rows
+from ._core import SolverResult, check_init
+from .tammes import tammes
+
+__all__ = ["CHAIN_EFFORT", "ChainResult", "SearchProgress", "chain_seed", "record_search", "run_chain"]
+
+#: The effort of :func:`spherecodes.solvers.tammes` that each chain runs: in R^3 up to
+#: 130 points, 512 starts then up to 300 perturbation rounds (about two minutes of
+#: one core at N = 80-130), elsewhere four times the default starts and 40 rounds.
+CHAIN_EFFORT = "high"
+
+
+@dataclass(frozen=True)
+class ChainResult:
+    """One chain's code and what it cost."""
+
+    chain: int
+    seed: int
+    warm: bool  # started from the search's start code
+    max_cos: float
+    prototypes: np.ndarray
+    seconds: float
+    cpu_seconds: float  # of the process that ran it
+    stop_reason: str
+
+    def to_dict(self) -> dict:
+        return {"chain": self.chain, "seed": self.seed, "warm": self.warm, "max_cos": self.max_cos,
+                "seconds": self.seconds, "cpu_seconds": self.cpu_seconds, "stop_reason": self.stop_reason}
+
+
+@dataclass(frozen=True)
+class SearchProgress:
+    """Sent to ``progress`` after every chain: the chain, and the best code so far."""
+
+    chains_done: int
+    chain: ChainResult
+    best_max_cos: float
+    best_chain: int
+    elapsed: float
+    budget: float | None
+
+
+def chain_seed(seed: int, chain: int, init: np.ndarray | None = None) -> int:
+    """The seed of chain ``chain`` of a search with ``seed`` (and start code ``init``), in [0, 2**63).
+
+    Examples
+    --------
+    >>> chain_seed(0, 1) == chain_seed(0, 1), chain_seed(0, 1) == chain_seed(1, 0)
+    (True, False)
+    """
+    entropy = [seed, chain]
+    if init is not None:
+        digest = hashlib.sha256(np.ascontiguousarray(init, dtype=np.float64).tobytes()).digest()
+        entropy.extend(np.frombuffer(digest[:16], dtype=np.uint32).tolist())
+    low, high = np.random.SeedSequence(entropy).generate_state(2, dtype=np.uint32)
+    return (int(high) << 31) ^ int(low)
+
+
+def run_chain(d: int, k: int, seed: int, chain: int, init: np.ndarray | None, time_limit: float | None,
+              device: str, options: dict | None = None) -> ChainResult:
+    """Chain ``chain`` of a search: one :func:`tammes` run at :data:`CHAIN_EFFORT` (the body of a Dask task).
+
+    ``options`` go to :func:`tammes` as they are (``restarts``, ``perturb_rounds``, ...).
+    """
+    began, cpu_began = time.perf_counter(), time.process_time()
+    warm = init is not None and chain % 2 == 0
+    own_seed = chain_seed(seed, chain, init)
+    result = tammes(d, k, seed=own_seed, effort=CHAIN_EFFORT, init=init if warm else None, time_limit=time_limit,
+                    device=device, **(options or {}))
+    return ChainResult(chain, own_seed, warm, float(result.max_cos), result.prototypes,
+                       time.perf_counter() - began, time.process_time() - cpu_began, result.stop_reason)
+
+
+def record_search(
+    d: int,
+    k: int,
+    *,
+    seed: int = 0,
+    time_budget: float | None = None,
+    chains: int | None = None,
+    init: np.ndarray | None = None,
+    device: str = "cpu",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: Callable[[SearchProgress], None] | None = None,
+    **chain_options,
+) -> SolverResult:
+    """Search for the best code of K points in R^d with chains of iterated local search until the budget is spent.
+
+    Parameters
+    ----------
+    d, k : int
+        Dimension and number of points.
+    seed : int
+        Seed of the search; chain c runs with :func:`chain_seed`.
+    time_budget : float, optional
+        Seconds: no chain starts after them, and each chain is given the
+        time left as its ``time_limit``, so the search ends within the
+        budget (plus the re-measurement of the last chains' codes).
+    chains : int, optional
+        Chains to run at most.  At least one of ``time_budget`` and
+        ``chains`` is needed.
+    init : array_like, optional
+        A start code (K, d): the even chains start from it, and the result
+        is never worse than it.  Give the best code of an earlier search to
+        resume it.
+    device : str
+        Where each chain's annealing runs.
+    workers : int, optional
+        Run the chains on a local Dask cluster of this many worker processes
+        (one chain each at a time).
+    scheduler : str, optional
+        Run the chains on an existing Dask cluster, given its scheduler's address.
+    progress : callable, optional
+        Called with a :class:`SearchProgress` after every chain.
+    **chain_options
+        Passed to every chain's :func:`spherecodes.solvers.tammes` (``restarts``,
+        ``steps``, ``perturb_rounds``, ...; ``effort``, ``seed``, ``init``,
+        ``time_limit`` and ``device`` are the search's).
+
+    Returns
+    -------
+    SolverResult
+        The best chain's code; ``restarts`` is the number of chains run,
+        ``best_restart`` the best chain, and ``settings["record_search"]``
+        lists every chain (seed, max-cos, seconds, CPU seconds, why it stopped).
+
+    Raises
+    ------
+    SpherecodesError
+        Neither a budget nor a number of chains, bad sizes or start code, or
+        both ``workers`` and ``scheduler``.
+
+    Examples
+    --------
+    >>> res = record_search(3, 13, chains=2, restarts=16, steps=200, perturb_rounds=2)  # short chains
+    >>> res.restarts, len(res.settings["record_search"]["chains"]), res.max_cos < 0.55
+    (2, 2, True)
+    """
+    begin = time.perf_counter()
+    d, k = check_sizes(d, k)
+    seed = check_seed(seed)
+    if time_budget is None and chains is None:
+        raise SpherecodesError("a record search runs until its budget is spent: give a time budget in seconds "
+                               "(--time-limit) or a number of chains (--restarts)")
+    budget = None if time_budget is None else check_positive("time_budget", time_budget)
+    limit = math.inf if chains is None else check_int("chains", chains, 1)
+    if workers is not None and scheduler is not None:
+        raise SpherecodesError("give either a number of local workers or a scheduler address, not both")
+    init = None if init is None else normalise_rows(check_init(init, d, k))
+    device = str(resolve_device(device))
+    taken = {"effort", "seed", "init", "time_limit", "device"} & set(chain_options)
+    if taken:
+        raise SpherecodesError(f"{', '.join(sorted(taken))} of the chains are the search's own; give them to the "
+                               "search, not as chain options")
+    results: list[ChainResult] = []
+    best: list[ChainResult] = []
+
+    def remaining() -> float | None:
+        return None if budget is None else budget - (time.perf_counter() - begin)
+
+    def may_start(started: int) -> bool:
+        # The first chain always runs, so that there is a code however small the budget.
+        left = remaining()
+        return started < limit and (started == 0 or left is None or left > 0)
+
+    def record(done: ChainResult) -> None:
+        results.append(done)
+        if not best or (done.max_cos, done.chain) < (best[0].max_cos, best[0].chain):
+            best[:] = [done]
+        if progress is not None:
+            progress(SearchProgress(len(results), done, best[0].max_cos, best[0].chain,
+                                    time.perf_counter() - begin, budget))
+
+    def time_left() -> float | None:
+        left = remaining()
+        return None if left is None else max(left, 1e-3)
+
+    interrupted = False
+    try:
+        if workers is None and scheduler is None:
+            while may_start(len(results)):
+                record(run_chain(d, k, seed, len(results), init, time_left(), device, chain_options))
+                if results[-1].stop_reason == "interrupted":
+                    interrupted = True
+                    break
+        else:
+            _run_on_dask(d, k, seed, init, device, chain_options, workers, scheduler, may_start, time_left, record,
+                         limit)
+    except KeyboardInterrupt:
+        interrupted = True  # the chains that ended are kept
+    if not results:
+        raise KeyboardInterrupt  # nothing ended: nothing to return
+    chosen = best[0]
+    stop_reason = ("interrupted" if interrupted else "time_limit" if budget is not None and remaining() <= 0
+                   else "steps")
+    wall = time.perf_counter() - begin
+    records = sorted((r.to_dict() for r in results), key=lambda r: r["chain"])
+    settings = {
+        "method": "tammes", "d": d, "k": k, "seed": seed, "effort": "record", "time_limit": budget,
+        "device": device, "init": None if init is None else "array",
+        "record_search": {"chain_effort": CHAIN_EFFORT, "chains_asked": None if chains is None else int(chains),
+                          "chain_options": chain_options, "workers": workers, "scheduler": scheduler is not None,
+                          "chains": records,
+                          "cpu_seconds": sum(r.cpu_seconds for r in results)},
+    }
+    stages = [{"stage": "search", "starts": len(results), "steps": len(results), "seconds": wall,
+               "max_cos": chosen.max_cos}]
+    detail = ""
+    if stop_reason == "time_limit":
+        detail = f"ran {len(results)} chains in the budget of {budget:.3g} s; the best code is returned"
+    elif interrupted:
+        detail = f"interrupted (Ctrl-C) after {len(results)} chains; the best code so far is returned"
+    history = np.array([(r.chain, r.max_cos, min(x.max_cos for x in results[:i + 1]))
+                        for i, r in enumerate(results)], dtype=np.float64).reshape(-1, 3)
+    return SolverResult(prototypes=chosen.prototypes, method="tammes", max_cos=chosen.max_cos, history=history,
+                        restarts=len(results), best_restart=chosen.chain, steps=len(results), wall_time=wall,
+                        device=device, stop_reason=stop_reason, settings=settings, stages=stages,
+                        stop_detail=detail)
+
+
+def _run_on_dask(d, k, seed, init, device, options, workers, scheduler, may_start, time_left, record,
+                 limit) -> None:
+    """Keep every worker busy with one chain until no more may start; ``record`` each as it ends."""
+    from distributed import as_completed
+
+    tasks = None if math.isinf(limit) else int(limit)
+    with dask_client(scheduler, workers, processes=True, tasks=tasks) as (client, _threads):
+        slots = max(1, len(client.scheduler_info().get("workers", {})))
+        started = 0
+        pending = as_completed()
+
+        def submit() -> None:
+            nonlocal started
+            pending.add(client.submit(run_chain, d, k, seed, started, init, time_left(), device, options, pure=False,
+                                      key=f"spherecodes-chain-{d}-{k}-{seed}-{started}-{time.time_ns()}"))
+            started += 1
+
+        while started < slots and may_start(started):
+            submit()
+        for future in pending:
+            record(future.result())
+            if may_start(started):
+                submit()

@@ -1,0 +1,87 @@
+"""The record search: chains of high-effort tammes runs, on one process or on a Dask cluster."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from spherecodes import generate, read_code
+from spherecodes.catalog import build_catalog, parse_grid
+from spherecodes.cli import main
+from spherecodes.errors import SpherecodesError
+from spherecodes.records import published_record
+from spherecodes.solvers import record_search, tammes
+from spherecodes.solvers.record_search import chain_seed
+from spherecodes.stats import max_cos
+
+#: Short chains, so that a search takes seconds: the machinery is the same as the long ones'.
+SHORT = {"restarts": 8, "steps": 200, "perturb_rounds": 2}
+
+
+def test_each_chain_is_a_high_effort_tammes_run_with_its_own_seed_and_the_best_is_kept():
+    res = record_search(3, 13, chains=3, **SHORT)
+    chains = res.settings["record_search"]["chains"]
+    assert [c["chain"] for c in chains] == [0, 1, 2] and len({c["seed"] for c in chains}) == 3
+    # Chain 1, run again on its own as a tammes call with its seed, gives the value the search recorded.
+    again = tammes(3, 13, seed=chain_seed(0, 1), effort="high", device="cpu", **SHORT)
+    assert again.max_cos == chains[1]["max_cos"]
+    best = min(chains, key=lambda c: (c["max_cos"], c["chain"]))
+    assert res.best_restart == best["chain"] and res.max_cos == best["max_cos"] == max_cos(res.prototypes)
+    assert res.stop_reason == "steps"
+
+
+def test_a_resumed_search_starts_from_its_code_and_is_never_worse():
+    first = record_search(3, 20, chains=1, restarts=4, steps=100, perturb_rounds=0)
+    resumed = record_search(3, 20, chains=2, init=first.prototypes, restarts=4, steps=100, perturb_rounds=0)
+    chains = resumed.settings["record_search"]["chains"]
+    assert [c["warm"] for c in chains] == [True, False]
+    assert resumed.max_cos <= first.max_cos
+    # New chains, not the ones that made the start code: the seeds depend on it.
+    assert chains[1]["seed"] != chain_seed(0, 1)
+
+
+def test_a_time_budget_ends_the_search_after_the_chain_under_way():
+    res = record_search(3, 13, time_budget=0.5, seed=3, **SHORT)
+    assert res.restarts >= 1 and res.stop_reason == "time_limit"
+    assert "in the budget of 0.5 s" in res.stop_detail
+
+
+@pytest.mark.slow
+def test_the_dask_path_gives_the_same_best_code_as_one_process():
+    alone = record_search(3, 13, chains=3, seed=5, **SHORT)
+    spread = record_search(3, 13, chains=3, seed=5, workers=2, **SHORT)
+    assert spread.restarts == 3
+    assert np.array_equal(spread.prototypes, alone.prototypes) and spread.best_restart == alone.best_restart
+    assert ([c["max_cos"] for c in spread.settings["record_search"]["chains"]]
+            == [c["max_cos"] for c in alone.settings["record_search"]["chains"]])
+
+
+def test_bad_search_settings_are_refused_in_one_line():
+    with pytest.raises(SpherecodesError, match="give a time budget"):
+        record_search(3, 13)
+    with pytest.raises(SpherecodesError, match="not both"):
+        record_search(3, 13, chains=1, workers=1, scheduler="tcp://127.0.0.1:1")
+    with pytest.raises(SpherecodesError, match="effort of the chains|the search's own"):
+        record_search(3, 13, chains=1, effort="low")
+    with pytest.raises(SpherecodesError, match="effort 'record' runs the record search of method 'tammes'"):
+        generate(3, 13, "lines", effort="record", restarts=1)
+    with pytest.raises(SpherecodesError, match="workers and scheduler spread the chains"):
+        generate(3, 13, "tammes", workers=2)
+    with pytest.raises(SpherecodesError, match="give --time-limit SECONDS"):
+        build_catalog(parse_grid("d=3 k=13"), ["tammes"], "unused", effort="record")
+
+
+@pytest.mark.slow
+def test_generate_runs_the_record_search_and_the_bank_lists_its_chains(tmp_path):
+    out = tmp_path / "search.h5"
+    result = CliRunner().invoke(main, ["generate", "--d", "3", "--k", "13", "--method", "tammes", "--effort", "record",
+                                       "--restarts", "2", "--steps", "200", "--out", str(out), "--no-certify"])
+    assert result.exit_code == 0, result.output
+    assert "chain 1: max-cos" in result.output and "best known" in result.output
+    code = read_code(out)
+    chains = code.settings["record_search"]["chains"]
+    assert len(chains) == 2 and code.settings["effort"] == "record"
+    assert code.stats.max_cos == min(c["max_cos"] for c in chains)
+    # 13 points: the chains reach the published value (Lai et al. 2023) within its precision.
+    assert code.stats.max_cos - published_record(3, 13).max_cos < 1e-9
