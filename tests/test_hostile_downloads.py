@@ -1,0 +1,283 @@
+"""Hostile networks: catalogs and downloads, registries, and Dask schedulers.
+
+Downloads are capped at their listed size and deadline, registries parsed with bounds, and a
+scheduler address is checked (and trusted only where it may be) before anything is sent or read.
+
+The cases of the table run through :func:`hostile_support.run_case`; the
+tests after it check what must still work, and what the table cannot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hostile_support import (
+    CATALOG_BANK, CATALOG_ENTRY, Table, catalog_bank_bytes, catalog_of_good_bank, good_bank_bytes, make_bank,
+    publish, run_case,
+)
+from hostile_support import web  # noqa: F401 (the fixture)
+
+CASES = Table()
+case = CASES.case
+
+
+# ---- downloads: hard caps at the declared size, size and hash both checked, nothing partial cached
+
+
+def _cache_is_clean(f, web, stdout, stderr):
+    banks = [p for p in (f / "cache").rglob("*") if p.is_file() and p.name != "registry.json"]
+    assert banks == [], banks
+
+
+def _names_listed_size(f, web, stdout, stderr):
+    _cache_is_clean(f, web, stdout, stderr)
+    listed = json.loads((f / "catalog" / "registry.json").read_text())["entries"][0]["size"]
+    assert str(listed) in stderr, (listed, stderr)
+
+
+def _sent_at_most(limit, bank=True):
+    def check(f, web, stdout, stderr):
+        if bank:
+            _names_listed_size(f, web, stdout, stderr)
+        assert web.sent <= limit, f"the server sent {web.sent} bytes before the client hung up"
+
+    return check
+
+
+@case("download-streams-100-MiB-chunked", says=("more than",), check=_sent_at_most(8 * 2**20))
+def _(f, web):
+    body = good_bank_bytes()
+    return ["fetch", CATALOG_ENTRY, "--url",
+            catalog_of_good_bank(f, web, lambda h: h.stream(body, bytes(1 << 16), 100 * 2**20))]
+
+
+@case("download-content-length-100-MiB", says=("more than|larger",), check=_sent_at_most(8 * 2**20))
+def _(f, web):
+    body = good_bank_bytes()
+    return ["fetch", CATALOG_ENTRY, "--url",
+            catalog_of_good_bank(f, web, lambda h: h.stream(body, bytes(1 << 16), 100 * 2**20, length=100 * 2**20))]
+
+
+@case("download-size-wrong-sha-right", says=("size",), check=_names_listed_size)
+def _(f, web):
+    return ["fetch", CATALOG_ENTRY, "--url",
+            catalog_of_good_bank(f, web, edit_entry=lambda e: e.update(size=e["size"] + 100))]
+
+
+@case("directory-catalog-size-wrong-sha-right", says=("size",), check=_names_listed_size)
+def _(f, web):
+    catalog_of_good_bank(f, web, edit_entry=lambda e: e.update(size=e["size"] - 1))
+    return ["fetch", CATALOG_ENTRY, "--url", f / "catalog"]
+
+
+@case("registry-streams-200-MiB", says=("registry", "MiB"), check=_sent_at_most(48 * 2**20, bank=False))
+def _(f, web):
+    prefix = f"/r{len(web.routes)}/"
+    web.routes[prefix + "registry.json"] = lambda h: h.stream(b'{"entries": [', b" " * (1 << 16), 200 * 2**20)
+    return ["catalog", "list", "--url", web.url.rstrip("/") + prefix]
+
+
+@case("registry-claims-200-MiB", says=("registry", "MiB"), check=_sent_at_most(48 * 2**20, bank=False))
+def _(f, web):
+    prefix = f"/r{len(web.routes)}/"
+    web.routes[prefix + "registry.json"] = lambda h: h.stream(b'{"entries": [', b" " * (1 << 16), 200 * 2**20,
+                                                                length=200 * 2**20)
+    return ["catalog", "list", "--url", web.url.rstrip("/") + prefix]
+
+
+@case("registry-entry-size-absurd", says=("size",))
+def _(f, web):
+    return ["fetch", CATALOG_ENTRY, "--url", catalog_of_good_bank(f, web, edit_entry=lambda e: e.update(size=10**30))]
+
+
+@case("download-read-timeout", says=("no answer|timed out",), check=_cache_is_clean)
+def _(f, web):
+    return ["fetch", CATALOG_ENTRY, "--url", catalog_of_good_bank(f, web, bank_route=lambda h: h.hang())]
+
+
+@case("registry-read-timeout", says=("no answer|timed out", "registry"))
+def _(f, web):
+    prefix = f"/r{len(web.routes)}/"
+    web.routes[prefix + "registry.json"] = lambda h: h.hang()
+    return ["catalog", "list", "--url", web.url.rstrip("/") + prefix]
+
+
+@case("registry-one-byte-at-a-time-past-the-deadline", says=("registry.json", "deadline of 1.5 s",
+                                                           "SPHERECODES_DOWNLOAD_DEADLINE"),
+      env={"SPHERECODES_DOWNLOAD_DEADLINE": "1.5"}, check=_sent_at_most(100, bank=False))
+def _(f, web):
+    web.routes["/trickle/registry.json"] = lambda h: h.trickle(b'{"entries": []}' + b" " * 200, every_s=0.05)
+    return ["catalog", "list", "--url", web.url + "trickle/"]
+
+
+@case("registry-content-length-negative", says=("registry.json", "'-5'", "not a number of bytes"))
+def _(f, web):
+    """A reader trusting the length would wait for the read timeout (60 s) for bytes that never come."""
+    def negative(h):
+        h.send_response(200)
+        h.send_header("Content-Length", "-5")
+        h.end_headers()
+        h.write_counted(b'{"entries": []}')
+        h.close_connection = True
+
+    web.routes["/negative/registry.json"] = negative
+    return ["catalog", "list", "--url", web.url + "negative/"]
+
+
+@case("registry-unreachable", says=("cannot reach",))
+def _(f, web):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return ["catalog", "list", "--url", f"http://127.0.0.1:{port}/"]
+
+
+@case("cache-path-is-a-file", says=("cache", "SPHERECODES_CACHE"), env={"SPHERECODES_CACHE": "{f}/cachefile"})
+def _(f, web):
+    (f / "cachefile").write_text("I am a file")
+    return ["fetch", CATALOG_ENTRY, "--url", catalog_of_good_bank(f, web)]
+
+
+
+@case("cache-on-read-only-file-system", says=("cache", "read-only|not writable"),
+      env={"SPHERECODES_CACHE": "{f}/readonly"})
+def _(f, web):
+    url = catalog_of_good_bank(f, web)
+    (f / "readonly").mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(f / "readonly")],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        os.chmod(f / "readonly", 0o555)
+        if os.access(f / "readonly", os.W_OK):
+            pytest.skip("neither a read-only mount nor a read-only directory can be made here")
+    return ["fetch", CATALOG_ENTRY, "--url", url]
+
+
+# ---- registries: what Python's JSON parser would turn into a traceback
+
+
+def registry_with(f, edit=None, text=None) -> Path:
+    """A catalog folder whose registry lists the good bank, its JSON text then edited (``text(json_text)``)."""
+    registry = publish(f / "catalog", {CATALOG_BANK: catalog_bank_bytes(f)})
+    if edit is not None:
+        edit(registry["entries"][0])
+    document = json.dumps(registry)
+    (f / "catalog" / "registry.json").write_text(text(document) if text else document)
+    return f / "catalog"
+
+
+@case("registry-integer-of-5000-digits", says=("registry", "5000 digits"))
+def _(f, web):
+    catalog = registry_with(f, edit=lambda e: e.update(size=-7), text=lambda t: t.replace("-7", "9" * 5000))
+    return ["catalog", "list", "--url", catalog]
+
+
+@case("registry-nested-200000-deep", says=("registry", "nests"))
+def _(f, web):
+    catalog = registry_with(f, edit=lambda e: e.update(seed=-7),
+                             text=lambda t: t.replace("-7", "[" * 200_000 + "]" * 200_000))
+    return ["catalog", "list", "--url", catalog]
+
+
+@case("registry-1-and-400-zeros", says=("registry", "max_cos|finite"))
+def _(f, web):
+    catalog = registry_with(f, edit=lambda e: e.update(max_cos=-7), text=lambda t: t.replace("-7", "1" + "0" * 400))
+    return ["catalog", "list", "--url", catalog]
+
+
+@case("registry-1e400", says=("registry", "1e400", "float64"))
+def _(f, web):
+    catalog = registry_with(f, edit=lambda e: e.update(max_cos=-7), text=lambda t: t.replace("-7", "1e400"))
+    return ["fetch", CATALOG_ENTRY, "--url", catalog]
+
+
+@case("registry-nan", says=("registry", "NaN"))
+def _(f, web):
+    catalog = registry_with(f, edit=lambda e: e["rho"].update(lower=-7), text=lambda t: t.replace("-7", "NaN"))
+    return ["catalog", "list", "--url", catalog]
+
+
+@case("registry-number-as-a-string", says=("registry", "damaged entry", "number"))
+def _(f, web):
+    return ["catalog", "list", "--url", registry_with(f, edit=lambda e: e.update(max_cos="nan"))]
+
+
+@case("registry-of-34000-entries-one-repeated", says=("registry", "more than once", "tammes-d5-k1234"))
+def _(f, web):
+    """A long registry is checked in one pass (a pairwise check of its names took minutes)."""
+    catalog = registry_with(f)
+    registry = json.loads((catalog / "registry.json").read_text())
+    keep = ("d", "k", "method", "seed", "code", "sha256", "size", "max_cos", "rho", "max_cos_lower_bound",
+            "prototypes_sha256")  # what an entry must have: 34,000 of them within the 16 MiB a registry may take
+    template = {key: registry["entries"][0][key] for key in keep}
+    template.update(max_cos=0.4, rho={"lower": 0.6, "upper": 0.6, "certified": True},
+                    max_cos_lower_bound={"value": 0.1, "method": "LP", "gap": 0.3})
+    registry["entries"] = [{**template, "name": f"tammes-d{3 + i // 5000}-k{10 + i % 5000}", "file": f"b{i}.h5"}
+                           for i in range(34_000)] + [{**template, "name": "tammes-d5-k1234", "file": "b.h5"}]
+    (catalog / "registry.json").write_text(json.dumps(registry, separators=(",", ":")))  # within the 16 MiB
+    return ["catalog", "list", "--url", catalog]
+
+
+# ---- a Dask scheduler: its address checked where it enters, an unreachable one given up in bounded time
+
+
+def _scheduler_case(name, address, says, command="certify"):
+    @case(name, exit=2, says=("--scheduler",) + says)
+    def _(f, web):
+        if command == "certify":
+            return ["certify", make_bank(f), "--scheduler", address, "-q"]
+        return ["catalog", "build", "--grid", "d=3 k=7", "--out", f / "built", "--scheduler", address]
+
+
+_scheduler_case("certify-scheduler-garbage", "garbage", ("SCHEME://HOST:PORT", "'garbage'"))
+_scheduler_case("certify-scheduler-port-99999", "tcp://127.0.0.1:99999", ("1..65535",))
+_scheduler_case("certify-scheduler-http", "http://127.0.0.1:8786", ("tcp, tls",))
+_scheduler_case("certify-scheduler-empty", "", ("''",))
+_scheduler_case("catalog-build-scheduler-no-port", "tcp://", ("SCHEME://HOST:PORT",), command="catalog")
+
+
+@case("certify-scheduler-unreachable", says=("cannot connect", "127.0.0.1", "1 s"))
+def _(f, web):
+    with socket.socket() as s:  # a port nobody listens on (the connect timeout is cut to 1 s here)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return ["certify", make_bank(f), "--scheduler", f"tcp://127.0.0.1:{port}", "-q"]
+
+
+@case("certify-scheduler-answers-garbage", says=("cannot connect", "not speak Dask's protocol"))
+def _(f, web):
+    """Something other than Dask listens: its first bytes, read as Dask's frame length, asked for exabytes."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def answer():
+        with server:
+            connection, _ = server.accept()
+            with connection:
+                connection.sendall(b"\xff" * 64)
+                time.sleep(3)
+
+    threading.Thread(target=answer, daemon=True).start()
+    return ["certify", make_bank(f), "--scheduler", f"tcp://127.0.0.1:{server.getsockname()[1]}", "-q"]
+
+
+@case("registry-file-is-a-file-url", says=("file:///etc/passwd", "plain \\*\\.h5 name"))
+def _(f, web):
+    return ["fetch", CATALOG_ENTRY, "--url", registry_with(f, edit=lambda e: e.update(file="file:///etc/passwd"))]
+
+
+# --------------------------------------------------------------------------- the table, run
+
+
+@pytest.mark.parametrize("name", CASES.names())
+def test_hostile_input_gets_one_line_and_changes_nothing(name, tmp_path, web, monkeypatch):
+    run_case(CASES[name], name, tmp_path, web, monkeypatch)
