@@ -137,6 +137,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
+        self.server.requests.append(self.path)
         route = self.server.routes.get(self.path.split("?")[0])
         if route is None:
             self.send_error(404, "Not Found")
@@ -204,7 +205,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 def web():
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     httpd.daemon_threads = True
-    httpd.routes, httpd.sent, httpd.hang_s = {}, 0, 5.0
+    httpd.routes, httpd.sent, httpd.hang_s, httpd.requests = {}, 0, 5.0, []
     httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}/"
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
@@ -309,7 +310,7 @@ def limit_memory():
 def _run(case_: Case, args, folder: Path, web, monkeypatch):
     env = {key: value.format(f=folder) for key, value in case_.env.items()}
     env.setdefault("SPHERECODES_CACHE", str(folder / "cache"))
-    env["SPHERECODES_BANK_URL"] = ""
+    env.setdefault("SPHERECODES_BANK_URL", "")
     args = [str(a) for a in args]
     if case_.subprocess:
         proc = subprocess.run(

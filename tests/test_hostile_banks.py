@@ -368,6 +368,41 @@ def _(f, web):
     return ["generate", "--d", "3", "--k", "4", "--out", f / "plain" / "x.h5"]
 
 
+@case("export-out-a-link-to-the-bank-it-reads", says=(r"x\.npy is .*bank\.h5 itself", "a link to it", "--out"))
+def _(f, web):
+    """ln -s bank.h5 x.npy; export bank.h5 --out x.npy --overwrite replaced the bank with its own matrix."""
+    bank = make_bank(f)
+    (f / "x.npy").symlink_to(bank.name)
+    return ["export", bank, "--out", f / "x.npy", "--overwrite"]
+
+
+@case("export-out-a-hard-link-to-the-bank-it-reads", says=(r"x\.npy is .*bank\.h5 itself", "the same file"))
+def _(f, web):
+    bank = make_bank(f)
+    os.link(bank, f / "x.npy")
+    return ["export", bank, "--out", f / "x.npy", "--overwrite"]
+
+
+@case("report-plot-a-link-to-the-bank-it-reads", says=(r"plot\.png is .*bank\.h5 itself", "--plot"))
+def _(f, web):
+    bank = make_bank(f)
+    (f / "plot.png").symlink_to(bank.name)
+    return ["report", bank, "--plot", f / "plot.png"]
+
+
+@case("catalog-build-out-a-symbolic-link-loop", says=("loop", "symbolic link", "--out"))
+def _(f, web):
+    (f / "loop").symlink_to("loop")
+    return ["catalog", "build", "--grid", "d=3 k=7", "--out", f / "loop"]
+
+
+@case("catalog-build-out-inside-a-symbolic-link-loop", says=("cannot create the catalog folder", "symbolic links",
+                                                              "--out"))
+def _(f, web):
+    (f / "loop").symlink_to("loop")
+    return ["catalog", "build", "--grid", "d=3 k=7", "--out", f / "loop" / "built"]
+
+
 def test_python_readers_refuse_a_certificate_that_does_not_check(tmp_path):
     import spherecodes
     from spherecodes.nn import PrototypeClassifier

@@ -18,12 +18,14 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from hostile_support import (
     CATALOG_BANK, CATALOG_ENTRY, Table, catalog_bank_bytes, catalog_of_good_bank, good_bank_bytes, make_bank,
     publish, run_case,
 )
 from hostile_support import web  # noqa: F401 (the fixture)
+from spherecodes.cli import main
 
 CASES = Table()
 case = CASES.case
@@ -273,6 +275,52 @@ def _(f, web):
 @case("registry-file-is-a-file-url", says=("file:///etc/passwd", "plain \\*\\.h5 name"))
 def _(f, web):
     return ["fetch", CATALOG_ENTRY, "--url", registry_with(f, edit=lambda e: e.update(file="file:///etc/passwd"))]
+
+
+# ---- secrets in a catalog URL: sent to the server, never printed or written
+
+
+SECRET = "PASSW0RD-9f3c"
+
+
+def _no_secret(f, web, stdout, stderr):
+    assert SECRET not in stdout + stderr
+    assert not [p for p in f.rglob("*") if SECRET in str(p)], "the secret is in a file name"
+    assert not [p for p in f.rglob("*.json") if SECRET in p.read_text()], "the secret is in a file"
+
+
+def _with_secrets(url: str) -> str:
+    """``url`` with a user and password before its host and a token in its query."""
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://alice:{SECRET}@{rest}?token={SECRET}"
+
+
+@case("fetch-url-with-a-password-and-a-token-failing", says=("HTTP 404", r"\*\*\*@127\.0\.0\.1", r"token=\*\*\*"),
+      check=_no_secret)
+def _(f, web):
+    return ["fetch", CATALOG_ENTRY, "--url", _with_secrets(catalog_of_good_bank(f, web, bank_route=lambda h: h.send_error(404)))]
+
+
+@case("bank-url-variable-with-a-password-unreachable", says=("cannot reach", r"\*\*\*@127\.0\.0\.1"), check=_no_secret,
+      env={"SPHERECODES_BANK_URL": f"http://alice:{SECRET}@127.0.0.1:1/banks/?token={SECRET}"})  # port 1: refused
+def _(f, web):
+    return ["catalog", "list"]
+
+
+def test_a_token_in_the_query_reaches_every_request_and_is_never_shown(tmp_path, web, monkeypatch):
+    """--url http://host/cat/?token=T: the bank's URL was built as .../?token=Tmaxsep-d3-k10.h5 (a 404); the token
+    goes with the registry and the bank, and neither the output nor the cache shows it."""
+    monkeypatch.setenv("SPHERECODES_CACHE", str(tmp_path / "cache"))
+    url = catalog_of_good_bank(tmp_path, web)
+    prefix = url.split("127.0.0.1", 1)[1].split("/", 1)[1]
+    web.requests.clear()
+    result = CliRunner().invoke(main, ["fetch", CATALOG_ENTRY, "--url", _with_secrets(url), "--json"])
+    assert result.exit_code == 0, result.output
+    assert web.requests == [f"/{prefix}registry.json?token={SECRET}", f"/{prefix}{CATALOG_BANK}?token={SECRET}"]
+    _no_secret(tmp_path, web, result.stdout, result.stderr)
+    listed = CliRunner().invoke(main, ["catalog", "list", "--url", _with_secrets(url), "--offline", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert SECRET not in listed.stdout and "***@127.0.0.1" in listed.stdout
 
 
 # --------------------------------------------------------------------------- the table, run

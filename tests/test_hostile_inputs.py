@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import pickle
 import re
 import subprocess
@@ -24,7 +25,7 @@ import torch
 from click.testing import CliRunner
 
 from hostile_support import (
-    CLASSES, HUGE_SEED, MARKER, Payload, Table, class_file, make_bank, make_fifo, npy_header,
+    CLASSES, HUGE_SEED, MARKER, Payload, Table, class_file, limit_memory, make_bank, make_fifo, npy_header,
     one_error_line, pickle_payload, run_case,
 )
 from hostile_support import web  # noqa: F401 (the fixture)
@@ -698,3 +699,55 @@ def test_a_time_limit_holds_for_a_tiny_code_and_a_count_of_31_digits(tmp_path, f
 def test_hostile_input_gets_one_line_and_changes_nothing(name, tmp_path, web, monkeypatch):
     run_case(CASES[name], name, tmp_path, web, monkeypatch)
 
+
+# --------------------------------------------------------------------------- a damaged installation
+
+
+def _set_cell(path: Path, column: str, text: str) -> None:
+    """Write ``text`` into ``column`` of the table's row for (16, 100), the size the command plans."""
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(path.read_text())))
+    row = next(r for r in rows if r[:2] == ["16", "100"])
+    row[rows[0].index(column)] = text
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    path.write_text(out.getvalue())
+
+
+_DAMAGED_TABLES = {
+    "empty": lambda path: path.write_bytes(b""),
+    "a-column-missing": lambda path: path.write_text(path.read_text().replace("tammes_max_cos", "tammes_maxcos", 1)),
+    "letters-as-d": lambda path: path.write_text(path.read_text().replace("\n16,100,", "\nsixteen,100,", 1)),
+    "nan-cosine": lambda path: _set_cell(path, "tammes_max_cos", "nan"),
+    "not-utf8": lambda path: path.write_bytes(b"d,k\xff\xfe" + path.read_bytes()),
+    "ragged-row": lambda path: path.write_text(path.read_text().replace("\n16,100,", "\n16\n100,", 1)),
+    "link-to-dev-zero": lambda path: (path.unlink(), path.symlink_to("/dev/zero")),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", list(_DAMAGED_TABLES))
+def test_a_damaged_table_of_measurements_in_a_copy_of_the_package_gives_one_line(tmp_path, damage):
+    """``auto`` reads data/optimiser_table.csv to plan its run: a damaged copy (a link to /dev/zero included, read
+    unbounded it grew to gigabytes) is one line that says to reinstall, never a traceback."""
+    import shutil
+
+    import spherecodes
+
+    package = Path(spherecodes.__file__).parent
+    copy = tmp_path / "site" / "spherecodes"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    if not (copy / "banks").exists():  # the bundled catalog is installed as spherecodes.banks
+        shutil.copytree(package.parent / "banks", copy / "banks", ignore=shutil.ignore_patterns("__pycache__"))
+    _DAMAGED_TABLES[damage](copy / "data" / "optimiser_table.csv")
+    run = ("import sys, spherecodes; assert spherecodes.__file__.startswith(sys.argv[1]), spherecodes.__file__; "
+           "from spherecodes.cli import main; main(sys.argv[2:], prog_name='spherecodes')")
+    proc = subprocess.run([sys.executable, "-c", run, str(copy), "generate", "--d", "16", "--k", "100", "--out",
+                           str(tmp_path / "b.h5")], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path / "site")}, preexec_fn=limit_memory)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    line = one_error_line(proc.stderr)
+    assert "optimiser_table.csv" in line and "damaged" in line and "reinstall spherecodes" in line, line
+    assert not (tmp_path / "b.h5").exists()

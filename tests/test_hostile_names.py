@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import h5py
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -34,6 +35,44 @@ def _(f, web):
 def _(f, web):
     (f / "classes.txt").write_bytes(b"\n".join(c.encode() for c in CLASSES[:2]) + b"\nx\x00y\n")
     return ["assign", make_bank(f), "--classes", f / "classes.txt", "--embeddings", f / "none.txt"]
+
+
+# ---- one class per line, whatever characters a name holds
+
+
+def _breaking_case(name, character, code):
+    @case(name, says=(r"classes\.txt", "line 1", code, "one per line"))
+    def _(f, web):
+        # Python's splitlines() broke "cat<break>dog" into two classes: K = 3 from a file of two lines.
+        (f / "classes.txt").write_text(f"cat{character}dog\nbird\n", encoding="utf-8")
+        return ["generate", "--d", "3", "--classes", f / "classes.txt", "--out", f / "new.h5"]
+
+
+_breaking_case("class-name-holding-a-line-separator", "\u2028", r"U\+2028")
+_breaking_case("class-name-holding-a-form-feed", "\x0c", r"U\+000C")
+_breaking_case("class-name-holding-a-next-line", "\x85", r"U\+0085")
+
+
+@case("class-names-in-two-unicode-spellings", says=(r"classes\.txt", "repeats class names", "NFC",
+                                                     r"lines 1, 3"))
+def _(f, web):
+    """'café' composed (U+00E9) and decomposed (e + U+0301) print alike: one class, not two."""
+    (f / "classes.txt").write_text("caf\u00e9\ndog\ncafe\u0301\n", encoding="utf-8")
+    return ["generate", "--d", "3", "--classes", f / "classes.txt", "--out", f / "new.h5"]
+
+
+def test_labels_in_two_unicode_spellings_are_one_label():
+    import spherecodes
+
+    with pytest.raises(spherecodes.SpherecodesError, match="distinct.*NFC"):
+        spherecodes.make_code(np.eye(3), method="external", labels=["caf\u00e9", "cafe\u0301", "dog"])
+
+
+def test_a_name_file_with_windows_line_ends_reads_one_class_per_line(tmp_path):
+    from spherecodes.semantic import read_class_names
+
+    (tmp_path / "classes.txt").write_bytes(b"cat\r\ndog\r\nmaple tree\r\n")
+    assert read_class_names(tmp_path / "classes.txt") == ["cat", "dog", "maple tree"]
 
 
 # --------------------------------------------------------------------------- names from files, printed
@@ -103,6 +142,20 @@ def test_a_registry_name_with_a_newline_cannot_forge_a_catalog_row(tmp_path):
     assert result.exit_code == 0, result.output
     assert not [line for line in result.stdout.splitlines() if line.startswith("forged")], result.stdout
     assert "x\\nforged-d3-k10" in result.stdout
+
+
+def test_a_registry_method_holding_mathematics_is_drawn_as_written_by_bounds_plot(tmp_path):
+    """A method of '$\\frac{$' in a catalog's registry: matplotlib read the legend's label as mathematics and
+    raised a ValueError traceback; it is drawn as written."""
+    registry = publish(tmp_path / "catalog", {CATALOG_BANK: catalog_bank_bytes(tmp_path)})
+    registry["entries"][0]["method"] = "$\\frac{$"
+    (tmp_path / "catalog" / "registry.json").write_text(json.dumps(registry))
+    result = CliRunner().invoke(main, ["bounds", "--k", "10", "--d", "2..8", "--plot", str(tmp_path / "rho.png"),
+                                       "--url", str(tmp_path / "catalog")],
+                                env={"SPHERECODES_CACHE": str(tmp_path / "cache")})
+    assert result.exit_code == 0, result.output
+    assert "2 catalog banks overlaid" in result.output  # the bundled auto-d3-k10 and this one
+    assert (tmp_path / "rho.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 # --------------------------------------------------------------------------- the table, run

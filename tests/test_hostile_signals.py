@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -19,7 +20,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hostile_support import GOOD_CODE, Table, good_bank_bytes, make_bank, run_case
+from hostile_support import (
+    CATALOG_BANK, CATALOG_ENTRY, GOOD_CODE, Table, catalog_bank_bytes, catalog_of_good_bank, good_bank_bytes,
+    make_bank, run_case,
+)
 from hostile_support import web  # noqa: F401 (the fixture)
 from spherecodes.cli import main
 
@@ -97,8 +101,6 @@ def python_sigint_handler():
     SIGINT as ignored, and Python then installs no handler of its own; these
     tests simulate a user's Ctrl-C, so they install Python's.
     """
-    import signal
-
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
@@ -106,8 +108,6 @@ def python_sigint_handler():
 
 @pytest.mark.usefixtures("python_sigint_handler")
 def test_ctrl_c_during_the_rename_is_delivered_after_it(tmp_path, monkeypatch):
-    import signal
-
     from spherecodes.atomic import replace_atomically
 
     target = tmp_path / "data.txt"
@@ -131,8 +131,6 @@ def test_ctrl_c_during_the_rename_is_delivered_after_it(tmp_path, monkeypatch):
 @pytest.mark.usefixtures("python_sigint_handler")
 def test_ctrl_c_swallowed_while_writing_still_abandons_the_write(tmp_path):
     """A library may catch the KeyboardInterrupt of a Ctrl-C (h5py's C callbacks do); the write is still abandoned."""
-    import signal
-
     from spherecodes.atomic import replace_atomically
 
     target = tmp_path / "data.txt"
@@ -153,8 +151,6 @@ def test_ctrl_c_swallowed_while_writing_still_abandons_the_write(tmp_path):
 @pytest.mark.parametrize("delay", [0.0, 0.5, 1.5])
 def test_ctrl_c_at_any_moment_of_generate_keeps_a_valid_bank(tmp_path, delay):
     """Ctrl-C during the optimisation, the certificate, the LP bound or the write: never a broken bank."""
-    import signal
-
     bank = tmp_path / "bank.h5"
     bank.write_bytes(good_bank_bytes())
     before = hashlib.sha256(bank.read_bytes()).hexdigest()
@@ -255,8 +251,6 @@ with exclusive_lock(sys.argv[1]):
 
 
 def test_ctrl_c_while_waiting_for_the_lock_says_so_and_changes_nothing(tmp_path):
-    import signal
-
     bank = make_bank(tmp_path)
     before = bank.read_bytes()
     holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(bank)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -296,8 +290,6 @@ def test_a_symlinked_out_is_written_through_to_its_target(tmp_path):
 @pytest.mark.parametrize("moment", ["after-the-rename", "before-the-rename"])
 def test_ctrl_c_says_whether_the_code_was_stored(tmp_path, monkeypatch, moment):
     """The message is checked against the bank, not assumed: Ctrl-C right after the rename stored the code."""
-    import signal
-
     bank = make_bank(tmp_path)
     before = bank.read_bytes()
     rename, fsync = os.replace, os.fsync
@@ -329,8 +321,6 @@ def test_ctrl_c_says_whether_the_code_was_stored(tmp_path, monkeypatch, moment):
 
 
 def default_sigint():
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # as from a terminal: Python then installs its own handler
 
 
@@ -346,8 +336,6 @@ runpy.run_module("spherecodes", run_name="__main__", alter_sys=True)
 @pytest.mark.parametrize("delay", [0.05, 0.15, 0.3])
 def test_ctrl_c_while_the_tool_is_loading_gives_no_traceback(tmp_path, delay):
     """Ctrl-C during the imports (about half a second): one line and exit 130, never a traceback."""
-    import signal
-
     proc = subprocess.Popen([sys.executable, "-c", _STARTED, "bounds", "--d", "3", "--k", "10"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     assert proc.stderr.readline() == "python is up\n"
@@ -416,3 +404,95 @@ def test_ctrl_c_with_overwrite_keeps_the_finished_code_it_would_replace(tmp_path
 @pytest.mark.parametrize("name", CASES.names())
 def test_hostile_input_gets_one_line_and_changes_nothing(name, tmp_path, web, monkeypatch):
     run_case(CASES[name], name, tmp_path, web, monkeypatch)
+
+
+# --------------------------------------------------------------------------- SIGTERM and SIGHUP
+
+
+_HALF_WRITTEN = """
+import sys
+import spherecodes.bank as bank
+from spherecodes.cli import main
+write_bank = bank._write_bank
+
+def stopped_half_way(tmp, *args, **kwargs):
+    write_bank(tmp, *args, **kwargs)  # the temporary bank is complete, not yet renamed over the bank
+    print("written", flush=True)
+    sys.stdin.readline()  # until the test has sent its signal
+
+bank._write_bank = stopped_half_way
+main(sys.argv[1:], prog_name="spherecodes")
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_or_sighup_during_a_write_removes_the_temporary_bank(tmp_path, signum):
+    """``kill`` or a closed terminal while the new bank is written: the temporary file went with the process."""
+    bank = make_bank(tmp_path)
+    before = bank.read_bytes()
+    proc = subprocess.Popen([sys.executable, "-c", _HALF_WRITTEN, "generate", "--d", "3", "--k", "4", "--out",
+                             str(bank), "-q"], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "written"
+        assert len(hidden_temporaries(tmp_path)) == 1  # the temporary bank, complete
+        proc.send_signal(signum)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signum, (proc.returncode, stderr)
+    name = signal.Signals(signum).name
+    assert stderr.splitlines() == [f"Ended by {name} before {bank} was written; it is unchanged."], stderr
+    assert bank.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5"]  # no temporary bank, no lock file
+
+
+def test_sigterm_during_a_download_removes_the_partial_file_from_the_cache(tmp_path, web):
+    """A bank streamed one byte at a time, the process ended half way: nothing of it stays in the cache."""
+    body = catalog_bank_bytes(tmp_path)
+    url = catalog_of_good_bank(tmp_path, web, bank_route=lambda h: h.trickle(body, every_s=0.05))
+    cache = tmp_path / "cache"
+    proc = subprocess.Popen([sys.executable, "-m", "spherecodes", "fetch", CATALOG_ENTRY, "--url", url],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "SPHERECODES_CACHE": str(cache), "SPHERECODES_BANK_URL": ""})
+    try:
+        for _ in range(1200):  # the partial bank appears in the cache once the transfer has begun
+            if [p for p in cache.rglob(f".{CATALOG_BANK}.*.tmp")] and proc.poll() is None:
+                break
+            time.sleep(0.05)
+        assert [p for p in cache.rglob(f".{CATALOG_BANK}.*.tmp")], "the download never started"
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, stderr)
+    # The registry was cached in full before the bank's download began: the line says so, and what was not.
+    assert len(stderr.splitlines()) == 1 and stderr.startswith("Ended by SIGTERM; written in full: ") and \
+        stderr.rstrip().endswith(f"not written (unchanged): {next(cache.iterdir()) / CATALOG_BANK}."), stderr
+    assert [p.name for p in cache.rglob("*") if p.is_file()] == ["registry.json"]  # no partial bank
+
+
+_LIBRARY_WRITER = """
+import sys
+from spherecodes.atomic import replace_atomically
+with replace_atomically(sys.argv[1]) as tmp:
+    tmp.write_bytes(b"half a bank" * 1000)
+    print("written", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_sigterm_in_a_program_that_writes_through_the_library_ends_it_by_the_signal_and_removes_the_file(tmp_path):
+    """No handler of the program's own: the process still ends by SIGTERM, as it would have, but the temporary
+    file it was writing is removed first."""
+    target = tmp_path / "data.bin"
+    proc = subprocess.Popen([sys.executable, "-c", _LIBRARY_WRITER, str(target)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "written"
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == -signal.SIGTERM, (proc.returncode, stderr)
+    assert list(tmp_path.iterdir()) == []

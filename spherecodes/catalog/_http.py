@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from ..errors import SpherecodesError
+from ._schema import redact_text, redact_url
 
 __all__ = ["CHUNK_BYTES", "stream_download"]
 
@@ -61,6 +62,7 @@ def stream_download(url: str, destination: Path, *, limit: int, timeout: float, 
     """
     import requests
 
+    shown = redact_url(url)  # what messages show: a password or token in the URL is sent, never printed
     began = time.monotonic()
     try:
         response = requests.get(url, stream=True, timeout=timeout, headers={"Accept-Encoding": "identity"})
@@ -70,15 +72,15 @@ def stream_download(url: str, destination: Path, *, limit: int, timeout: float, 
         if response.status_code >= 400:
             reason = response.reason or ""
             raise SpherecodesError(
-                f"downloading {url} failed: HTTP {response.status_code} {reason}".rstrip() + "; nothing was cached"
+                f"downloading {shown} failed: HTTP {response.status_code} {reason}".rstrip() + "; nothing was cached"
             )
         declared = (response.headers.get("Content-Length") or "").strip()
         if declared and not declared.isdigit():  # a negative length would leave the reader waiting for the timeout
-            raise SpherecodesError(f"{url} announces the length {declared[:40]!r}, which is not a number of bytes; "
+            raise SpherecodesError(f"{shown} announces the length {declared[:40]!r}, which is not a number of bytes; "
                                    "refused before reading it; nothing was cached")
         if declared.isdigit() and int(declared) > limit:
             raise SpherecodesError(
-                f"{url} announces {int(declared)} bytes, more than the {limit} bytes {what}; refused before "
+                f"{shown} announces {int(declared)} bytes, more than the {limit} bytes {what}; refused before "
                 "reading it; nothing was cached"
             )
         digest = hashlib.sha256()
@@ -96,13 +98,13 @@ def stream_download(url: str, destination: Path, *, limit: int, timeout: float, 
                     of = f" of {declared}" if declared.isdigit() else ""
                     by = f" ({deadline_name})" if deadline_name else ""
                     raise SpherecodesError(
-                        f"downloading {url} failed: not finished within the deadline of {deadline:g} s{by}, after "
+                        f"downloading {shown} failed: not finished within the deadline of {deadline:g} s{by}, after "
                         f"{size + len(chunk)}{of} bytes; nothing was cached"
                     )
                 size += len(chunk)
                 if size > limit:
                     raise SpherecodesError(
-                        f"{url} sent more than the {limit} bytes {what}; stopped at byte {limit + 1}; "
+                        f"{shown} sent more than the {limit} bytes {what}; stopped at byte {limit + 1}; "
                         "nothing was cached"
                     )
                 fh.write(chunk)
@@ -111,9 +113,11 @@ def stream_download(url: str, destination: Path, *, limit: int, timeout: float, 
 
 
 def _failure(url: str, err: Exception, timeout: float, size: int = 0, declared: str = "") -> str:
-    """One line saying why a request or a read failed."""
+    """One line saying why a request or a read failed, the secrets of ``url`` hidden (in the library's text too)."""
     import requests
     import urllib3
+
+    text, url = _short(err, url), redact_url(url)
 
     if isinstance(err, (requests.Timeout, urllib3.exceptions.TimeoutError)):
         after = f" after {size} bytes" if size else ""
@@ -125,10 +129,11 @@ def _failure(url: str, err: Exception, timeout: float, size: int = 0, declared: 
         return (f"downloading {url} failed: the transfer was cut short after {got}{of} bytes (the server closed "
                 "the connection early); nothing was cached")
     if isinstance(err, requests.ConnectionError):
-        return f"cannot reach {url} ({_short(err)}); nothing was cached (--offline uses what is already cached)"
-    return f"downloading {url} failed ({_short(err)}); nothing was cached"
+        return f"cannot reach {url} ({text}); nothing was cached (--offline uses what is already cached)"
+    return f"downloading {url} failed ({text}); nothing was cached"
 
 
-def _short(err: Exception) -> str:
-    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+def _short(err: Exception, url: str) -> str:
+    """The first line of a library's message, the secrets of ``url`` hidden before it is cut to length."""
+    text = redact_text(str(err).splitlines()[0] if str(err) else type(err).__name__, url)
     return text if len(text) <= 160 else text[:157] + "..."

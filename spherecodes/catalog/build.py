@@ -343,7 +343,14 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise SpherecodesError(f"{out} exists and is not a directory; --out names the catalog folder")
-    out.mkdir(parents=True, exist_ok=True)
+    if out.is_symlink() and not out.exists():  # exists() follows the link: a loop or a link to nowhere
+        raise SpherecodesError(f"{out} is a symbolic link that leads to no directory (a loop, or a missing target); "
+                               "--out names the catalog folder: choose another")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise SpherecodesError(f"cannot create the catalog folder {out} ({err.strerror or err}); choose another --out") \
+            from None
     check_writable_destination(out / "registry.json")
     tasks, closed = plan_build(pairs, methods)
     report = BuildReport(closed_forms=closed)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ...atomic import check_not_input
 from ...errors import SpherecodesError
 from ...plots import check_plot_path, plot_code
 from ... import semantic
@@ -49,6 +50,7 @@ def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_
     """
     if plot is not None:
         check_plot_path(plot)
+        check_not_input(plot, bank, "choose another --plot")
     code, bad_certificate, verified = read_with_certificate_check(bank, name, max_memory=max_memory,
                                                                   estimate=tell(False, as_json))
     semantic_part = None
