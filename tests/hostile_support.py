@@ -196,6 +196,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(every_s)
         self.close_connection = True
 
+    def trickle_headers(self, every_s: float, count: int = 400):
+        """A status line, then a header one byte at a time (each well within the per-read timeout), never ending."""
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Padding: ")
+        for _ in range(count):
+            self.wfile.write(b"a")
+            self.wfile.flush()
+            self.server.sent += 1
+            time.sleep(every_s)
+        self.close_connection = True
+
     def hang(self):
         time.sleep(self.server.hang_s)
         self.close_connection = True

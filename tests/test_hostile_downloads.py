@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -22,7 +23,7 @@ from click.testing import CliRunner
 
 from hostile_support import (
     CATALOG_BANK, CATALOG_ENTRY, Table, catalog_bank_bytes, catalog_of_good_bank, good_bank_bytes, make_bank,
-    publish, run_case,
+    one_error_line, publish, run_case,
 )
 from hostile_support import web  # noqa: F401 (the fixture)
 from spherecodes.cli import main
@@ -118,6 +119,23 @@ def _(f, web):
 def _(f, web):
     web.routes["/trickle/registry.json"] = lambda h: h.trickle(b'{"entries": []}' + b" " * 200, every_s=0.05)
     return ["catalog", "list", "--url", web.url + "trickle/"]
+
+
+@case("registry-headers-one-byte-at-a-time-past-the-deadline", says=("registry.json", "deadline of 1.5 s",
+                                                                  "SPHERECODES_DOWNLOAD_DEADLINE"),
+      env={"SPHERECODES_DOWNLOAD_DEADLINE": "1.5"}, check=_sent_at_most(100, bank=False))
+def _(f, web):
+    """The deadline did not cover the response headers: a server dripping them ran for as long as it liked."""
+    web.routes["/slow-headers/registry.json"] = lambda h: h.trickle_headers(every_s=0.05)
+    return ["catalog", "list", "--url", web.url + "slow-headers/"]
+
+
+@case("bank-headers-one-byte-at-a-time", says=("maxsep-d3-k10.h5", "response headers did not arrive within 2 s"),
+      check=_sent_at_most(1200, bank=False))  # the registry (some 800 bytes) and 2 s of header bytes
+def _(f, web):
+    """Without a deadline of its own, the headers must arrive within twice the wait for a read (cut to 1 s here)."""
+    return ["fetch", CATALOG_ENTRY, "--url",
+            catalog_of_good_bank(f, web, bank_route=lambda h: h.trickle_headers(every_s=0.05))]
 
 
 @case("registry-content-length-negative", says=("registry.json", "'-5'", "not a number of bytes"))
@@ -275,6 +293,25 @@ def _(f, web):
 @case("registry-file-is-a-file-url", says=("file:///etc/passwd", "plain \\*\\.h5 name"))
 def _(f, web):
     return ["fetch", CATALOG_ENTRY, "--url", registry_with(f, edit=lambda e: e.update(file="file:///etc/passwd"))]
+
+
+def test_a_download_slower_than_the_minimum_rate_is_cut_off_long_before_the_deadline(tmp_path, web, monkeypatch):
+    """A bank dripped at 20 bytes/s never trips the wait for a read and took the whole 30-minute deadline; after
+    the grace period (cut to 1 s here) it must keep 4 KiB/s, and is cut off."""
+    import spherecodes.catalog.download as download
+
+    monkeypatch.setattr(download, "RATE_GRACE_S", 1.0)
+    monkeypatch.setenv("SPHERECODES_CACHE", str(tmp_path / "cache"))
+    body = catalog_bank_bytes(tmp_path)
+    url = catalog_of_good_bank(tmp_path, web, bank_route=lambda h: h.trickle(body, every_s=0.05))
+    web.sent = 0
+    result = CliRunner().invoke(main, ["fetch", CATALOG_ENTRY, "--url", url])
+    assert result.exit_code == 1, result.output
+    line = one_error_line(result.stderr)
+    assert re.search(r"maxsep-d3-k10\.h5 failed: \d+ of \d+ bytes in \d+ s, slower than the 4096 bytes/s a download "
+                     r"must keep after its first 1 s; nothing was cached", line), line
+    assert web.sent < len(body) / 4  # cut off early, not at the end of the transfer
+    assert [p.name for p in (tmp_path / "cache").rglob("*") if p.is_file()] == ["registry.json"]
 
 
 # ---- secrets in a catalog URL: sent to the server, never printed or written

@@ -68,6 +68,13 @@ DEADLINE_S = 1800.0
 #: Environment variable that sets the deadline of each download, in seconds.
 DEADLINE_ENV = "SPHERECODES_DOWNLOAD_DEADLINE"
 
+#: Bytes per second a download must average once :data:`RATE_GRACE_S` have passed (4 KiB/s: a 30 KB bank may take
+#: a minute and some seconds, a 100 MB one seven hours, each within the deadline).
+MIN_RATE_BYTES_S = 4096.0
+
+#: Seconds of a download before its rate counts.
+RATE_GRACE_S = 60.0
+
 #: Most bytes a registry.json may have (about 20,000 entries).
 REGISTRY_LIMIT_BYTES = 16 * 2**20
 
@@ -300,7 +307,8 @@ def open_catalog(location: str, *, offline: bool = False) -> Catalog:
     with replace_atomically(cached) as tmp:
         stream_download(registry_url, tmp, limit=REGISTRY_LIMIT_BYTES, timeout=TIMEOUT_S,
                         what=f"({REGISTRY_LIMIT_BYTES // 2**20} MiB) a registry may have",
-                        deadline=download_deadline(), deadline_name=DEADLINE_ENV)
+                        deadline=download_deadline(), deadline_name=DEADLINE_ENV, min_rate=MIN_RATE_BYTES_S,
+                        rate_grace=RATE_GRACE_S)
         catalog = parse_registry(tmp.read_bytes(), shown)
     return dataclasses.replace(catalog, location=location)
 
@@ -553,7 +561,8 @@ def _download(location: str, entry: CatalogEntry, *, offline: bool) -> Fetched:
     with replace_atomically(target) as tmp:
         size, digest = stream_download(url, tmp, limit=entry.size, timeout=TIMEOUT_S,
                                        what="the catalog lists for it", deadline=download_deadline(),
-                                       deadline_name=DEADLINE_ENV)
+                                       deadline_name=DEADLINE_ENV, min_rate=MIN_RATE_BYTES_S,
+                                       rate_grace=RATE_GRACE_S)
         if size != entry.size or digest != entry.sha256:
             raise SpherecodesError(
                 f"{redact_url(url)} was refused: its size and SHA-256 must both match the catalog: size expected "
