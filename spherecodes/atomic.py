@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import os
 import re
 import signal
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from .errors import SpherecodesError
 
-__all__ = ["ENDING_SIGNALS", "Terminated", "check_name_fits", "check_not_input", "ending_signals_raise", "exclusive_lock",
+__all__ = ["ENDING_SIGNALS", "LOCK_QUIET_S", "Terminated", "check_name_fits", "check_not_input", "ending_signals_raise", "exclusive_lock",
            "file_kind", "output_directory", "replace_atomically", "resolve_output", "written_files"]
 
 _SPECIAL_FILES = (
@@ -222,7 +223,7 @@ LOCK_QUIET_S = 1.0
 
 
 @contextlib.contextmanager
-def exclusive_lock(path, waiting=None):
+def exclusive_lock(path, waiting=None, timeout: float | None = None):
     """Hold an advisory lock on ``path`` so that read-modify-write cycles of it run one at a time.
 
     The lock is ``fcntl.flock`` on a hidden file beside ``path``
@@ -243,11 +244,15 @@ def exclusive_lock(path, waiting=None):
         Called with one line of text (which file, which process holds it)
         when the wait passes :data:`LOCK_QUIET_S` seconds; e.g. a function
         that prints it on stderr.
+    timeout : float, optional
+        Most seconds to wait for the lock (a run's time limit); default: as
+        long as it takes.
 
     Raises
     ------
     SpherecodesError
-        The lock file cannot be created (a read-only directory).
+        The lock file cannot be created (a read-only directory), or another
+        process held the lock for longer than ``timeout``.
 
     Examples
     --------
@@ -262,6 +267,7 @@ def exclusive_lock(path, waiting=None):
     path = resolve_output(path)
     lock = path.parent / f".{path.name}.lock"
     said = waiting is None
+    give_up = math.inf if timeout is None else time.monotonic() + timeout
     while True:
         try:
             # Never through a link: the holder writes into the lock file, which must not be someone else's file.
@@ -275,12 +281,18 @@ def exclusive_lock(path, waiting=None):
             raise SpherecodesError(f"cannot lock {path} for writing: {lock} is not a plain file of its own (a "
                                    "hard link, a fifo, a device); remove it")
         try:
-            if not _lock_within(fd, LOCK_QUIET_S if not said else 0.0):
+            if not _lock_within(fd, min(LOCK_QUIET_S, give_up - time.monotonic()) if not said else 0.0):
                 if not said:
                     waiting(f"{path} is being written by another spherecodes process ({_holder(fd)}); waiting for "
                             "it to finish (Ctrl-C stops waiting and changes nothing)")
                     said = True
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                if timeout is None:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                elif not _lock_within(fd, give_up - time.monotonic()):
+                    raise SpherecodesError(f"gave up waiting for {path}: another spherecodes process "
+                                           f"({_holder(fd)}) was still writing it after {timeout:.3g} s, what the "
+                                           f"time limit left; {path} is unchanged",
+                                           flags={"the time limit": "--time-limit"})
             held = os.fstat(fd)
             try:
                 current = os.stat(lock)

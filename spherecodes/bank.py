@@ -704,7 +704,7 @@ def _read_stats(fields: _Fields, prototypes: np.ndarray) -> SeparationStats:
 # --------------------------------------------------------------------------- writing
 
 
-def write_code(path, code: Code, *, overwrite: bool = False, waiting=None) -> None:
+def write_code(path, code: Code, *, overwrite: bool = False, waiting=None, lock_timeout: float | None = None) -> None:
     """Store ``code`` in the bank at ``path``, creating the bank if needed.
 
     The bank is rewritten into a temporary file beside it and renamed into
@@ -722,6 +722,9 @@ def write_code(path, code: Code, *, overwrite: bool = False, waiting=None) -> No
         Told in one line when another spherecodes process is writing the
         bank and this one waits for it (after a second; see
         :func:`spherecodes.atomic.exclusive_lock`).
+    lock_timeout : float, optional
+        Most seconds to wait for that process (a run's time limit): the code
+        is then refused rather than stored late.
 
     Examples
     --------
@@ -739,7 +742,7 @@ def write_code(path, code: Code, *, overwrite: bool = False, waiting=None) -> No
     _names_beside(path, code.name, overwrite)  # refused before the bounds are computed
     # Everything stored is computed before the temporary file exists: Ctrl-C meanwhile leaves nothing behind.
     bounds = _bounds_of(code)
-    with exclusive_lock(path, waiting):
+    with exclusive_lock(path, waiting, timeout=lock_timeout):
         existing = _names_beside(path, code.name, overwrite)  # again: another writer may have added it
         _check_room(path, _stored_bytes(code))
         _rewrite(path, keep=[n for n in existing if n != code.name], add=(code, bounds))

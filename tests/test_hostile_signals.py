@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from hostile_support import (
     CATALOG_BANK, CATALOG_ENTRY, GOOD_CODE, Table, catalog_bank_bytes, catalog_of_good_bank, good_bank_bytes,
-    make_bank, run_case,
+    make_bank, one_error_line, run_case,
 )
 from hostile_support import web  # noqa: F401 (the fixture)
 from spherecodes.cli import main
@@ -266,6 +266,27 @@ def test_ctrl_c_while_waiting_for_the_lock_says_so_and_changes_nothing(tmp_path)
     finally:
         holder.communicate("\n", timeout=60)
     assert waiter.returncode == 130 and rest.strip() == "Interrupted; nothing was written.", rest
+    assert bank.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5"]
+
+
+def test_a_time_limit_bounds_the_wait_for_another_writer_of_the_bank(tmp_path):
+    """--time-limit 1 while another process holds the bank's lock: it waited for as long as the other held it."""
+    bank = make_bank(tmp_path)
+    before = bank.read_bytes()
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(bank)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        waiter = subprocess.run([sys.executable, "-m", "spherecodes", "generate", "--d", "3", "--k", "7", "--method",
+                                 "tammes", "--time-limit", "1", "--no-certify", "--out", str(bank), "-q"],
+                                capture_output=True, text=True, timeout=120)
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert waiter.returncode == 1, waiter.stderr
+    line = one_error_line(waiter.stderr)
+    assert f"gave up waiting for {bank}: another spherecodes process (process {holder.pid})" in line, line
+    assert "what --time-limit left" in line and "is unchanged" in line, line
     assert bank.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5"]
 
