@@ -347,6 +347,7 @@ def _short_network_timeout(monkeypatch):
     import spherecodes.cluster
 
     monkeypatch.setattr(spherecodes.cluster, "CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setattr(spherecodes.cluster, "WORKERS_TIMEOUT_S", 1)
 
     for module in ("spherecodes.catalog.download", "spherecodes.registry"):
         try:

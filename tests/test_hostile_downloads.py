@@ -290,6 +290,98 @@ def _(f, web):
     return ["certify", make_bank(f), "--scheduler", f"tcp://127.0.0.1:{server.getsockname()[1]}", "-q"]
 
 
+def _fake_scheduler(behaviour: str) -> int:
+    """A loopback port where something accepts connections and ``behaviour``s: stays silent, swallows every
+    byte, or sends bytes that are no Dask frame and closes.  At most 20 connections, each held at most 10 s."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(10)
+
+    def serve(connection):
+        with connection:
+            connection.settimeout(10)
+            try:
+                if behaviour == "swallows":
+                    while connection.recv(65536):
+                        pass
+                elif behaviour == "breaks its stream":
+                    connection.sendall(b"\x01" + bytes(7) + b"\x08" + bytes(7) + b"\xc1" * 3)
+                else:
+                    time.sleep(10)
+            except OSError:
+                pass
+
+    def accept():
+        with server:
+            for _ in range(20):
+                try:
+                    connection, _ = server.accept()
+                except OSError:
+                    return
+                threading.Thread(target=serve, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return server.getsockname()[1]
+
+
+def _fake_scheduler_case(name, behaviour, says, command):
+    @case(name, says=says)
+    def _(f, web):
+        address = f"tcp://127.0.0.1:{_fake_scheduler(behaviour)}"
+        if command == "certify":
+            return ["certify", make_bank(f), "--scheduler", address, "-q"]
+        return ["catalog", "build", "--grid", "d=3 k=7", "--out", f / "built", "--scheduler", address, "-q"]
+
+
+# A scheduler that accepts and stays silent held certify and catalog build past two minutes; the handshake has
+# its deadline (cut to 1 s here) as the connection has.
+for _command in ("certify", "catalog"):
+    _fake_scheduler_case(f"{_command}-scheduler-accepts-and-stays-silent", "stays silent",
+                         ("cannot connect", "no Dask handshake within 1 s"), _command)
+    _fake_scheduler_case(f"{_command}-scheduler-swallows-every-byte", "swallows",
+                         ("cannot connect", "no Dask handshake within 1 s"), _command)
+    _fake_scheduler_case(f"{_command}-scheduler-breaks-its-stream", "breaks its stream",
+                         ("cannot connect", "not speak Dask's protocol"), _command)
+    _scheduler_case(f"{_command}-scheduler-on-another-machine-untrusted", "tcp://192.0.2.7:8786",
+                    ("refusing --scheduler tcp://192.0.2.7:8786", "unpickles", "--trust-scheduler"),
+                    command=_command)
+    _scheduler_case(f"{_command}-scheduler-tls-without-a-certificate-authority", "tls://192.0.2.7:8786",
+                    ("refusing", "DASK_DISTRIBUTED__COMM__TLS__CA_FILE", "--trust-scheduler"), command=_command)
+
+
+@case("trust-scheduler-without-a-scheduler", exit=2, says=("--trust-scheduler applies to --scheduler",))
+def _(f, web):
+    return ["certify", make_bank(f), "--trust-scheduler", "-q"]
+
+
+@pytest.fixture(scope="module")
+def scheduler_without_workers():
+    """A real Dask scheduler on loopback that no worker ever joins."""
+    from distributed import LocalCluster
+
+    cluster = LocalCluster(n_workers=0, processes=False, dashboard_address=None, protocol="tcp",
+                           host="127.0.0.1")
+    yield cluster.scheduler_address
+    cluster.close()
+
+
+@pytest.mark.parametrize("command", ["certify", "catalog"])
+def test_a_scheduler_without_workers_is_one_line_not_a_wait(tmp_path, scheduler_without_workers, monkeypatch,
+                                                           command):
+    """catalog build waited silently for ever, certify ended in a TimeoutError traceback."""
+    import spherecodes.cluster
+
+    monkeypatch.setattr(spherecodes.cluster, "WORKERS_TIMEOUT_S", 1)
+    args = (["certify", str(make_bank(tmp_path)), "-q"] if command == "certify"
+            else ["catalog", "build", "--grid", "d=3 k=7", "--out", str(tmp_path / "built"), "-q"])
+    result = CliRunner().invoke(main, args + ["--scheduler", scheduler_without_workers])
+    assert result.exit_code == 1, result.output
+    line = one_error_line(result.stderr)
+    assert f"the Dask scheduler at {scheduler_without_workers} has no worker to run the tasks (none within 1 s)" \
+        in line and "dask worker" in line, line
+
+
 @case("registry-file-is-a-file-url", says=("file:///etc/passwd", "plain \\*\\.h5 name"))
 def _(f, web):
     return ["fetch", CATALOG_ENTRY, "--url", registry_with(f, edit=lambda e: e.update(file="file:///etc/passwd"))]

@@ -15,9 +15,34 @@ from ..bank import check_writable_destination, read_code, read_estimate
 from ..certificate import (
     DEFAULT_TOL, CertificateOutOfTime, certificate_estimate, one_vs_rest_distances, verify_witness,
 )
+from ..cluster import check_scheduler_trust
 from ..errors import SpherecodesError
 from ..orbit import OrbitPrefix
 from ..report import code_report, format_code_report, format_duration, printable
+
+
+#: What --scheduler's help says of trust and deadlines (certify, catalog build).
+SCHEDULER_HELP = ("A scheduler on another machine must be reached over tls:// with Dask's TLS configuration, or "
+                  "trusted with --trust-scheduler: Dask unpickles what a scheduler sends, so it can run any code "
+                  "here. Deadlines: 30 s to connect and complete the handshake, 60 s for a worker to appear, then "
+                  "each task's result within 1 h.")
+
+#: --trust-scheduler's help.
+TRUST_SCHEDULER_HELP = ("Connect to a --scheduler on another machine over a plain tcp:// or ws:// connection: Dask's "
+                        "protocol unpickles what the scheduler sends, so it (and anyone on the network between) can "
+                        "run any code in this process. Give it only for a scheduler and a network you trust.")
+
+
+def check_scheduler(scheduler: str | None, trusted: bool) -> None:
+    """Refuse, as bad usage and before any work, a --scheduler that may not be trusted with this process."""
+    if scheduler is None:
+        if trusted:
+            raise click.UsageError("--trust-scheduler applies to --scheduler")
+        return
+    try:
+        check_scheduler_trust(scheduler, trusted)
+    except SpherecodesError as err:
+        raise click.UsageError(err.for_cli()) from None
 
 
 def print_json(data) -> None:

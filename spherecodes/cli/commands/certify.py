@@ -15,8 +15,8 @@ from ...lines import line_report
 from ...loading import load_code
 from ...report import format_line_report
 from .._common import certify as certify_code
-from .._common import (check_bank_rewritable, lock_notice, print_json, read_with_certificate_check, show_report,
-                       tell)
+from .._common import (SCHEDULER_HELP, TRUST_SCHEDULER_HELP, check_bank_rewritable, check_scheduler, lock_notice,
+                       print_json, read_with_certificate_check, show_report, tell)
 from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, SchedulerAddress, main, threads_option
 
 @main.command()
@@ -35,12 +35,14 @@ from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, SchedulerAddress, m
               "meets them and otherwise bound how far from optimal it can be; rho is not computed.")
 @click.option("--quiet", "-q", is_flag=True, help="No estimate and no progress bar on stderr.")
 @click.option("--scheduler", type=SchedulerAddress(), default=None,
-              help="Solve the QP's blocks of classes as tasks on an existing Dask cluster (e.g. tcp://10.0.0.5:8786), "
-              "on its workers' CPUs; the certificate is the same as without it.")
+              help="Solve the QP's blocks of classes as tasks on an existing Dask cluster (e.g. tls://10.0.0.5:8786), "
+              "on its workers' CPUs; the certificate is the same as without it. " + SCHEDULER_HELP)
+@click.option("--trust-scheduler", is_flag=True, help=TRUST_SCHEDULER_HELP)
 @click.option("--workers", type=click.IntRange(min=1, max=256), default=None,
               help="Solve the QP's blocks of classes on a local Dask cluster of this many worker processes.")
 @threads_option
-def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_lines, quiet, scheduler, workers):
+def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_lines, quiet, scheduler, trust_scheduler,
+            workers):
     """Certify the one-vs-rest distances and rho of a code.
 
     FILE is a spherecodes bank (.h5), or a (K, d) prototype matrix from any
@@ -65,12 +67,13 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_l
       spherecodes certify spherecodes_d64_k1000.h5 --write
       spherecodes certify my_prototypes.npy --json
       spherecodes certify big.h5 --write --max-memory 12GiB
-      spherecodes certify big.h5 --json --scheduler tcp://10.0.0.5:8786
+      spherecodes certify big.h5 --json --scheduler tls://10.0.0.5:8786
       spherecodes certify ebv_prototypes.pt --lines
     """
     is_bank = file.suffix.lower() in (".h5", ".hdf5")
     if workers is not None and scheduler is not None:
         raise click.UsageError("give either --workers (local cluster) or --scheduler (existing cluster), not both")
+    check_scheduler(scheduler, trust_scheduler)
     distributed = scheduler is not None or workers is not None
     if as_lines and distributed:
         raise SpherecodesError("--lines computes no certificate; drop --workers and --scheduler")
@@ -94,7 +97,8 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_l
     else:
         code = load_code(file, name, normalize=normalize, stats_device=device, max_memory=max_memory)
     stored = code.certificate if bad_certificate is None else None
-    with dask_client(scheduler, workers) if distributed else contextlib.nullcontext((None, None)) as (client, _):
+    with (dask_client(scheduler, workers, trust=trust_scheduler) if distributed
+          else contextlib.nullcontext((None, None))) as (client, _):
         if distributed and tell(quiet, as_json):
             where = f"the Dask cluster at {scheduler}" if scheduler else f"a local Dask cluster of {workers} workers"
             click.echo(f"certificate: the QP's blocks of classes as tasks on {where}", err=True)
