@@ -506,8 +506,13 @@ def _read_bytes(fields: _Fields, k: int, d: int) -> float:
     return nbytes
 
 
-def read_estimate(path, name: str | None = None, *, max_memory: float | None = None) -> Estimate:
+def read_estimate(path, name: str | None = None, *, max_memory: float | None = None,
+                  statistics: bool = False) -> Estimate:
     """Memory and time that :func:`read_code` of a code (checks and certificate included) is expected to take.
+
+    With ``statistics``, also recomputing its statistics from the rows
+    (:func:`spherecodes.claims.check_claims`): through the stored orbit in
+    O(K·d), else over all pairs.
 
     The memory follows from the stored shapes (nothing large is read); the
     time is measured on a sample: a block of rows read, hashed and checked,
@@ -555,11 +560,17 @@ def read_estimate(path, name: str | None = None, *, max_memory: float | None = N
         np.linalg.norm(sample, axis=1)
         # The rows are read, hashed and checked, then passed over again by the orbit's and statistics' checks.
         seconds = 3.0 * (time.perf_counter() - started) * k / rows
+        columns = min(k, 4096)
+        started = time.perf_counter()
+        _ = sample[: min(rows, 512)] @ sample[:columns].T
+        all_pairs = (time.perf_counter() - started) * (k / min(rows, 512)) * (k / columns)
         if certified and not by_orbit:
-            columns = min(k, 4096)
-            started = time.perf_counter()
-            _ = sample[: min(rows, 512)] @ sample[:columns].T
-            seconds += (time.perf_counter() - started) * (k / min(rows, 512)) * (k / columns)
+            seconds += all_pairs
+        if statistics:
+            orbit = fields.has("orbit")
+            what += ("; the statistics recomputed through the orbit, O(K·d)" if orbit
+                     else "; the statistics recomputed from all pairs")
+            seconds += seconds / 3 if orbit else all_pairs / 2
     return Estimate(what, "cpu", nbytes, limit, seconds)
 
 
@@ -646,11 +657,14 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str, orbi
     norms = np.linalg.norm(residuals, axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         features = np.where(norms > 0, residuals / norms, np.nan)
+    rattler_tol = fields.attr("rattler_tol", "float")
+    if rattler_tol < 0:
+        raise fields.damaged("attribute certificate/rattler_tol", f"is {rattler_tol:g}; a tolerance is at least 0")
     return OneVsRestCertificate(
         lo=lo,
         hi=hi,
         tol=tol,
-        rattler_tol=fields.attr("rattler_tol", "float"),
+        rattler_tol=rattler_tol,
         support_indices=indices.astype(np.int64),
         support_weights=weights.astype(np.float64),
         features=features,
@@ -680,6 +694,8 @@ def _read_stats(fields: _Fields, prototypes: np.ndarray) -> SeparationStats:
     rattlers = fields.array("rattlers", "iu", (None,)).astype(np.int64)
     max_cos, min_cos, mean_cos = (fields.attr(key, "float") for key in ("max_cos", "min_cos", "mean_cos"))
     rattler_tol = fields.attr("rattler_tol", "float")
+    if rattler_tol < 0:  # a negative slack would make every class a rattler
+        raise fields.damaged("attribute stats/rattler_tol", f"is {rattler_tol:g}; a tolerance is at least 0")
     if np.any((nearest_index < 0) | (nearest_index >= k) | (nearest_index == np.arange(k))):
         raise fields.damaged("stats/nearest_index", f"names a class outside [0, {k}) or the class itself")
     pair_cos = np.concatenate([np.einsum("ij,ij->i", prototypes[start : start + _READ_ROWS],

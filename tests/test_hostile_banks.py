@@ -38,6 +38,149 @@ case = CASES.case
 damaged = CASES.damaged
 
 
+# ---- stored figures and claims: never believed over the rows
+
+
+def _true_cosines(group) -> np.ndarray:
+    """The cosines of every pair of the stored rows, computed here (the diagonal left out)."""
+    w = group["prototypes"][()]
+    g = w @ w.T
+    return g[~np.eye(len(w), dtype=bool)]
+
+
+def _nearest_pointing_farther(group):
+    """Each class's nearest neighbour re-pointed at a farther row whose cosine is at most 0.26, every stored cosine
+    true for the pair it names and the rattlers recomputed: a max-cos of 0.2559 where the rows give 0.4044."""
+    w = group["prototypes"][()]
+    g = w @ w.T
+    np.fill_diagonal(g, -9.0)
+    index = np.array([int(np.argmax(np.where(row <= 0.26, row, -9.0))) for row in g])
+    cosines = np.einsum("ij,ij->i", w, w[index])
+    stats = group["stats"]
+    stats["nearest_index"][...] = index
+    stats["nearest_cos"][...] = cosines
+    stats.attrs["max_cos"] = cosines.max()
+    replace_dataset(stats, "rattlers", np.flatnonzero(cosines < cosines.max() - stats.attrs["rattler_tol"]))
+
+
+def _no_forged_max_cos(f, web, stdout, stderr):
+    """Neither the forged max-cos nor a proof of optimality below the LP bound (0.3646) is shown; the truth is."""
+    assert "0.2559" not in stdout and "yes (proven)" not in stdout, stdout
+    truth = _true_cosines(h5py.File(f / "bank.h5", "r")["codes"][GOOD_CODE]).max()
+    if stdout.lstrip().startswith("{"):
+        report = json.loads(stdout)
+        assert report["max_cos"] == pytest.approx(truth, abs=1e-12) and report["known_optimal"]["value"] is False
+    else:
+        assert f"{truth:.10g}" in stdout, stdout
+
+
+for _command in (["report"], ["report", "--json"], ["certify", "-q"]):
+    case(f"forged-nearest-neighbours-{'-'.join(c.strip('-') for c in _command)}",
+         says=("stores what its prototypes do not bear out", r"max-cos 0\.2559324614 \(the rows give 0\.4043943252\)"),
+         stdout=True, check=_no_forged_max_cos)(
+        lambda f, web, command=_command: [command[0], make_bank(f, edit=_nearest_pointing_farther), *command[1:]])
+
+
+@case("forged-nearest-neighbours-ls", says=("auto-d3-k10-s0", r"max-cos 0\.2559324614"), stdout=True,
+      check=_no_forged_max_cos)
+def _(f, web):
+    return ["ls", make_bank(f, edit=_nearest_pointing_farther)]
+
+
+def _forged_min_cos_is_not_the_lines_figure(f, web, stdout, stderr):
+    truth = np.abs(_true_cosines(h5py.File(f / "bank.h5", "r")["codes"][GOOD_CODE])).max()
+    assert f"max |cos|        {truth:.10g}" in stdout and "0.4043943252" not in stdout, stdout
+
+
+@case("forged-min-cos-certify-lines", says=("min-cos -0.3 ", "the rows give -0.96"), stdout=True,
+      check=_forged_min_cos_is_not_the_lines_figure)
+def _(f, web):
+    """certify --lines reported max |cos| 0.404 (the max-cos) where the rows give 0.968: min-cos was forged."""
+    return ["certify", make_bank(f, edit=set_attr("stats", "min_cos", -0.3)), "--lines"]
+
+
+def _settings(**entries):
+    def edit(group):
+        settings = json.loads(group.attrs["settings"])
+        for key, value in entries.items():
+            if value is None:
+                settings.pop(key, None)
+            else:
+                settings[key] = value
+        group.attrs["settings"] = json.dumps(settings)
+
+    return edit
+
+
+def _shown_without(*words):
+    def check(f, web, stdout, stderr):
+        assert not [w for w in words if w in stdout], stdout
+
+    return check
+
+
+def _forged_auto(**changes):
+    def edit(group):
+        settings = json.loads(group.attrs["settings"])
+        settings["auto"].update(changes)
+        group.attrs["settings"] = json.dumps(settings)
+
+    return edit
+
+
+@case("forged-exact-max-cos-and-label", says=("exact max-cos '1/4'", "the rows give 0.4043943252"), stdout=True,
+      check=_shown_without("Leech", "exactly", "1/4"))
+def _(f, web):
+    return ["report", make_bank(f, edit=_settings(auto=None, label="Leech lattice", exact_max_cos="1/4"))]
+
+
+@case("forged-exact-max-cos-of-auto", says=("auto's choice 'E8 roots'",), stdout=True,
+      check=_shown_without("E8", "exactly", "sqrt"))
+def _(f, web):
+    return ["report", make_bank(f, edit=_forged_auto(winner="E8 roots", exact_max_cos="(1+sqrt(5))/8"))]
+
+
+@case("forged-winner-of-auto", says=("auto's choice 'Leech lattice'",), stdout=True,
+      check=_shown_without("Leech", "auto chose"))
+def _(f, web):
+    return ["report", make_bank(f, edit=_forged_auto(winner="Leech lattice"))]
+
+
+@case("forged-exact-max-cos-one-third", says=("exact max-cos '1/3'",), stdout=True, check=_shown_without("exactly"))
+def _(f, web):
+    return ["report", make_bank(f, edit=_settings(exact_max_cos="1/3"))]
+
+
+@case("forged-certificate-duplicates", says=("1 groups of identical prototypes in the certificate", "the rows have 0"),
+      stdout=True, check=_shown_without("duplicates", "certified, width"))
+def _(f, web):
+    return ["report", make_bank(f, edit=set_attr("certificate", "duplicates", "[[0, 1]]"))]
+
+
+damaged("bank-stats-rattler-tol-negative", set_attr("stats", "rattler_tol", -1.0),
+        ("stats/rattler_tol", "is -1", "at least 0"))
+damaged("bank-certificate-rattler-tol-negative", set_attr("certificate", "rattler_tol", -1.0),
+        ("certificate/rattler_tol", "is -1", "at least 0"))
+
+for _key, _value in (("stages", "seven"), ("stages", [{"stage": "anneal", "starts": 3, "seconds": float("nan")}]),
+                     ("rotation", [1, 2]), ("rotation", {"seed": "x", "why": 3}), ("norm_deviation", float("inf")),
+                     ("stop_detail", {"a": 1}), ("auto", {"winner": ["x"], "candidates": 5}), ("label", 7)):
+    for _json in ((), ("--json",)):
+        case(f"bank-settings-{_key}-{re.sub('[^a-z0-9]+', '-', json.dumps(_value).lower()).strip('-')[:20]}"
+             + ("-json" if _json else ""), says=(f"settings entry '{_key}'", "not in the form"), stdout=True)(
+            lambda f, web, key=_key, value=_value, extra=_json:
+            ["report", make_bank(f, edit=_settings(normalized=True, **{key: value})), *extra])
+
+
+def test_a_setting_holding_nan_is_shown_as_json_can_hold_it(tmp_path):
+    """A run may record NaN or infinity (an energy): report --json crashed on it (JSON has no NaN)."""
+    bank = make_bank(tmp_path, edit=_settings(energy=float("nan"), peak=float("-inf")))
+    result = CliRunner().invoke(main, ["report", str(bank), "--json"])
+    assert result.exit_code == 0, result.output
+    settings = json.loads(result.stdout)["settings"]
+    assert (settings["energy"], settings["peak"]) == ("NaN", "-Infinity")
+
+
 # ---- false certificates: stored numbers must follow from the stored prototypes and witnesses
 
 

@@ -51,8 +51,9 @@ def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_
     if plot is not None:
         check_plot_path(plot)
         check_not_input(plot, bank, "choose another --plot")
-    code, bad_certificate, verified = read_with_certificate_check(bank, name, max_memory=max_memory,
-                                                                  estimate=tell(False, as_json))
+    code, bad_certificate, verified, claims = read_with_certificate_check(bank, name, max_memory=max_memory,
+                                                                          estimate=tell(False, as_json),
+                                                                          progress=not as_json)
     semantic_part = None
     if embeddings is not None:
         if classes is not None and code.labels is not None:
@@ -70,6 +71,11 @@ def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_
     if plot is not None:
         plot_code(code, plot)
         click.echo(f"plot written to {plot}", err=as_json)
+    problems = []
     if bad_certificate is not None:
-        raise SpherecodesError(f"{bad_certificate}; rho is shown uncertified ('spherecodes certify {bank} --write' "
-                               "recomputes the certificate)")
+        problems.append(f"{bad_certificate}; rho is shown uncertified")
+    if claims.refused:
+        problems.append(claims.message(f"code {code.name!r} in {bank}"))
+    if problems:  # shown as far as the rows allow, then said: exit status 1
+        raise SpherecodesError("; ".join(problems) + f" ('spherecodes certify {bank} --write' recomputes and stores "
+                               "them)")
