@@ -192,7 +192,8 @@ _SETTINGS_READ = {
     "normalized_from": _text,
     "normalized_because": _text,
     "norm_deviation": _number,
-    "rotation": lambda x: isinstance(x, dict) and isinstance(x.get("seed"), int) and (
+    # "canonical", or the record of a random rotation: why it was made, or of which code.
+    "rotation": lambda x: _text(x) or isinstance(x, dict) and isinstance(x.get("seed"), int) and (
         _text(x.get("why")) or _text(x.get("of"))),
     "auto": lambda x: isinstance(x, dict) and _text(x.get("winner")) and _optional(_text)(x.get("exact_max_cos"))
     and _list_of(label=_text, skipped=_optional(_text), max_cos=_optional(_number), exact=_optional(_text),

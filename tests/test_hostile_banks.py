@@ -181,6 +181,44 @@ def test_a_setting_holding_nan_is_shown_as_json_can_hold_it(tmp_path):
     assert (settings["energy"], settings["peak"]) == ("NaN", "-Infinity")
 
 
+def _wide_generic_bank(folder: Path, k: int) -> Path:
+    """The good bank with its prototypes replaced by K unit rows in R^2 of no structure (the other fields left as
+    they are: what is estimated are the shapes, before anything is read)."""
+    def edit(group):
+        angles = np.random.default_rng(0).uniform(0, 2 * np.pi, k)
+        w = np.stack([np.cos(angles), np.sin(angles)], axis=1)
+        replace_dataset(group, "prototypes", w)
+        group.attrs["k"], group.attrs["d"] = k, 2
+
+    return make_bank(folder, edit=edit)
+
+
+def test_report_of_a_huge_bank_says_what_reading_and_checking_take_first(tmp_path):
+    """Every statistic is recomputed from the rows: for 200,000 rows of no structure, all their pairs. The
+    estimate comes first (the read then finds the rest of this bank damaged, which does not matter here)."""
+    bank = _wide_generic_bank(tmp_path, 200_000)
+    proc = subprocess.Popen([sys.executable, "-m", "spherecodes", "report", str(bank)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stderr.readline()
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+    assert first.startswith("estimate: reading code 'auto-d3-k10-s0' (K = 200000, d = 2)"), first
+    assert "the statistics recomputed from all pairs on cpu" in first, first
+
+
+def test_report_of_a_bank_that_would_take_more_than_a_day_is_refused_before_reading(tmp_path, monkeypatch):
+    import spherecodes.cli._common as common
+
+    monkeypatch.setattr(common, "ABSURD_SECONDS", 1e-6)  # as for a million classes of no structure
+    result = CliRunner().invoke(main, ["report", str(make_bank(tmp_path))])
+    assert result.exit_code == 1, result.output
+    assert re.search(r"reading code 'auto-d3-k10-s0' .*: estimated at ~.*; not started \(over",
+                     one_error_line(result.stderr)), result.stderr
+    assert result.stdout == ""
+
+
 # ---- false certificates: stored numbers must follow from the stored prototypes and witnesses
 
 

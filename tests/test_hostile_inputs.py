@@ -751,3 +751,36 @@ def test_a_damaged_table_of_measurements_in_a_copy_of_the_package_gives_one_line
     line = one_error_line(proc.stderr)
     assert "optimiser_table.csv" in line and "damaged" in line and "reinstall spherecodes" in line, line
     assert not (tmp_path / "b.h5").exists()
+
+
+# --------------------------------------------------------------------------- estimates before long work
+
+
+def _lines_in_the_plane(path: Path, k: int) -> Path:
+    angles = np.random.default_rng(0).uniform(0, np.pi, k)
+    np.save(path, np.stack([np.cos(angles), np.sin(angles)], axis=1))
+    return path
+
+
+def test_certify_lines_of_200000_rows_says_what_it_will_take_before_it_starts(tmp_path):
+    """200,000 lines in R^2: every pair's cosine (2 * 10^10 of them) ran for minutes without a word."""
+    x = _lines_in_the_plane(tmp_path / "x.npy", 200_000)
+    proc = subprocess.Popen([sys.executable, "-m", "spherecodes", "certify", str(x), "--lines"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stderr.readline()
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+    assert first.startswith("estimate: the float64 cosines of all 19,999,900,000 pairs of 200,000 lines in R^2 on cpu: ~"), first
+
+
+def test_certify_lines_past_a_day_is_refused_before_it_starts(tmp_path, monkeypatch):
+    import spherecodes.cli.commands.certify as certify_command
+
+    monkeypatch.setattr(certify_command, "ABSURD_SECONDS", 1e-6)  # as a size whose pairs take more than a day
+    x = _lines_in_the_plane(tmp_path / "x.npy", 2_000)
+    result = CliRunner().invoke(main, ["certify", str(x), "--lines"])
+    assert result.exit_code == 1, result.output
+    assert re.search(r"all 1,999,000 pairs of 2,000 lines in R\^2: estimated at ~.*; not started",
+                     one_error_line(result.stderr)), result.stderr
