@@ -258,6 +258,7 @@ class Case:
     stdout: bool = False  # the command may still print its (marked) report on stdout
     check: Callable | None = None  # further checks: check(folder, web, stdout, stderr)
     env: dict = field(default_factory=dict)
+    slow: bool = False  # seconds of work: left out of the fast subset (pytest -m "not slow")
 
 
 class Table(dict):
@@ -279,8 +280,8 @@ class Table(dict):
             return [command, make_bank(f, edit=edit)]
 
     def names(self):
-        """The case names as pytest parameters, those that run a real process marked slow."""
-        return [pytest.param(n, marks=pytest.mark.slow if self[n].subprocess else ()) for n in self]
+        """The case names as pytest parameters, those that run a real process (or are slow) marked slow."""
+        return [pytest.param(n, marks=pytest.mark.slow if self[n].subprocess or self[n].slow else ()) for n in self]
 
 
 def catalog_bank_bytes(f: Path) -> bytes:

@@ -230,7 +230,7 @@ def _(f, web):
     return ["catalog", "list", "--url", registry_with(f, edit=lambda e: e.update(max_cos="nan"))]
 
 
-@case("registry-of-34000-entries-one-repeated", says=("registry", "more than once", "tammes-d5-k1234"))
+@case("registry-of-34000-entries-one-repeated", says=("registry", "more than once", "tammes-d5-k1234"), slow=True)
 def _(f, web):
     """A long registry is checked in one pass (a pairwise check of its names took minutes)."""
     catalog = registry_with(f)

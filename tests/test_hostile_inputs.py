@@ -664,6 +664,7 @@ def test_certify_normalize_rescales_rows_whose_squares_overflow_or_vanish(tmp_pa
 # --------------------------------------------------------------------------- clocks and deadlines
 
 
+@pytest.mark.slow
 def test_a_time_limit_holds_however_many_restarts_are_asked_for(tmp_path):
     """10**30 restarts under a time limit: the work is planned batch by batch, so the limit still ends it."""
     args = ["generate", "--d", "4", "--k", "40", "--method", "tammes", "--restarts", str(10**30), "--time-limit", "0.2",

@@ -206,6 +206,7 @@ def codes_in(bank: Path) -> set[str]:
     return {row["name"] for row in spherecodes.list_codes(bank)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("second", ["generate", "rm"])
 def test_concurrent_writers_of_one_bank_take_turns_and_lose_nothing(tmp_path, second):
     """A writer that has read the bank and is about to rewrite it, and a second writer meanwhile: both changes stay."""
@@ -250,6 +251,7 @@ with exclusive_lock(sys.argv[1]):
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_waiting_for_the_lock_says_so_and_changes_nothing(tmp_path):
     bank = make_bank(tmp_path)
     before = bank.read_bytes()
@@ -270,6 +272,7 @@ def test_ctrl_c_while_waiting_for_the_lock_says_so_and_changes_nothing(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5"]
 
 
+@pytest.mark.slow
 def test_a_time_limit_bounds_the_wait_for_another_writer_of_the_bank(tmp_path):
     """--time-limit 1 while another process holds the bank's lock: it waited for as long as the other held it."""
     bank = make_bank(tmp_path)
