@@ -28,6 +28,7 @@ import contextlib
 import ipaddress
 import logging
 import os
+import time
 
 from .errors import SpherecodesError
 
@@ -162,19 +163,31 @@ def _connect(scheduler: str):
 
         def start(self, **kwargs):
             kwargs.setdefault("callback_timeout", self._timeout)
-            return super().start(**kwargs)
+            try:
+                return super().start(**kwargs)
+            except BaseException:
+                # Closed here, within the deadline, and marked so: Dask would close it again when it is collected,
+                # printing that close's own timeout as a traceback.
+                with contextlib.suppress(Exception):
+                    self.close(timeout=self._timeout)
+                self.status = "closed"
+                raise
 
+    began = time.monotonic()
     try:
         client = BoundedClient(scheduler, timeout=CONNECT_TIMEOUT_S)
-    except (OSError, TimeoutError) as err:
-        silent = isinstance(err, TimeoutError) or "Timed out" in str(err)
-        raise SpherecodesError(
-            f"cannot connect to the Dask scheduler at {scheduler}: "
-            + (f"no Dask handshake within {CONNECT_TIMEOUT_S:g} s (nothing listens there, or what answers stays "
-               "silent)" if silent else f"{_short(err)}")) from None
-    except Exception as err:  # noqa: BLE001 (whatever answers there, its bytes are not Dask's protocol)
-        raise SpherecodesError(f"cannot connect to the Dask scheduler at {scheduler}: what answers there does not "
-                               f"speak Dask's protocol ({type(err).__name__}: {_short(err)})") from None
+    except Exception as err:  # noqa: BLE001 (whatever answers there and however Dask fails on it: one line)
+        # Out of time, whatever Dask raised as its start was cancelled (a TimeoutError, at times an assertion).
+        silent = (isinstance(err, TimeoutError) or "Timed out" in str(err)
+                  or time.monotonic() - began >= 0.9 * CONNECT_TIMEOUT_S)
+        if silent:
+            why = (f"no Dask handshake within {CONNECT_TIMEOUT_S:g} s (nothing listens there, or what answers stays "
+                   "silent)")
+        elif isinstance(err, OSError):
+            why = _short(err)
+        else:
+            why = f"what answers there does not speak Dask's protocol ({type(err).__name__}: {_short(err)})"
+        raise SpherecodesError(f"cannot connect to the Dask scheduler at {scheduler}: {why}") from None
     try:
         client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
     except BaseException as err:
