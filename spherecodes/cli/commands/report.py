@@ -37,11 +37,15 @@ from ..main import BANK, FILE, MemorySize, embedding_options, main, threads_opti
 def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_words, plot, max_memory):
     """Report the separation statistics and bounds of a code in BANK.
 
-    Reading checks the prototypes' checksum and unit norms, the stored
-    statistics and a stored certificate against the prototypes; a code that
-    is one orbit of sign changes (a binary linear code) has its stored
-    generators checked against its rows and its certificate re-evaluated for
-    one class, in O(K d).
+    Reading checks the prototypes' checksum and unit norms and a stored
+    certificate against the prototypes, and recomputes every statistic from
+    them: a stored figure or claim (an exact max-cos, auto's choice) that the
+    rows do not bear out is not shown, and the command says so and exits
+    with status 1. A code that is one orbit of sign changes (a binary linear
+    code) has its stored generators checked against its rows, its
+    certificate re-evaluated for one class and its statistics recomputed, in
+    O(K d); other codes' statistics take every pair (the estimate says how
+    long; more than a day is refused).
 
     \b
     Examples:
