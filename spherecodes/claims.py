@@ -157,7 +157,7 @@ def check_claims(code: Code, *, device=None, max_memory: float | None = None, pr
                        f"{_figure(fresh.max_cos)})" if isinstance(auto, dict) else "auto's record (not an object)")
         settings.pop("auto")
     certificate = code.certificate
-    if certificate is not None and not _same_groups(certificate.duplicates, code.prototypes):
+    if certificate is not None and not _same_groups(certificate.duplicates, code):
         refused.append(f"{len(certificate.duplicates)} groups of identical prototypes in the certificate (the rows "
                        f"have {len(equal_rows(code.prototypes)[0])})")
         certificate = None
@@ -224,12 +224,12 @@ def _auto_agrees(auto, max_cos: float) -> bool:
                for c in winners)
 
 
-def _same_groups(stored, prototypes: np.ndarray) -> bool:
+def _same_groups(stored, code: Code) -> bool:
     """Whether the stored groups of identical prototypes are exactly the rows' own."""
     def canonical(groups):
         return sorted(sorted(int(i) for i in group) for group in groups)
 
-    return canonical(stored) == canonical(equal_rows(prototypes)[0])
+    return canonical(stored) == canonical(equal_rows(code.prototypes)[0])
 
 
 #: K²·d up to which ``ls`` recomputes a generic code's max-cos over all pairs (about a second on a laptop's core);
