@@ -30,6 +30,13 @@ def row_hashes(x: np.ndarray, to_bits: Callable[[np.ndarray], np.ndarray]) -> np
     >>> h = row_hashes(x, lambda rows: np.ascontiguousarray(rows).view(np.uint64))
     >>> bool(h[0] == h[1]), bool(h[0] == h[2])
     (True, False)
+
+    Rows that differ only in signs (the 256 words of a sign code in R^8) hash apart:
+
+    >>> import itertools
+    >>> signs = np.array(list(itertools.product([-1.0, 1.0], repeat=8))) / 8 ** 0.5
+    >>> len(set(row_hashes(signs, lambda rows: np.ascontiguousarray(rows).view(np.uint64)).tolist()))
+    256
     """
     k, d = x.shape
     multipliers = np.random.default_rng(0).integers(1, 2**63, size=d, dtype=np.uint64) | np.uint64(1)
