@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import os
 import re
 import signal
@@ -32,7 +33,8 @@ from pathlib import Path
 
 from .errors import SpherecodesError
 
-__all__ = ["check_name_fits", "exclusive_lock", "file_kind", "output_directory", "replace_atomically", "resolve_output", "written_files"]
+__all__ = ["ENDING_SIGNALS", "LOCK_QUIET_S", "Terminated", "check_name_fits", "check_not_input", "ending_signals_raise", "exclusive_lock",
+           "file_kind", "output_directory", "replace_atomically", "resolve_output", "written_files"]
 
 _SPECIAL_FILES = (
     (stat.S_ISDIR, "a directory"),
@@ -139,8 +141,10 @@ def replace_atomically(path, suffix: str = ".tmp", *, noted: bool = True):
     record = _Write(path)
     if noted:
         _WRITES.append(record)
-    try:
-        with _ctrl_c_watch() as watch:
+    # The watch is left after the temporary file is removed: a SIGTERM that would have killed the process
+    # outright is delivered again only then (see _signal_watch).
+    with _signal_watch() as watch:
+        try:
             try:
                 yield tmp
             except OSError as err:
@@ -159,9 +163,37 @@ def replace_atomically(path, suffix: str = ".tmp", *, noted: bool = True):
                     record.identity = (written.st_dev, written.st_ino)
             except OSError as err:
                 raise SpherecodesError(f"cannot write {path} ({_reason(err)}); it is unchanged") from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+
+def check_not_input(out, source, fix: str = "choose another --out") -> None:
+    """Refuse to write ``out`` where that would replace ``source``, the file the output is made from.
+
+    The same file under another name — a symbolic link (``x.npy -> bank.h5``,
+    written through to its target) or a hard link — counts: writing it
+    would replace the input with what was made from it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "bank.h5").write_bytes(b"a bank")
+    >>> (folder / "x.npy").symlink_to(folder / "bank.h5")
+    >>> check_not_input(folder / "x.npy", folder / "bank.h5")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: .../x.npy is .../bank.h5 itself (a link to it): writing it would replace ...
+    """
+    try:
+        same = os.path.samefile(out, source)
+    except OSError:  # out does not exist yet (or cannot be followed, which writing reports): it replaces nothing
+        return
+    if same:
+        how = "a link to it" if Path(out).is_symlink() or Path(source).is_symlink() else "the same file"
+        raise SpherecodesError(f"{out} is {source} itself ({how}): writing it would replace the file it is made "
+                               f"from; {fix}")
 
 
 def resolve_output(path) -> Path:
@@ -195,7 +227,7 @@ LOCK_QUIET_S = 1.0
 
 
 @contextlib.contextmanager
-def exclusive_lock(path, waiting=None):
+def exclusive_lock(path, waiting=None, timeout: float | None = None):
     """Hold an advisory lock on ``path`` so that read-modify-write cycles of it run one at a time.
 
     The lock is ``fcntl.flock`` on a hidden file beside ``path``
@@ -216,11 +248,15 @@ def exclusive_lock(path, waiting=None):
         Called with one line of text (which file, which process holds it)
         when the wait passes :data:`LOCK_QUIET_S` seconds; e.g. a function
         that prints it on stderr.
+    timeout : float, optional
+        Most seconds to wait for the lock (a run's time limit); default: as
+        long as it takes.
 
     Raises
     ------
     SpherecodesError
-        The lock file cannot be created (a read-only directory).
+        The lock file cannot be created (a read-only directory), or another
+        process held the lock for longer than ``timeout``.
 
     Examples
     --------
@@ -235,6 +271,7 @@ def exclusive_lock(path, waiting=None):
     path = resolve_output(path)
     lock = path.parent / f".{path.name}.lock"
     said = waiting is None
+    give_up = math.inf if timeout is None else time.monotonic() + timeout
     while True:
         try:
             # Never through a link: the holder writes into the lock file, which must not be someone else's file.
@@ -248,12 +285,18 @@ def exclusive_lock(path, waiting=None):
             raise SpherecodesError(f"cannot lock {path} for writing: {lock} is not a plain file of its own (a "
                                    "hard link, a fifo, a device); remove it")
         try:
-            if not _lock_within(fd, LOCK_QUIET_S if not said else 0.0):
+            if not _lock_within(fd, min(LOCK_QUIET_S, give_up - time.monotonic()) if not said else 0.0):
                 if not said:
                     waiting(f"{path} is being written by another spherecodes process ({_holder(fd)}); waiting for "
                             "it to finish (Ctrl-C stops waiting and changes nothing)")
                     said = True
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                if timeout is None:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                elif not _lock_within(fd, give_up - time.monotonic()):
+                    raise SpherecodesError(f"gave up waiting for {path}: another spherecodes process "
+                                           f"({_holder(fd)}) was still writing it after {timeout:.3g} s, what the "
+                                           f"time limit left; {path} is unchanged",
+                                           flags={"the time limit": "--time-limit"})
             held = os.fstat(fd)
             try:
                 current = os.stat(lock)
@@ -424,21 +467,77 @@ def _alive(pid: int) -> bool:
     return True
 
 
-class _CtrlCWatch:
-    """Notes Ctrl-C while a file is written; holds it back during the rename."""
+class Terminated(BaseException):
+    """The process was asked to end by SIGTERM or SIGHUP (``kill``, a closed terminal, a batch system).
+
+    Raised where the program runs, as Ctrl-C raises KeyboardInterrupt, so that
+    every file being written is abandoned and its temporary file removed
+    before the process ends; the command-line tool ends with one line and
+    the status 128 + the signal's number.
+    """
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+#: Signals that end the process as Ctrl-C does: raised as :class:`Terminated` where they would kill it.
+ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def ending_signals_raise():
+    """While the block runs, SIGTERM and SIGHUP raise :class:`Terminated` instead of killing the process at once.
+
+    In the main thread only, and only for those signals whose handler is the
+    default (a signal ignored, or handled by the program, stays so); the
+    previous handlers come back on exit.  The command-line tool runs every
+    command inside it.
+
+    Examples
+    --------
+    >>> import os, signal
+    >>> with ending_signals_raise():
+    ...     try:
+    ...         os.kill(os.getpid(), signal.SIGTERM)
+    ...     except Terminated as ended:
+    ...         print(ended)
+    SIGTERM
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    def raise_terminated(signum, frame):
+        raise Terminated(signum)
+
+    previous = {}
+    try:
+        for signum in ENDING_SIGNALS:
+            if signal.getsignal(signum) == signal.SIG_DFL:
+                previous[signum] = signal.signal(signum, raise_terminated)
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+class _SignalWatch:
+    """Notes Ctrl-C, SIGTERM and SIGHUP while a file is written; holds them back during the rename."""
 
     def __init__(self):
-        self.received = False
+        self.received = None  # the signal's number
         self.holding = False
 
     def handle(self, signum, frame):
-        self.received = True
+        self.received = signum
         if not self.holding:
-            raise KeyboardInterrupt
+            self.check()
 
     def check(self):
-        if self.received:
+        if self.received == signal.SIGINT:
             raise KeyboardInterrupt
+        if self.received is not None:
+            raise Terminated(self.received)
 
     @contextlib.contextmanager
     def deferred(self):
@@ -451,19 +550,35 @@ class _CtrlCWatch:
 
 
 @contextlib.contextmanager
-def _ctrl_c_watch():
-    """A :class:`_CtrlCWatch` installed as the SIGINT handler (in the main thread only; elsewhere inert)."""
-    watch = _CtrlCWatch()
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) in (
-        signal.SIG_IGN, None
-    ):
+def _signal_watch():
+    """A :class:`_SignalWatch` installed as the handler of SIGINT, SIGTERM and SIGHUP (in the main thread only;
+    elsewhere inert; a signal ignored stays ignored).
+
+    A SIGTERM or SIGHUP whose handler was the default (it would have killed
+    the process, leaving the temporary file) raises :class:`Terminated`
+    through the write, and once the write is undone the signal is delivered
+    again with its default action: the process ends as it would have, by
+    that signal, without leaving the file behind.
+    """
+    watch = _SignalWatch()
+    if threading.current_thread() is not threading.main_thread():
         yield watch
         return
-    previous = signal.signal(signal.SIGINT, watch.handle)
+    previous = {}
+    for signum in (signal.SIGINT, *ENDING_SIGNALS):
+        if signal.getsignal(signum) not in (signal.SIG_IGN, None):
+            previous[signum] = signal.signal(signum, watch.handle)
     try:
         yield watch
+    except Terminated as ended:
+        if previous.get(ended.signum) == signal.SIG_DFL:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            os.kill(os.getpid(), ended.signum)  # the default action: the process ends here
+        raise
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _umask() -> int:

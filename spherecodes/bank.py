@@ -533,8 +533,13 @@ def _read_bytes(fields: _Fields, k: int, d: int) -> float:
     return nbytes
 
 
-def read_estimate(path, name: str | None = None, *, max_memory: float | None = None) -> Estimate:
+def read_estimate(path, name: str | None = None, *, max_memory: float | None = None,
+                  statistics: bool = False) -> Estimate:
     """Memory and time that :func:`read_code` of a code (checks and certificate included) is expected to take.
+
+    With ``statistics``, also recomputing its statistics from the rows
+    (:func:`spherecodes.claims.check_claims`): through the stored orbit in
+    O(K·d), else over all pairs.
 
     The memory follows from the stored shapes (nothing large is read); the
     time is measured on a sample: a block of rows read, hashed and checked,
@@ -582,11 +587,17 @@ def read_estimate(path, name: str | None = None, *, max_memory: float | None = N
         np.linalg.norm(sample, axis=1)
         # The rows are read, hashed and checked, then passed over again by the orbit's and statistics' checks.
         seconds = 3.0 * (time.perf_counter() - started) * k / rows
+        columns = min(k, 4096)
+        started = time.perf_counter()
+        _ = sample[: min(rows, 512)] @ sample[:columns].T
+        all_pairs = (time.perf_counter() - started) * (k / min(rows, 512)) * (k / columns)
         if certified and not by_orbit:
-            columns = min(k, 4096)
-            started = time.perf_counter()
-            _ = sample[: min(rows, 512)] @ sample[:columns].T
-            seconds += (time.perf_counter() - started) * (k / min(rows, 512)) * (k / columns)
+            seconds += all_pairs
+        if statistics:
+            orbit = fields.has("orbit")
+            what += ("; the statistics recomputed through the orbit, O(K·d)" if orbit
+                     else "; the statistics recomputed from all pairs")
+            seconds += seconds / 3 if orbit else all_pairs / 2
     return Estimate(what, "cpu", nbytes, limit, seconds)
 
 
@@ -710,11 +721,14 @@ def _read_certificate(fields: _Fields, prototypes: np.ndarray, sha256: str, orbi
     norms = np.linalg.norm(residuals, axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         features = np.where(norms > 0, residuals / norms, np.nan)
+    rattler_tol = fields.attr("rattler_tol", "float")
+    if rattler_tol < 0:
+        raise fields.damaged("attribute certificate/rattler_tol", f"is {rattler_tol:g}; a tolerance is at least 0")
     return OneVsRestCertificate(
         lo=lo,
         hi=hi,
         tol=tol,
-        rattler_tol=fields.attr("rattler_tol", "float"),
+        rattler_tol=rattler_tol,
         support_indices=indices.astype(np.int64),
         support_weights=weights.astype(np.float64),
         features=features,
@@ -744,6 +758,8 @@ def _read_stats(fields: _Fields, prototypes: np.ndarray) -> SeparationStats:
     rattlers = fields.array("rattlers", "iu", (None,)).astype(np.int64)
     max_cos, min_cos, mean_cos = (fields.attr(key, "float") for key in ("max_cos", "min_cos", "mean_cos"))
     rattler_tol = fields.attr("rattler_tol", "float")
+    if rattler_tol < 0:  # a negative slack would make every class a rattler
+        raise fields.damaged("attribute stats/rattler_tol", f"is {rattler_tol:g}; a tolerance is at least 0")
     if np.any((nearest_index < 0) | (nearest_index >= k) | (nearest_index == np.arange(k))):
         raise fields.damaged("stats/nearest_index", f"names a class outside [0, {k}) or the class itself")
     pair_cos = np.concatenate([np.einsum("ij,ij->i", prototypes[start : start + _READ_ROWS],
@@ -768,7 +784,7 @@ def _read_stats(fields: _Fields, prototypes: np.ndarray) -> SeparationStats:
 # --------------------------------------------------------------------------- writing
 
 
-def write_code(path, code: Code, *, overwrite: bool = False, waiting=None) -> None:
+def write_code(path, code: Code, *, overwrite: bool = False, waiting=None, lock_timeout: float | None = None) -> None:
     """Store ``code`` in the bank at ``path``, creating the bank if needed.
 
     The bank is rewritten into a temporary file beside it and renamed into
@@ -786,6 +802,9 @@ def write_code(path, code: Code, *, overwrite: bool = False, waiting=None) -> No
         Told in one line when another spherecodes process is writing the
         bank and this one waits for it (after a second; see
         :func:`spherecodes.atomic.exclusive_lock`).
+    lock_timeout : float, optional
+        Most seconds to wait for that process (a run's time limit): the code
+        is then refused rather than stored late.
 
     Examples
     --------
@@ -803,7 +822,7 @@ def write_code(path, code: Code, *, overwrite: bool = False, waiting=None) -> No
     _names_beside(path, code.name, overwrite)  # refused before the bounds are computed
     # Everything stored is computed before the temporary file exists: Ctrl-C meanwhile leaves nothing behind.
     bounds = _bounds_of(code)
-    with exclusive_lock(path, waiting):
+    with exclusive_lock(path, waiting, timeout=lock_timeout):
         existing = _names_beside(path, code.name, overwrite)  # again: another writer may have added it
         _check_room(path, _stored_bytes(code))
         _rewrite(path, keep=[n for n in existing if n != code.name], add=(code, bounds))

@@ -6,24 +6,50 @@ opened on exit.  The catalog build runs one bank per task
 (:mod:`spherecodes.catalog.build`); a certificate runs one block of classes
 per task (:func:`spherecodes.certificate.one_vs_rest_distances` with
 ``client``).
+
+A scheduler is trusted code.  Dask's protocol unpickles what the scheduler
+sends (task results, errors, parts of its very first answer), and unpickling
+runs whatever code the data names: whoever answers at a scheduler address can
+run code in this process.  So :func:`check_scheduler_trust` lets through,
+without being told, only a scheduler on this machine (a loopback address,
+``inproc://``) or one reached over ``tls://`` with Dask's TLS configuration
+(a CA that authenticates it); any other address must be trusted explicitly
+(``trust=True``, ``--trust-scheduler``).  Every step with a scheduler has a
+deadline: connecting and its handshake (:data:`CONNECT_TIMEOUT_S`), a worker
+to run the tasks (:data:`WORKERS_TIMEOUT_S`) and each result
+(:func:`next_result`), so that a scheduler that accepts and stays silent,
+swallows what it is sent, has no workers or loses them is one line, never a
+hang.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import os
+import time
 
 from . import heavy
 from .errors import SpherecodesError
 
-__all__ = ["CONNECT_TIMEOUT_S", "check_scheduler_address", "dask_client"]
+__all__ = ["CONNECT_TIMEOUT_S", "RESULT_TIMEOUT_S", "WORKERS_TIMEOUT_S", "check_scheduler_address",
+           "check_scheduler_trust", "dask_client", "next_result"]
 
-#: How long to wait for an existing scheduler before giving up.
+#: Seconds to connect to an existing scheduler and complete its handshake.
 CONNECT_TIMEOUT_S = 30
+
+#: Seconds to wait for an existing scheduler to have a worker.
+WORKERS_TIMEOUT_S = 60
+
+#: Default seconds to wait for each task's result (a bank of a catalog, a block of a certificate).
+RESULT_TIMEOUT_S = 3600.0
 
 #: Address schemes of Dask's communication layers that reach another machine.
 SCHEDULER_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
+
+#: Schemes whose connection authenticates the scheduler (with Dask's TLS configuration).
+AUTHENTICATED_SCHEMES = ("tls", "wss")
 
 
 def check_scheduler_address(address: str) -> str:
@@ -62,15 +88,169 @@ def check_scheduler_address(address: str) -> str:
     return address
 
 
+def _host(address: str) -> str:
+    """The host of a scheduler address of the form :func:`check_scheduler_address` lets through."""
+    rest = address.partition("://")[2] if "://" in address else address
+    return rest.rpartition(":")[0].strip("[]")
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: whatever it resolves to now, it is another machine's to answer
+        return False
+
+
+def check_scheduler_trust(address: str, trust: bool = False) -> str:
+    """``address`` unchanged if a scheduler there may be trusted with this process: refused otherwise.
+
+    Dask's protocol unpickles what the scheduler sends, so a scheduler can
+    run any code in the client.  Let through: a scheduler in this process
+    (``inproc://``) or on this machine (a loopback address: ``127.0.0.1``,
+    ``::1``, ``localhost``), and one reached over ``tls://`` or ``wss://``
+    when Dask's TLS configuration names a certificate authority that
+    authenticates it (``distributed.comm.tls.ca-file``, e.g.
+    ``DASK_DISTRIBUTED__COMM__TLS__CA_FILE``).  Any other address only with
+    ``trust=True``.
+
+    Raises
+    ------
+    SpherecodesError
+        The address is malformed (:func:`check_scheduler_address`), or not
+        trusted.
+
+    Examples
+    --------
+    >>> check_scheduler_trust("tcp://127.0.0.1:8786")
+    'tcp://127.0.0.1:8786'
+    >>> check_scheduler_trust("tcp://10.0.0.5:8786", trust=True)
+    'tcp://10.0.0.5:8786'
+    >>> check_scheduler_trust("tcp://10.0.0.5:8786")
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: refusing the Dask scheduler at tcp://10.0.0.5:8786: ...
+    """
+    check_scheduler_address(address)
+    scheme = address.partition("://")[0] if "://" in address else "tcp"
+    if trust or scheme == "inproc" or _is_loopback(_host(address)):
+        return address
+    flags = {"trust=True": "--trust-scheduler", "the Dask scheduler at": "--scheduler"}
+    why = (f"refusing the Dask scheduler at {address}: Dask's protocol unpickles what a scheduler sends, so whoever "
+           "answers there can run any code in this process")
+    if scheme in AUTHENTICATED_SCHEMES:
+        import dask.config
+
+        if dask.config.get("distributed.comm.tls.ca-file", None):
+            return address
+        raise SpherecodesError(f"{why}; {scheme}:// authenticates it only with Dask's TLS configuration: set "
+                               "DASK_DISTRIBUTED__COMM__TLS__CA_FILE (and the client's certificate and key, "
+                               "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT and __KEY), or pass trust=True if you trust "
+                               "the network and the scheduler", flags=flags)
+    raise SpherecodesError(f"{why}; a scheduler on another machine is reached without asking only over tls:// with "
+                           "Dask's TLS configuration; pass trust=True if you trust it and every machine on the way",
+                           flags=flags)
+
+
+def _connect(scheduler: str):
+    """A client of the scheduler at ``scheduler``: connected, handshake done and a worker there, each within its
+    deadline; else one line saying which step failed."""
+    from distributed import Client
+
+    class BoundedClient(Client):
+        """A client whose start (connection, handshake, first answers) ends within its timeout: Dask bounds the
+        connection alone, and a scheduler that accepts and stays silent would hold the handshake for ever."""
+
+        def start(self, **kwargs):
+            kwargs.setdefault("callback_timeout", self._timeout)
+            try:
+                return super().start(**kwargs)
+            except BaseException:
+                # Closed here, within the deadline, and marked so: Dask would close it again when it is collected,
+                # printing that close's own timeout as a traceback.
+                with contextlib.suppress(Exception):
+                    self.close(timeout=self._timeout)
+                self.status = "closed"
+                raise
+
+    began = time.monotonic()
+    try:
+        client = BoundedClient(scheduler, timeout=CONNECT_TIMEOUT_S)
+    except Exception as err:  # noqa: BLE001 (whatever answers there and however Dask fails on it: one line)
+        # Out of time, whatever Dask raised as its start was cancelled (a TimeoutError, at times an assertion).
+        silent = (isinstance(err, TimeoutError) or "Timed out" in str(err)
+                  or time.monotonic() - began >= 0.9 * CONNECT_TIMEOUT_S)
+        if silent:
+            why = (f"no Dask handshake within {CONNECT_TIMEOUT_S:g} s (nothing listens there, or what answers stays "
+                   "silent)")
+        elif isinstance(err, OSError):
+            why = _short(err)
+        else:
+            why = f"what answers there does not speak Dask's protocol ({type(err).__name__}: {_short(err)})"
+        raise SpherecodesError(f"cannot connect to the Dask scheduler at {scheduler}: {why}") from None
+    try:
+        client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
+    except BaseException as err:
+        client.close()
+        if isinstance(err, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise SpherecodesError(f"the Dask scheduler at {scheduler} has no worker to run the tasks (none within "
+                               f"{WORKERS_TIMEOUT_S:g} s): start workers with 'dask worker {scheduler}'") from None
+    return client
+
+
+def _short(err: BaseException) -> str:
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def next_result(futures, timeout: float, scheduler: str | None, what: str, *, failed: str = "raise"):
+    """The first of ``futures`` to finish, and its result, within ``timeout`` seconds; else one line.
+
+    A wait past ``timeout`` ends in :class:`SpherecodesError`; so do a lost
+    scheduler or worker (its results cancelled) and a task that raised,
+    unless ``failed="return"``, which returns the error as the task's result
+    (the other tasks go on).
+
+    Examples
+    --------
+    >>> with dask_client(None, 1, processes=False) as (client, threads):
+    ...     done, value = next_result([client.submit(sum, [1, 2, 3])], 60, None, "a sum")
+    >>> value
+    6
+    """
+    from distributed import wait
+
+    where = f"the Dask scheduler at {scheduler}" if scheduler else "the local Dask cluster"
+    try:
+        finished = wait(list(futures), timeout=timeout, return_when="FIRST_COMPLETED").done
+    except TimeoutError:
+        finished = set()
+    if not finished:
+        raise SpherecodesError(f"no result from {where} within {timeout:g} s for {what} (its workers busy, lost "
+                               "or stalled); the unfinished tasks were cancelled")
+    future = next(iter(finished))
+    try:
+        return future, future.result(timeout=timeout)
+    except Exception as err:  # noqa: BLE001 (a lost connection, a cancelled or failed task: each one line)
+        error = SpherecodesError(f"{where} failed on {what} ({type(err).__name__}: {_short(err)})")
+        if failed == "return":
+            return future, error
+        raise error from None
+
+
 @contextlib.contextmanager
-def dask_client(scheduler: str | None, workers: int | None, processes: bool = True, tasks: int | None = None):
+def dask_client(scheduler: str | None, workers: int | None, processes: bool = True, tasks: int | None = None, *,
+                trust: bool = False):
     """A Dask client (and the local cluster it needs), closed on exit; yields (client, torch threads per task).
 
     Parameters
     ----------
     scheduler : str, optional
         Address of an existing scheduler (``tcp://host:8786``); its workers
-        choose their own thread counts (None is yielded).
+        choose their own thread counts (None is yielded).  It must be one
+        :func:`check_scheduler_trust` lets through.
     workers : int, optional
         Worker processes (or threads) of a local cluster; default one per
         core, at most ``tasks``.
@@ -79,12 +259,16 @@ def dask_client(scheduler: str | None, workers: int | None, processes: bool = Tr
         torch threads) or as threads of this process.
     tasks : int, optional
         How many tasks there are, to start no idle workers.
+    trust : bool
+        Connect to a scheduler on another machine over a plain connection.
 
     Raises
     ------
     SpherecodesError
-        The scheduler address is malformed (:func:`check_scheduler_address`), or
-        no Dask scheduler answers there within :data:`CONNECT_TIMEOUT_S`.
+        The scheduler address is malformed or not trusted
+        (:func:`check_scheduler_trust`); no Dask scheduler completes the
+        handshake there within :data:`CONNECT_TIMEOUT_S`; or it has no
+        worker within :data:`WORKERS_TIMEOUT_S`.
 
     Examples
     --------
@@ -96,15 +280,8 @@ def dask_client(scheduler: str | None, workers: int | None, processes: bool = Tr
     Client, LocalCluster = distributed.Client, distributed.LocalCluster
 
     if scheduler is not None:
-        check_scheduler_address(scheduler)
-        try:
-            client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
-        except (OSError, TimeoutError) as err:
-            raise SpherecodesError(f"cannot connect to the Dask scheduler at {scheduler} ({err})") from None
-        except (ValueError, TypeError, MemoryError) as err:
-            # Something else listens there: its first bytes, read as Dask's framing, ask for exabytes (MemoryError).
-            raise SpherecodesError(f"cannot connect to the Dask scheduler at {scheduler}: what answers there does "
-                                   f"not speak Dask's protocol ({type(err).__name__}: {str(err)[:120]})") from None
+        check_scheduler_trust(scheduler, trust)
+        client = _connect(scheduler)
         try:
             yield client, None
         finally:

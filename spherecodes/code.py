@@ -12,6 +12,7 @@ import datetime as _dt
 import hashlib
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -286,7 +287,7 @@ def check_labels(labels, k: int) -> list[str] | None:
     >>> check_labels(["cat", "cat"], 2)
     Traceback (most recent call last):
     ...
-    spherecodes.errors.SpherecodesError: labels must be distinct; repeated: cat
+    spherecodes.errors.SpherecodesError: labels must be distinct (compared in Unicode's composed form NFC); repeated: cat
     """
     if labels is None:
         return None
@@ -297,7 +298,10 @@ def check_labels(labels, k: int) -> list[str] | None:
     if held is not None:  # HDF5 strings end at a NUL: the bank could not store it
         raise SpherecodesError(f"label {held!r} holds a NUL character, which a label cannot hold")
     seen = set()
-    duplicates = sorted({x for x in labels if x and (x in seen or seen.add(x))})
+    # Compared in Unicode's composed form: 'é' and 'e' with a combining accent print alike, so are one class.
+    # An empty label is an unlabelled row (reserved for a class that comes later): any number of them.
+    duplicates = sorted({x for x in labels if x and ((n := unicodedata.normalize("NFC", x)) in seen or seen.add(n))})
     if duplicates:
-        raise SpherecodesError(f"labels must be distinct; repeated: {', '.join(duplicates[:10])}")
+        raise SpherecodesError(f"labels must be distinct (compared in Unicode's composed form NFC); repeated: "
+                               f"{', '.join(duplicates[:10])}")
     return labels

@@ -44,7 +44,8 @@ PICKLE_ADVICE = (
 
 
 def load_code(
-    path, name: str | None = None, *, normalize: bool = False, stats_device=None, max_memory: float | None = None
+    path, name: str | None = None, *, normalize: bool = False, stats_device=None, max_memory: float | None = None,
+    announce=None, progress=None,
 ) -> Code:
     """A code from a bank, or from a (K, d) matrix in a ``.npy``, ``.pt``/``.pth``, ``.txt`` or ``.csv`` file.
 
@@ -64,6 +65,12 @@ def load_code(
         Where the statistics of a matrix file are computed, and the memory
         they may use (see :func:`spherecodes.stats.separation_statistics`);
         a bank's are read, not computed.
+    announce : callable, optional
+        Called as ``announce(k, d)`` once a matrix file's rows are read and
+        checked, before their statistics (all pairs) are computed: to say
+        what that will take, or refuse it by raising.
+    progress : callable, optional
+        Passed to :func:`spherecodes.stats.separation_statistics`.
 
     Returns
     -------
@@ -115,8 +122,10 @@ def load_code(
         settings.update(normalized=True, normalized_from=stored, normalized_because="rounding",
                         norm_deviation=deviation)
     stem = "".join(c if c.isalnum() or c in NAME_PUNCTUATION else "_" for c in path.stem) or "external"
+    if announce is not None:
+        announce(*prototypes.shape)
     return make_code(prototypes, method="external", name=stem, settings=settings, stats_device=stats_device,
-                     max_memory=max_memory)
+                     max_memory=max_memory, progress=progress)
 
 
 def _columns_are_unit(matrix: np.ndarray) -> bool:

@@ -244,6 +244,11 @@ def require_memory(
         )
 
 
+#: A computation estimated longer than this is refused before any work (a day): a run of ``generate``, reading and
+#: checking a bank.
+ABSURD_SECONDS = 24 * 3600.0
+
+
 @dataclass(frozen=True)
 class Estimate:
     """What a computation is expected to need, worked out before it starts.

@@ -25,6 +25,10 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
+
+from .errors import SpherecodesError
+from .inputs import check_input_file
 
 #: Relative spread of an optimiser's result around the measured value (other
 #: seeds, other machines' rounding): a measured value v stands for
@@ -35,6 +39,12 @@ NOISE = 0.02
 MEASURED_SEED = 0
 
 _TABLE = "optimiser_table.csv"
+
+#: Most bytes the table may have (it holds some 15 KB): a damaged installation is refused, never read unbounded.
+TABLE_LIMIT_BYTES = 2**20
+
+#: The columns :func:`measurements` reads.
+_COLUMNS = ("d", "k", "structured", "tammes_max_cos", "tammes_seconds", "warm_max_cos")
 
 
 @dataclass(frozen=True)
@@ -112,19 +122,85 @@ class Prediction:
 def measurements() -> dict[tuple[int, int], Measurement]:
     """The measured table, keyed by (d, K).
 
+    The file is part of the installed package, and still read as any file
+    is: it must be a regular file of at most :data:`TABLE_LIMIT_BYTES`, UTF-8
+    CSV with the columns the prediction reads, and every row must hold
+    sizes and finite cosines in their ranges; anything else is one
+    :class:`~spherecodes.errors.SpherecodesError` naming the file and the
+    row (a damaged installation: reinstall spherecodes).
+
     Examples
     --------
     >>> table = measurements()
     >>> round(table[(16, 100)].tammes, 4), table[(16, 100)].structured
     (0.2058, 'extended BCH [16,7,6]')
     """
-    text = resources.files("spherecodes").joinpath("data", _TABLE).read_text()
+    return parse_table(Path(str(resources.files("spherecodes").joinpath("data", _TABLE))))
+
+
+def parse_table(path) -> dict[tuple[int, int], Measurement]:
+    """The measured table in the CSV file ``path``, every row checked (see :func:`measurements`).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "table.csv")
+    >>> _ = open(path, "w").write("d,k,structured,tammes_max_cos,tammes_seconds,warm_max_cos\\n16,100,,nan,1.5,\\n")
+    >>> parse_table(path)
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: .../table.csv is damaged: row 2 has tammes_max_cos 'nan', expected a cosine in [-1, 1]; reinstall spherecodes
+    """
+    fix = "reinstall spherecodes"
+    try:
+        path = check_input_file(path, "CSV file")
+    except SpherecodesError as err:  # a link to /dev/zero would never end: not read at all
+        raise SpherecodesError(f"the table of measurements installed with spherecodes is damaged: {err}; {fix}") \
+            from None
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(TABLE_LIMIT_BYTES + 1)
+    except OSError as err:
+        raise SpherecodesError(f"cannot read {path}: {err.strerror or err}; {fix}") from None
+    if len(data) > TABLE_LIMIT_BYTES:
+        raise SpherecodesError(f"{path} is damaged: it is longer than {TABLE_LIMIT_BYTES // 2**20} MiB (the table "
+                               f"holds some 15 KB); {fix}")
+    try:
+        rows = list(csv.DictReader(data.decode("utf-8").splitlines()))
+    except UnicodeDecodeError as err:
+        raise SpherecodesError(f"{path} is damaged: not UTF-8 text (byte {err.start}); {fix}") from None
+    except csv.Error as err:
+        raise SpherecodesError(f"{path} is damaged: not CSV ({err}); {fix}") from None
+    missing = [c for c in _COLUMNS if not rows or c not in rows[0]]
+    if missing:
+        raise SpherecodesError(f"{path} is damaged: " + ("it holds no rows" if not rows else
+                               f"the column{'s' if len(missing) > 1 else ''} {', '.join(missing)} missing") + f"; {fix}")
     table = {}
-    for row in csv.DictReader(text.splitlines()):
-        d, k = int(row["d"]), int(row["k"])
-        table[(d, k)] = Measurement(d, k, float(row["tammes_max_cos"]),
-                                    float(row["warm_max_cos"]) if row["warm_max_cos"] else None,
-                                    row["structured"], float(row["tammes_seconds"]))
+    for number, row in enumerate(rows, start=2):  # row 1 is the header
+        def value(column, read, ok, expected, optional=False):
+            text = row.get(column)
+            if optional and text == "":
+                return None
+            try:
+                got = read(text)
+            except (TypeError, ValueError, OverflowError):
+                got = None
+            if got is None or not ok(got):
+                shown = repr(text) if text is None or len(text) <= 40 else repr(text[:37] + "...")
+                raise SpherecodesError(f"{path} is damaged: row {number} has {column} {shown}, expected {expected}; "
+                                       f"{fix}")
+            return got
+
+        def cosine(x):
+            return math.isfinite(x) and -1 <= x <= 1
+
+        d = value("d", int, lambda x: x >= 1, "a dimension >= 1")
+        k = value("k", int, lambda x: x >= 2, "a number of points >= 2")
+        table[(d, k)] = Measurement(
+            d, k, value("tammes_max_cos", float, cosine, "a cosine in [-1, 1]"),
+            value("warm_max_cos", float, cosine, "a cosine in [-1, 1] or nothing", optional=True),
+            value("structured", str, lambda x: True, "a name"),
+            value("tammes_seconds", float, lambda x: math.isfinite(x) and x >= 0, "a number of seconds >= 0"))
     return table
 
 

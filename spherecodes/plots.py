@@ -73,6 +73,18 @@ def check_plot_path(path) -> Path:
     return path
 
 
+def _literal(text: str) -> str:
+    """``text`` (a method from a catalog anyone may write) as a legend shows it literally: escaped as
+    :func:`spherecodes.report.printable` does, and a dollar sign never opening mathematics.
+
+    Examples
+    --------
+    >>> print(_literal("$x^2$ and\\n$y$"))
+    \\$x^2\\$ and\\n\\$y\\$
+    """
+    return printable(text).replace("$", "\\$")
+
+
 def save_figure(fig, path) -> Path:
     """Write a matplotlib figure to ``path`` (format from the suffix) atomically."""
     path = check_plot_path(path)
@@ -506,7 +518,7 @@ def plot_bounds(k: int, d_values, path, *, entries=()):
         ax.plot([e.d for e in group], [e.rho_lower for e in group], ls="-" if len(group) > 1 else "none", lw=1,
                 color=color,
                 marker=marker, ms=size, mew=1.8, mfc=color if filled else "white",
-                label=f"{method} codes from the catalog (certified ρ)")
+                label=f"{_literal(method)} codes from the catalog (certified ρ)")
     ScalarFormatter = heavy.matplotlib("ticker").ScalarFormatter
 
     ax.set_xscale("log", base=2)

@@ -313,9 +313,13 @@ def _verified_line(verified: dict, k: int) -> str:
                else " the first K words, in order, of the orbit of the stored sign changes" if prefix
                else " one orbit of the stored sign changes" if orbit else "")
             + f" ({seconds(verified['checksum_seconds'])})")
+    # Every stored figure is checked against the statistics recomputed from the rows (spherecodes.claims).
+    recomputed = "" if "statistics_seconds" not in verified else (
+        "; the statistics recomputed from the rows" + (" through the orbit" if orbit else ", all pairs")
+        + f" ({seconds(verified['statistics_seconds'])})")
     certificate = verified["certificate"]
     if certificate is None:
-        return text + "; no certificate stored"
+        return text + "; no certificate stored" + recomputed
     outcome = "re-evaluated" if certificate else "FAILED when re-evaluated"
     by_orbit = verified.get("certificate_by_orbit", False)
     carried = ", and carried through the rotation" if turned and by_orbit else ""
@@ -323,11 +327,11 @@ def _verified_line(verified: dict, k: int) -> str:
         return (text + f"; the certificate's witness{'es' if z4 else ''} of the whole orbit's class 0 {outcome} "
                        f"against all its words, and every class's bound from {'them' if z4 else 'it'} or from its "
                        f"nearest row{carried} "
-                       f"({seconds(verified['certificate_seconds'])})")
+                       f"({seconds(verified['certificate_seconds'])})" + recomputed)
     whose = "class 0's certificate witness" if by_orbit else "the certificate's witness"
     images = ", every other class's being its image" if by_orbit else ""
     return (text + f"; {whose} {outcome} against all {k} prototypes{images}{carried} "
-                   f"({seconds(verified['certificate_seconds'])})")
+                   f"({seconds(verified['certificate_seconds'])})" + recomputed)
 
 
 def format_line_report(lines: dict) -> list[tuple[str, str]]:

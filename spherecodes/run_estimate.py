@@ -36,15 +36,13 @@ from .constructions import construct
 from .errors import SpherecodesError
 from .generation import CLOSED_FORMS, STRUCTURED, resolve_method, rotation_reason
 from .lp_store import cache_path, read_table
-from .memory import format_bytes, format_duration, memory_limit
+from .memory import ABSURD_SECONDS, format_bytes, format_duration, memory_limit
 from .orbit import ORBIT_MIN_K, OrbitPrefix, describe_orbit, resolve_orbit
 from .rotated import orthogonality_error
 from .sphere import DEFAULT_TILE, nearest_others, random_rotation, random_start
 from .structured import best_structured_code
 from .z4orbit import Z4Orbit
 
-#: A run estimated longer than this is refused before any work (a day).
-ABSURD_SECONDS = 24 * 3600.0
 
 #: The certificate "dominates" when it is more than this fraction of the
 #: run and longer than :data:`NOTABLE_SECONDS`: the estimate then says what

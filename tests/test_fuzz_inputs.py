@@ -10,7 +10,7 @@ reader could trust: finite unit rows whose checksum matches.
 Hypothesis runs derandomized, so the suite is the same on every run; the
 declared array sizes stay small enough that a reader which forgot to check
 them would still not exhaust the machine (the 26 GiB header is a case of
-``test_hostile.py``, run in a memory-limited subprocess).
+``test_hostile_inputs.py``, run in a memory-limited subprocess).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ def test_report_names_the_checks_done_on_read_with_their_times(tmp_path):
     report = json.loads(runner.invoke(main, ["report", str(tmp_path / "b.h5"), "--json"]).output)
     verified = report["verified"]
     assert verified["certificate"] is True
-    assert 0 < verified["checksum_seconds"] < 60 and 0 < verified["certificate_seconds"] < 60
+    assert verified["checksum_seconds"] > 0 and verified["certificate_seconds"] > 0 and verified["statistics_seconds"] > 0
     text = runner.invoke(main, ["report", str(tmp_path / "b.h5")]).output
     assert "SHA-256 and unit norms of the 12 prototypes" in text and "witness re-evaluated against all 12" in text
 

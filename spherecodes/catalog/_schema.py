@@ -54,6 +54,65 @@ def is_http(location: str) -> bool:
     return urllib.parse.urlsplit(location).scheme.lower() in ("http", "https")
 
 
+#: What stands for a secret in a URL shown to people.
+HIDDEN = "***"
+
+
+def redact_url(url: str) -> str:
+    """``url`` as it may be shown or stored: its user part (``user:password@``) and the value of each query
+    parameter (tokens, signatures) replaced by ``***``; other locations unchanged.
+
+    Every message, report, JSON document and cache directory name shows a
+    catalog URL this way: a password or token in ``--url`` or
+    ``$SPHERECODES_BANK_URL`` is sent to the server, never printed or written.
+
+    Examples
+    --------
+    >>> redact_url("https://alice:s3cret@example.org/banks/?token=T0K3N&v=2#top")
+    'https://***@example.org/banks/?token=***&v=***#top'
+    >>> redact_url("/data/banks")
+    '/data/banks'
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:  # not even a URL (an unclosed bracket): anything between // and @ may be a password
+        return re.sub(r"//[^/@]*@", f"//{HIDDEN}@", url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{HIDDEN}@{netloc.rpartition('@')[2]}"
+    query = "&".join(f"{item.partition('=')[0]}={HIDDEN}" if item else "" for item in parts.query.split("&")) \
+        if parts.query else ""
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def redact_text(text: str, url: str) -> str:
+    """``text`` (a message of a library about ``url``) with the secrets of ``url`` replaced by ``***``.
+
+    A library's message may quote the URL's path and query (``Max retries
+    exceeded with url: /banks/?token=...``): each secret :func:`redact_url`
+    hides is hidden here too where a URL holds it (before an ``@``, after
+    ``key=``), as written and percent-decoded; a bare value (the 2 of
+    ``v=2``) elsewhere in the text is left alone.
+
+    Examples
+    --------
+    >>> redact_text("failed for url: /banks/registry.json?token=T0K3N&v=2", "https://h/banks/?token=T0K3N&v=2")
+    'failed for url: /banks/registry.json?token=***&v=***'
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return redact_url(text)
+    pairs = [(f"{parts.netloc.rpartition('@')[0]}@", f"{HIDDEN}@")] if "@" in parts.netloc else []
+    for item in parts.query.split("&"):
+        key, equals, value = item.partition("=")
+        if equals and value:
+            pairs += [(f"{key}={value}", f"{key}={HIDDEN}"), (f"{key}={urllib.parse.unquote(value)}", f"{key}={HIDDEN}")]
+    for secret, hidden in sorted(set(pairs), key=lambda pair: -len(pair[0])):
+        text = text.replace(secret, hidden)
+    return text
+
+
 @dataclass(frozen=True)
 class CatalogEntry:
     """One code listed in a catalog.

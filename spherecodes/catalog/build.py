@@ -27,7 +27,7 @@ from ..atomic import replace_atomically
 from ..bank import check_writable_destination, list_codes, read_code, write_code
 from ..certificate import one_vs_rest_distances
 from ..checks import check_sizes
-from ..cluster import dask_client
+from ..cluster import RESULT_TIMEOUT_S, dask_client, next_result
 from ..code import default_code_name
 from ..constructions import optimal_closed_form
 from ..errors import SpherecodesError
@@ -300,7 +300,7 @@ def _build_bank_or_error(d: int, k: int, method: str, out: str, **options) -> di
 def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler: str | None = None,
                   processes: bool = True, seed: int = 0, steps: int | None = None, restarts: int | None = None,
                   time_limit: float | None = None, device: str = "auto", effort: str = "default",
-                  publish: bool = True, progress=None) -> BuildReport:
+                  publish: bool = True, progress=None, trust_scheduler: bool = False) -> BuildReport:
     """Build one bank per (d, K, method) on Dask distributed, then publish the folder's registry.
 
     Parameters
@@ -315,7 +315,8 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
         Workers of the local cluster, at most one per task; default one per CPU core.
     scheduler : str, optional
         Address of an existing Dask scheduler (``tcp://host:8786``) to run on
-        instead of a local cluster.
+        instead of a local cluster: on this machine, or reached over
+        ``tls://`` (:func:`spherecodes.cluster.check_scheduler_trust`).
     processes : bool
         Local cluster only: workers in separate processes (the default) or as
         threads of this process.
@@ -330,6 +331,9 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
         Write ``registry.json`` for the folder when the tasks are done.
     progress : callable, optional
         Called as ``progress(done, total, summary)`` after every bank.
+    trust_scheduler : bool
+        Run on a scheduler on another machine over a plain connection (it can
+        run any code in this process: Dask unpickles what it sends).
 
     Returns
     -------
@@ -352,7 +356,14 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise SpherecodesError(f"{out} exists and is not a directory; --out names the catalog folder")
-    out.mkdir(parents=True, exist_ok=True)
+    if out.is_symlink() and not out.exists():  # exists() follows the link: a loop or a link to nowhere
+        raise SpherecodesError(f"{out} is a symbolic link that leads to no directory (a loop, or a missing target); "
+                               "--out names the catalog folder: choose another")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise SpherecodesError(f"cannot create the catalog folder {out} ({err.strerror or err}); choose another --out") \
+            from None
     check_writable_destination(out / "registry.json")
     tasks, closed = plan_build(pairs, methods)
     report = BuildReport(closed_forms=closed)
@@ -370,29 +381,36 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
             progress(position, total, summary)
     if todo:
         options = dict(seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device, effort=effort)
-        with dask_client(scheduler, workers, processes, len(todo)) as (client, threads):
+        # Each bank within its deadline: its own time limit and ten minutes for the certificate and the write,
+        # and at least the cluster's default wait for a result.
+        wait = max(RESULT_TIMEOUT_S, 2 * time_limit + 600) if time_limit is not None else RESULT_TIMEOUT_S
+        with dask_client(scheduler, workers, processes, len(todo), trust=trust_scheduler) as (client, threads):
             futures = {
                 client.submit(_build_bank_or_error, t.d, t.k, t.method, str(out.resolve()), threads=threads, **options,
                               key=f"spherecodes-{t.name}-{uuid.uuid4().hex[:8]}", pure=False): t
                 for t in todo
             }
-            as_completed = heavy.distributed().as_completed
-
-            for future in as_completed(futures):
-                task = futures[future]
-                done += 1
-                try:
-                    summary = future.result()
-                except Exception as err:  # a failed task must not stop the others
-                    summary = {"status": "failed", "error": str(err) or type(err).__name__}
-                if summary["status"] == "failed":
-                    message = summary["error"].splitlines()[0]
-                    report.failed.append((task.name, message))
-                    summary = {"name": task.name, "status": "failed", "error": message}
-                else:
-                    (report.built if summary["status"] == "built" else report.skipped).append(summary)
-                if progress is not None:
-                    progress(done, total, summary)
+            pending = set(futures)
+            try:
+                while pending:
+                    # A bank that failed must not stop the others; no bank finishing within the wait does.
+                    future, summary = next_result(pending, wait, scheduler, f"{len(pending)} unfinished banks",
+                                                  failed="return")
+                    if isinstance(summary, SpherecodesError):
+                        summary = {"status": "failed", "error": str(summary)}
+                    pending.discard(future)
+                    task = futures[future]
+                    done += 1
+                    if summary["status"] == "failed":
+                        message = summary["error"].splitlines()[0]
+                        report.failed.append((task.name, message))
+                        summary = {"name": task.name, "status": "failed", "error": message}
+                    else:
+                        (report.built if summary["status"] == "built" else report.skipped).append(summary)
+                    if progress is not None:
+                        progress(done, total, summary)
+            finally:
+                client.cancel(list(pending))
     if publish:
         report.catalog = publish_registry(out)
     if report.failed:

@@ -21,6 +21,7 @@ they have nothing (:mod:`.on_demand`).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import os
@@ -50,6 +51,7 @@ from ._schema import (
     is_http,
     method_rank,
     parse_registry,
+    redact_url,
 )
 
 #: Environment variable naming the catalog to use after the bundled one.
@@ -63,6 +65,13 @@ DEADLINE_S = 1800.0
 
 #: Environment variable that sets the deadline of each download, in seconds.
 DEADLINE_ENV = "SPHERECODES_DOWNLOAD_DEADLINE"
+
+#: Bytes per second a download must average once :data:`RATE_GRACE_S` have passed (4 KiB/s: a 30 KB bank may take
+#: a minute and some seconds, a 100 MB one seven hours, each within the deadline).
+MIN_RATE_BYTES_S = 4096.0
+
+#: Seconds of a download before its rate counts.
+RATE_GRACE_S = 60.0
 
 #: Most bytes a registry.json may have (about 20,000 entries).
 REGISTRY_LIMIT_BYTES = 16 * 2**20
@@ -123,10 +132,12 @@ def check_location(location: str) -> str:
         parts.port  # noqa: B018 (parsing the port refuses a malformed one)
     except ValueError as err:
         raise SpherecodesError(
-            f"{location!r} is not a valid URL ({err}); give an http(s):// URL, a file:// URL or a directory"
+            f"{redact_url(location)!r} is not a valid URL ({err}); give an http(s):// URL, a file:// URL or a "
+            "directory"
         ) from None
     if is_http(location) and not parts.hostname:
-        raise SpherecodesError(f"{location!r} names no host; give an http(s):// URL with a host, or a directory")
+        raise SpherecodesError(f"{redact_url(location)!r} names no host; give an http(s):// URL with a host, or a "
+                               "directory")
     if location and not is_http(location):
         local_path(location)
     return location
@@ -139,13 +150,20 @@ def local_path(location: str) -> Path:
         return Path(urllib.request.url2pathname(parts.path))
     if parts.scheme and len(parts.scheme) > 1:
         raise SpherecodesError(
-            f"cannot read a catalog from {location!r}: give an http(s):// URL, a file:// URL or a directory"
+            f"cannot read a catalog from {redact_url(location)!r}: give an http(s):// URL, a file:// URL or a "
+            "directory"
         )
     return Path(location).expanduser()
 
 
 def split_url(url: str) -> tuple[str, str]:
-    """(base URL of the banks, URL of the registry) for a catalog URL."""
+    """(base URL of the banks, URL of the registry) for a catalog URL; a query and fragment stay with both.
+
+    Examples
+    --------
+    >>> split_url("https://example.org/cat/?token=T")
+    ('https://example.org/cat/?token=T', 'https://example.org/cat/registry.json?token=T')
+    """
     parts = urllib.parse.urlsplit(url)
     path = parts.path
     if path.endswith(".json"):
@@ -155,6 +173,19 @@ def split_url(url: str) -> tuple[str, str]:
         base_path = path if path.endswith("/") else path + "/"
         registry = urllib.parse.urlunsplit(parts._replace(path=base_path + REGISTRY_FILE))
     return urllib.parse.urlunsplit(parts._replace(path=base_path)), registry
+
+
+def file_url(base: str, name: str) -> str:
+    """The URL of the file ``name`` in the folder at ``base``: the name goes into the path, so that a query
+    (a token) and a fragment of ``base`` stay what they are.
+
+    Examples
+    --------
+    >>> file_url("https://example.org/cat/?token=T", "maxsep-d3-k10.h5")
+    'https://example.org/cat/maxsep-d3-k10.h5?token=T'
+    """
+    parts = urllib.parse.urlsplit(base)
+    return urllib.parse.urlunsplit(parts._replace(path=parts.path + urllib.parse.quote(name)))
 
 
 def catalog_cache_dir(url: str) -> Path:
@@ -170,8 +201,11 @@ def catalog_cache_dir(url: str) -> Path:
     """
     base, _ = split_url(url)
     parts = urllib.parse.urlsplit(base)
-    readable = re.sub(r"[^A-Za-z0-9.]+", "-", f"{parts.netloc}{parts.path}").strip("-")[:60]
-    digest = hashlib.sha256(base.encode()).hexdigest()[:12]
+    # Named after the host and path alone, keyed by the URL with its secrets hidden: a password or token never
+    # reaches the file system, and the same catalog under another token is the same cache.
+    host = parts.netloc.rpartition("@")[2]
+    readable = re.sub(r"[^A-Za-z0-9.]+", "-", f"{host}{parts.path}").strip("-")[:60]
+    digest = hashlib.sha256(redact_url(base).encode()).hexdigest()[:12]
     return cache_dir() / f"{readable}-{digest}"
 
 
@@ -236,20 +270,22 @@ def open_catalog(location: str, *, offline: bool = False) -> Catalog:
             )
         return _read_registry(registry, location)
     cached = catalog_cache_dir(location) / REGISTRY_FILE
+    shown = redact_url(location)  # the entries' source and every message: secrets hidden
     if offline:
         if not cached.is_file():
             raise SpherecodesError(
-                f"the catalog {location} is not in the cache ({cached.parent}); run once without --offline"
+                f"the catalog {shown} is not in the cache ({cached.parent}); run once without --offline"
             )
-        return _read_registry(cached, location)
+        return dataclasses.replace(_read_registry(cached, shown), location=location)
     _, registry_url = split_url(location)
     _usable_cache(cached.parent)
     with replace_atomically(cached) as tmp:
         stream_download(registry_url, tmp, limit=REGISTRY_LIMIT_BYTES, timeout=TIMEOUT_S,
                         what=f"({REGISTRY_LIMIT_BYTES // 2**20} MiB) a registry may have",
-                        deadline=download_deadline(), deadline_name=DEADLINE_ENV)
-        catalog = parse_registry(tmp.read_bytes(), location)
-    return catalog
+                        deadline=download_deadline(), deadline_name=DEADLINE_ENV, min_rate=MIN_RATE_BYTES_S,
+                        rate_grace=RATE_GRACE_S)
+        catalog = parse_registry(tmp.read_bytes(), shown)
+    return dataclasses.replace(catalog, location=location)
 
 
 def catalogs(url: str | None = None, *, offline: bool = False) -> list[Catalog]:
@@ -386,7 +422,7 @@ def fetch_bank(name: str | None = None, *, d: int | None = None, k: int | None =
         entry = find_entry(remote.entries, name, d=d, k=k, method=method)
         if entry is not None:
             return _structured(d, k) if beats(structured, k, entry.max_cos) else _load(remote, entry, offline=offline)
-        searched += f" or in {location}"
+        searched += f" or in {redact_url(location)}"
     if structured is not None:
         return _structured(d, k)
     else:
@@ -495,15 +531,16 @@ def _download(location: str, entry: CatalogEntry, *, offline: bool) -> Fetched:
     """The entry's bank from the cache, or streamed from the catalog into it once it checks out."""
     folder = catalog_cache_dir(location)
     target = folder / entry.file
+    shown = redact_url(location)
     if target.is_file():
         try:
-            check_bank_file(target, entry, location)
-            return Fetched(code=read_entry(target, entry), entry=entry, path=target, source=location)
+            check_bank_file(target, entry, shown)
+            return Fetched(code=read_entry(target, entry), entry=entry, path=target, source=shown)
         except SpherecodesError:
             target.unlink()  # stale or altered: never keep a file that does not check out
     if offline:
         raise SpherecodesError(
-            f"{entry.name} from {location} is not in the cache ({folder}); run once without --offline to download it"
+            f"{entry.name} from {shown} is not in the cache ({folder}); run once without --offline to download it"
         )
     _usable_cache(folder)
     free = shutil.disk_usage(folder).free
@@ -513,18 +550,21 @@ def _download(location: str, entry: CatalogEntry, *, offline: bool) -> Fetched:
             f"the cache directory {folder}"
         )
     base, _ = split_url(location)
-    url = base + urllib.parse.quote(entry.file)
+    url = file_url(base, entry.file)
     with replace_atomically(target) as tmp:
         size, digest = stream_download(url, tmp, limit=entry.size, timeout=TIMEOUT_S,
                                        what="the catalog lists for it", deadline=download_deadline(),
-                                       deadline_name=DEADLINE_ENV)
+                                       deadline_name=DEADLINE_ENV, min_rate=MIN_RATE_BYTES_S,
+                                       rate_grace=RATE_GRACE_S)
         if size != entry.size or digest != entry.sha256:
             raise SpherecodesError(
-                f"{url} was refused: its size and SHA-256 must both match the catalog: size expected {entry.size} "
+                f"{redact_url(url)} was refused: its size and SHA-256 must both match the catalog: size expected "
+                f"{entry.size} "
                 f"bytes, got {size}; SHA-256 expected {entry.sha256}, got {digest}; nothing was cached"
             )
         try:
             code = read_entry(tmp, entry)
         except SpherecodesError as err:  # name the download, not its temporary file
-            raise SpherecodesError(f"{str(err).replace(str(tmp), url)}; nothing was cached", flags=err.flags) from None
-    return Fetched(code=code, entry=entry, path=target, source=location, downloaded=True)
+            raise SpherecodesError(f"{str(err).replace(str(tmp), redact_url(url))}; nothing was cached",
+                                   flags=err.flags) from None
+    return Fetched(code=code, entry=entry, path=target, source=shown, downloaded=True)

@@ -74,8 +74,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from .. import heavy
-from .. import memory
+from .. import cluster, heavy, memory
 from ..devices import resolve_device, torch_threads
 from ..errors import SpherecodesError
 from ..memory import Estimate, memory_limit, require_memory
@@ -612,9 +611,12 @@ def _cluster_results(client, w_np, parts, duplicate_of, m, tol, tile, block, sca
     prototypes = client.scatter(w_np, broadcast=True)
     futures = [client.submit(_certify_task, prototypes, part, duplicate_of[part], m, tol, tile, block, scan_threads,
                              pure=False) for part in parts]
+    scheduler = None if client.cluster is not None else client.scheduler.address  # for messages: not a local one
     try:
-        for future in futures:
-            yield future.result()
+        for number, future in enumerate(futures, start=1):
+            # Each block within its deadline: a lost scheduler or a cluster without workers is one line, not a hang.
+            yield cluster.next_result([future], cluster.RESULT_TIMEOUT_S, scheduler,
+                                      f"block {number} of {len(futures)} of classes")[1]
     finally:
         client.cancel(futures)
 

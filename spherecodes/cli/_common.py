@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 import threading
 import time
@@ -15,16 +16,55 @@ from ..bank import check_writable_destination, read_code, read_estimate
 from ..certificate import (
     DEFAULT_TOL, CertificateOutOfTime, certificate_estimate, one_vs_rest_distances, verify_witness,
 )
+from ..cluster import check_scheduler_trust
+from ..claims import check_claims
 from ..errors import SpherecodesError
+from ..memory import ABSURD_SECONDS
 from ..orbit import OrbitPrefix
 from ..rotated import Rotated
 from ..z4orbit import Z4Orbit
 from ..report import code_report, format_code_report, format_duration, printable
 
 
+#: What --scheduler's help says of trust and deadlines (certify, catalog build).
+SCHEDULER_HELP = ("A scheduler on another machine must be reached over tls:// with Dask's TLS configuration, or "
+                  "trusted with --trust-scheduler: Dask unpickles what a scheduler sends, so it can run any code "
+                  "here. Deadlines: 30 s to connect and complete the handshake, 60 s for a worker to appear, then "
+                  "each task's result within 1 h.")
+
+#: --trust-scheduler's help.
+TRUST_SCHEDULER_HELP = ("Connect to a --scheduler on another machine over a plain tcp:// or ws:// connection: Dask's "
+                        "protocol unpickles what the scheduler sends, so it (and anyone on the network between) can "
+                        "run any code in this process. Give it only for a scheduler and a network you trust.")
+
+
+def check_scheduler(scheduler: str | None, trusted: bool) -> None:
+    """Refuse, as bad usage and before any work, a --scheduler that may not be trusted with this process."""
+    if scheduler is None:
+        if trusted:
+            raise click.UsageError("--trust-scheduler applies to --scheduler")
+        return
+    try:
+        check_scheduler_trust(scheduler, trusted)
+    except SpherecodesError as err:
+        raise click.UsageError(err.for_cli()) from None
+
+
 def print_json(data) -> None:
-    """Print ``data`` as indented JSON (NaN and infinity refused: they are not JSON)."""
-    click.echo(json.dumps(data, indent=2, allow_nan=False))
+    """Print ``data`` as indented JSON; NaN and infinity, which JSON has not, as the strings ``"NaN"``,
+    ``"Infinity"`` and ``"-Infinity"`` (a code's settings may record them: a run's energy, say)."""
+    click.echo(json.dumps(_finite(data), indent=2, allow_nan=False))
+
+
+def _finite(value):
+    """``value`` with every non-finite float written as JSON's extensions write it, but as a string."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def check_bank_rewritable(path: Path) -> None:
@@ -79,25 +119,33 @@ def certify(code, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL, 
 NOTABLE_READ_SECONDS = 1.0
 
 
-def read_with_certificate_check(bank, name: str | None, *, max_memory: float | None = None, estimate: bool = False):
-    """A code of ``bank``, the error saying why its stored certificate does not check (or None), and what was verified.
+def read_with_certificate_check(bank, name: str | None, *, max_memory: float | None = None, estimate: bool = False,
+                                progress: bool = False):
+    """A code of ``bank`` with every stored figure checked against its rows: the code, the error saying why its
+    stored certificate does not check (or None), what was verified, and the :class:`spherecodes.claims.Claims`.
 
     With ``estimate``, the memory and time that reading and checking take
-    (:func:`spherecodes.bank.read_estimate`) are printed on stderr first
-    where they are worth a line (``--max-memory`` given, or a read of
-    :data:`NOTABLE_READ_SECONDS` or more); a code that cannot fit
-    ``max_memory`` is refused before it is read.
+    (:func:`spherecodes.bank.read_estimate`, the statistics recomputed from
+    the rows included) are printed on stderr first where they are worth a
+    line (``--max-memory`` given, or a read of :data:`NOTABLE_READ_SECONDS`
+    or more); a code that cannot fit ``max_memory``, or that would take more
+    than a day, is refused before it is read.
 
     Such a certificate is dropped, so that whatever is shown treats rho as
     uncertified; the caller shows what it can and then reports the error.
-    The third value (``report["verified"]``) says what reading checked and
-    how long it took: the prototypes against their stored SHA-256 and as unit
-    rows, then the certificate's witness against all K prototypes.
+    The statistics are recomputed from the rows (:func:`spherecodes.claims.check_claims`):
+    the code carries them, and only the stored claims that agree with them;
+    the fourth value names those that do not.  The third value
+    (``report["verified"]``) says what reading checked and how long it took:
+    the prototypes against their stored SHA-256 and as unit rows, the
+    certificate's witness against all K prototypes, and the statistics.
     """
-    if estimate:
-        expected = read_estimate(bank, name, max_memory=max_memory)
-        if max_memory is not None or expected.seconds >= NOTABLE_READ_SECONDS:
-            click.echo(expected.describe(), err=True)
+    expected = read_estimate(bank, name, max_memory=max_memory, statistics=True)
+    if expected.seconds > ABSURD_SECONDS:
+        raise SpherecodesError(f"{expected.what}: estimated at ~{format_duration(expected.seconds)}; not started "
+                               f"(over {format_duration(ABSURD_SECONDS)})")
+    if estimate and (max_memory is not None or expected.seconds >= NOTABLE_READ_SECONDS):
+        click.echo(expected.describe(), err=True)
     began = time.perf_counter()
     code = read_code(bank, name, verify_certificate=False, max_memory=max_memory)
     verified = {"checksum_seconds": time.perf_counter() - began, "certificate": None, "certificate_seconds": 0.0,
@@ -110,17 +158,22 @@ def read_with_certificate_check(bank, name: str | None, *, max_memory: float | N
         structure = structure.structure
     verified["orbit_prefix"] = isinstance(structure, OrbitPrefix)
     verified["orbit_z4"] = isinstance(structure, Z4Orbit)
-    if code.certificate is None:
-        return code, None, verified
+    bad_certificate = None
+    if code.certificate is not None:
+        began = time.perf_counter()
+        try:
+            verify_witness(code.prototypes, code.certificate, where=f"code {code.name!r} in {bank}", orbit=code.orbit)
+            verified.update(certificate=True)
+        except SpherecodesError as err:
+            code.certificate = None
+            verified.update(certificate=False)
+            bad_certificate = err
+        verified.update(certificate_seconds=time.perf_counter() - began)
     began = time.perf_counter()
-    try:
-        verify_witness(code.prototypes, code.certificate, where=f"code {code.name!r} in {bank}", orbit=code.orbit)
-    except SpherecodesError as err:
-        code.certificate = None
-        verified.update(certificate=False, certificate_seconds=time.perf_counter() - began)
-        return code, err, verified
-    verified.update(certificate=True, certificate_seconds=time.perf_counter() - began)
-    return code, None, verified
+    with ProgressBar(enabled=progress and expected.seconds >= NOTABLE_READ_SECONDS) as bar:
+        claims = check_claims(code, max_memory=max_memory, progress=bar)
+    verified.update(statistics_seconds=time.perf_counter() - began)
+    return claims.code, bad_certificate, verified, claims
 
 
 def show_report(code, bank: str | None, as_json: bool, semantic: dict | None = None,

@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from .. import __version__
-from ..atomic import written_files
+from ..atomic import Terminated, ending_signals_raise, written_files
 from ..checks import SEED_LIMIT
 from ..devices import set_cpu_threads
 from ..errors import SpherecodesError
@@ -75,7 +75,9 @@ class OneLineErrors(click.Group):
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         earlier_writes = len(written_files())  # several commands may run in one process (tests, notebooks)
         try:
-            result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            # SIGTERM and SIGHUP end the command as Ctrl-C does: every file being written is abandoned, never left.
+            with ending_signals_raise():
+                result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.ClickException as err:
             click.echo(f"Error: {err.format_message()}", err=True)
             sys.exit(err.exit_code)
@@ -94,6 +96,10 @@ class OneLineErrors(click.Group):
             start = "\n" if sys.stderr.isatty() else ""
             click.echo(start + interrupted_message(written_files()[earlier_writes:]), err=True)
             sys.exit(130)
+        except Terminated as ended:
+            # The shell's convention for a process ended by a signal: 128 + its number (143 for SIGTERM).
+            click.echo(interrupted_message(written_files()[earlier_writes:], f"Ended by {ended}"), err=True)
+            sys.exit(128 + ended.signum)
         sys.exit(result if isinstance(result, int) else 0)
 
     def invoke(self, ctx):
@@ -104,8 +110,9 @@ class OneLineErrors(click.Group):
             raise click.Abort() from None
 
 
-def interrupted_message(writes) -> str:
-    """What Ctrl-C left behind, from the files the command set out to write and whether each now holds its write.
+def interrupted_message(writes, what: str = "Interrupted") -> str:
+    """What Ctrl-C (or ``what`` ended the command) left behind, from the files the command set out to write and
+    whether each now holds its write.
 
     Examples
     --------
@@ -113,16 +120,18 @@ def interrupted_message(writes) -> str:
     'Interrupted; nothing was written.'
     >>> interrupted_message([(Path("bank.h5"), True)])
     'Interrupted after bank.h5 was written in full (the change is stored).'
+    >>> interrupted_message([(Path("bank.h5"), False)], "Ended by SIGTERM")
+    'Ended by SIGTERM before bank.h5 was written; it is unchanged.'
     """
     if not writes:
-        return "Interrupted; nothing was written."
+        return f"{what}; nothing was written."
     done = ", ".join(str(path) for path, stored in writes if stored)
     not_done = ", ".join(str(path) for path, stored in writes if not stored)
     if not not_done:
-        return f"Interrupted after {done} was written in full (the change is stored)."
+        return f"{what} after {done} was written in full (the change is stored)."
     if not done:
-        return f"Interrupted before {not_done} was written; it is unchanged."
-    return f"Interrupted; written in full: {done}; not written (unchanged): {not_done}."
+        return f"{what} before {not_done} was written; it is unchanged."
+    return f"{what}; written in full: {done}; not written (unchanged): {not_done}."
 
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})

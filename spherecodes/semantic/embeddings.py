@@ -14,6 +14,7 @@ from __future__ import annotations
 import codecs
 import gc
 import hashlib
+import unicodedata
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
@@ -31,6 +32,10 @@ EMBEDDING_FORMATS = ("auto", "word2vec-binary", "word2vec-text", "glove", "gensi
 
 #: What :func:`class_embeddings` does with a class name none of whose words has a vector.
 MISSING_POLICIES = ("error", "random")
+
+#: The characters besides ``\n`` at which Python's ``str.splitlines`` (and some editors) break a line: a class
+#: name holding one is refused, so that a names file has one meaning (line i is class i) everywhere.
+LINE_BREAKS = frozenset("\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 
 
 # --------------------------------------------------------------------------- class names
@@ -77,19 +82,29 @@ def read_class_names(path) -> list[str]:
     except OSError as err:
         raise SpherecodesError(f"cannot read {path}: {err.strerror or err}") from None
     names, lines_of = [], {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at \n alone (\r\n too: the \r is stripped), never at the other characters Python's
+    # splitlines() breaks at (\x0c, \x85, U+2028, ...), which an editor shows inside one line.
+    for number, line in enumerate(text.split("\n"), start=1):
         name = line.strip()
         if "\0" in name:  # checked before any work: a bank cannot store it as a label
             raise SpherecodesError(f"{path}: the class name on line {number} holds a NUL character (byte 0), which "
                                    "a name cannot hold; remove it")
+        breaks = sorted({c for c in name if c in LINE_BREAKS})
+        if breaks:
+            shown = ", ".join(f"U+{ord(c):04X}" for c in breaks)
+            raise SpherecodesError(f"{path}: the class name on line {number} holds a line or page break ({shown}) "
+                                   "that some programs split lines at; class names are one per line, ended by a "
+                                   "newline: remove it")
         if name:
             names.append(name)
-            lines_of.setdefault(name, []).append(number)
+            # Two Unicode spellings of one name (composed é, or e and a combining accent) print alike: one class.
+            lines_of.setdefault(unicodedata.normalize("NFC", name), []).append(number)
     if len(names) < 2:
         raise SpherecodesError(f"{path} holds {len(names)} class names; give at least 2, one per line")
     repeated = [f"{name!r} (lines {', '.join(map(str, lines))})" for name, lines in lines_of.items() if len(lines) > 1]
     if repeated:
-        raise SpherecodesError(f"{path} repeats class names, each class must appear once: {'; '.join(repeated)}")
+        raise SpherecodesError(f"{path} repeats class names, each class must appear once (names are compared in "
+                               f"Unicode's composed form NFC): {'; '.join(repeated)}")
     return names
 
 

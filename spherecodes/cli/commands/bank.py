@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ...bank import delete_code, list_codes
+from ...bank import delete_code
+from ...claims import check_listing
+from ...errors import SpherecodesError
 from ...report import printable
 from .._common import check_bank_rewritable, lock_notice, print_json
 from ..main import BANK, main
@@ -13,21 +15,30 @@ from ..main import BANK, main
 @click.argument("bank", type=BANK)
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
 def ls_cmd(bank, as_json):
-    """List the codes in BANK."""
-    rows = list_codes(bank)
+    """List the codes in BANK.
+
+    Each code's max-cos is recomputed from its prototypes (through its orbit
+    of sign changes, or over all pairs where that takes about a second);
+    a larger code's stored max-cos is checked against the pair it names and
+    shown as a lower bound (>=): 'spherecodes report' checks all pairs.
+    """
+    rows, refused = check_listing(bank)
     if as_json:
         print_json(rows)
-        return
-    if not rows:
+    elif not rows:
         click.echo(f"{bank}: no codes")
-        return
-    names = [printable(r["name"]) for r in rows]
-    width = max(len(n) for n in names)
-    for name, r in zip(names, rows):
-        click.echo(
-            f"{name:<{width}}  {printable(r['method']):<14}  d={r['d']:<5} K={r['k']:<8} "
-            f"max-cos {r['max_cos']:.10g}  {printable(r['created_utc'])}"
-        )
+    else:
+        names = [printable(r["name"]) for r in rows]
+        width = max(len(n) for n in names)
+        for name, r in zip(names, rows):
+            at_least = ">=" if r["max_cos_is"] == "at least" else ""
+            click.echo(
+                f"{name:<{width}}  {printable(r['method']):<14}  d={r['d']:<5} K={r['k']:<8} "
+                f"max-cos {at_least}{r['max_cos']:.10g}  {printable(r['created_utc'])}"
+            )
+    if refused:
+        raise SpherecodesError(f"{bank} stores what its prototypes do not bear out: {'; '.join(refused)}; the list "
+                               f"shows what the prototypes give ('spherecodes report {bank} --code NAME' shows each)")
 
 
 @main.command(name="rm")

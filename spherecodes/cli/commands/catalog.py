@@ -11,7 +11,7 @@ from ...catalog import catalog_entries, structured_offers
 from ...catalog import publish as publish_catalog
 from ...memory import parse_size
 from ...report import format_bytes, format_entries, format_offers
-from .._common import BuildProgress, print_json
+from .._common import SCHEDULER_HELP, TRUST_SCHEDULER_HELP, BuildProgress, check_scheduler, print_json
 from ..main import EFFORT, MAX_THREADS, SECONDS, SEED, URL_HELP, CatalogLocation, SchedulerAddress, main
 
 @main.group(name="catalog")
@@ -104,8 +104,10 @@ def catalog_publish(directory, best, into, max_size, as_json):
               help=f"Workers of the local Dask cluster, 1 to {MAX_THREADS} (never more than banks to build). "
               "Default: one per CPU core (at most one per bank).")
 @click.option("--scheduler", type=SchedulerAddress(), default=None,
-              help="Run on an existing Dask cluster (e.g. tcp://10.0.0.5:8786) instead of a local one; "
-              "--out must then be on a file system every worker sees under the same path.")
+              help="Run on an existing Dask cluster (e.g. tls://10.0.0.5:8786) instead of a local one; "
+              "--out must then be on a file system every worker sees under the same path. " + SCHEDULER_HELP
+              + " (A bank given --time-limit T has 2T + 10 min, if that is longer.)")
+@click.option("--trust-scheduler", is_flag=True, help=TRUST_SCHEDULER_HELP)
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of every optimiser run.")
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="Steps per start. Default: chosen from (d, K).")
@@ -120,8 +122,8 @@ def catalog_publish(directory, best, into, max_size, as_json):
 @click.option("--publish/--no-publish", default=True, show_default=True,
               help="Write the folder's registry.json when the banks are done.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no table.")
-def catalog_build(grid, methods, out, workers, scheduler, seed, steps, restarts, time_limit, device, effort,
-                  publish, quiet):
+def catalog_build(grid, methods, out, workers, scheduler, trust_scheduler, seed, steps, restarts, time_limit, device,
+                  effort, publish, quiet):
     """Build a catalog: one certified bank per (d, K, method), as tasks on Dask distributed.
 
     Each bank is generated, certified and written to OUT/<method>-d<D>-k<K>.h5
@@ -135,17 +137,18 @@ def catalog_build(grid, methods, out, workers, scheduler, seed, steps, restarts,
       spherecodes catalog build --grid "d=16,32,64 k=100,1000" --methods tammes,softmax --out my-banks
       spherecodes catalog build --grid "d=3 k=7..12" --out small --workers 2 --steps 500
       spherecodes catalog build --grid "d=6 k=98" --methods tammes --effort high --out records
-      spherecodes catalog build --grid "d=128 k=1000" --out /shared/banks --scheduler tcp://10.0.0.5:8786
+      spherecodes catalog build --grid "d=128 k=1000" --out /shared/banks --scheduler tls://10.0.0.5:8786
     """
     if workers is not None and scheduler is not None:
         raise click.UsageError("give either --workers (local cluster) or --scheduler (existing cluster), not both")
+    check_scheduler(scheduler, trust_scheduler)
     pairs = parse_grid(grid)
     method_list = parse_methods(methods)
     progress = BuildProgress(enabled=not quiet)
     try:
         result = build_catalog(pairs, method_list, out, workers=workers, scheduler=scheduler, seed=seed,
                                steps=steps, restarts=restarts, time_limit=time_limit, device=device,
-                               effort=effort, publish=publish, progress=progress)
+                               effort=effort, publish=publish, progress=progress, trust_scheduler=trust_scheduler)
     finally:
         progress.close()
     if quiet:

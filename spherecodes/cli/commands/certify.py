@@ -12,11 +12,12 @@ from ...certificate import DEFAULT_TOL
 from ...cluster import dask_client
 from ...errors import SpherecodesError
 from ...lines import line_report
+from ...memory import ABSURD_SECONDS, format_duration
 from ...loading import load_code
 from ...report import format_line_report
 from .._common import certify as certify_code
-from .._common import (check_bank_rewritable, lock_notice, print_json, read_with_certificate_check, show_report,
-                       tell)
+from .._common import (NOTABLE_READ_SECONDS, SCHEDULER_HELP, TRUST_SCHEDULER_HELP, ProgressBar, check_bank_rewritable,
+                       check_scheduler, lock_notice, print_json, read_with_certificate_check, show_report, tell)
 from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, SchedulerAddress, main, threads_option
 
 @main.command()
@@ -35,12 +36,14 @@ from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, SchedulerAddress, m
               "meets them and otherwise bound how far from optimal it can be; rho is not computed.")
 @click.option("--quiet", "-q", is_flag=True, help="No estimate and no progress bar on stderr.")
 @click.option("--scheduler", type=SchedulerAddress(), default=None,
-              help="Solve the QP's blocks of classes as tasks on an existing Dask cluster (e.g. tcp://10.0.0.5:8786), "
-              "on its workers' CPUs; the certificate is the same as without it.")
+              help="Solve the QP's blocks of classes as tasks on an existing Dask cluster (e.g. tls://10.0.0.5:8786), "
+              "on its workers' CPUs; the certificate is the same as without it. " + SCHEDULER_HELP)
+@click.option("--trust-scheduler", is_flag=True, help=TRUST_SCHEDULER_HELP)
 @click.option("--workers", type=click.IntRange(min=1, max=256), default=None,
               help="Solve the QP's blocks of classes on a local Dask cluster of this many worker processes.")
 @threads_option
-def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_lines, quiet, scheduler, workers):
+def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_lines, quiet, scheduler, trust_scheduler,
+            workers):
     """Certify the one-vs-rest distances and rho of a code.
 
     FILE is a spherecodes bank (.h5), or a (K, d) prototype matrix from any
@@ -65,12 +68,13 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_l
       spherecodes certify spherecodes_d64_k1000.h5 --write
       spherecodes certify my_prototypes.npy --json
       spherecodes certify big.h5 --write --max-memory 12GiB
-      spherecodes certify big.h5 --json --scheduler tcp://10.0.0.5:8786
+      spherecodes certify big.h5 --json --scheduler tls://10.0.0.5:8786
       spherecodes certify ebv_prototypes.pt --lines
     """
     is_bank = file.suffix.lower() in (".h5", ".hdf5")
     if workers is not None and scheduler is not None:
         raise click.UsageError("give either --workers (local cluster) or --scheduler (existing cluster), not both")
+    check_scheduler(scheduler, trust_scheduler)
     distributed = scheduler is not None or workers is not None
     if as_lines and distributed:
         raise SpherecodesError("--lines computes no certificate; drop --workers and --scheduler")
@@ -84,17 +88,18 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_l
     if as_lines:
         if write:
             raise SpherecodesError("--lines computes the line statistics from the prototypes and stores nothing; drop --write")
-        code = load_code(file, name, normalize=normalize, stats_device=device, max_memory=max_memory)
-        _show_lines(code, file, as_json)
+        _certify_lines(file, name, normalize, device, max_memory, as_json, quiet)
         return
-    bad_certificate = None
+    bad_certificate = claims = None
     if is_bank:
-        code, bad_certificate, _ = read_with_certificate_check(file, name, max_memory=max_memory,
-                                                               estimate=tell(quiet, as_json))
+        code, bad_certificate, _, claims = read_with_certificate_check(file, name, max_memory=max_memory,
+                                                                       estimate=tell(quiet, as_json),
+                                                                       progress=tell(quiet, as_json))
     else:
         code = load_code(file, name, normalize=normalize, stats_device=device, max_memory=max_memory)
     stored = code.certificate if bad_certificate is None else None
-    with dask_client(scheduler, workers) if distributed else contextlib.nullcontext((None, None)) as (client, _):
+    with (dask_client(scheduler, workers, trust=trust_scheduler) if distributed
+          else contextlib.nullcontext((None, None))) as (client, _):
         if distributed and tell(quiet, as_json):
             where = f"the Dask cluster at {scheduler}" if scheduler else f"a local Dask cluster of {workers} workers"
             click.echo(f"certificate: the QP's blocks of classes as tasks on {where}", err=True)
@@ -109,11 +114,44 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_l
     if write:
         write_code(file, code, overwrite=True, waiting=lock_notice(not quiet))
     show_report(code, str(file) if is_bank else None, as_json)
-    if bad_certificate is not None and write:
-        click.echo(f"replaced a stored certificate that did not check ({bad_certificate})", err=True)
-    elif bad_certificate is not None:
-        raise SpherecodesError(f"{bad_certificate}; the report above is recomputed from the prototypes "
+    refused = claims.message(f"code {code.name!r} in {file}") if claims is not None and claims.refused else None
+    if write:
+        for replaced in (bad_certificate, refused):
+            if replaced is not None:
+                click.echo(f"replaced what {file} stored with what its prototypes give ({replaced})", err=True)
+    elif bad_certificate is not None or refused is not None:
+        problems = [str(p) for p in (bad_certificate, refused) if p is not None]
+        raise SpherecodesError("; ".join(problems) + f"; the report above is recomputed from the prototypes "
                                f"('spherecodes certify {file} --write' stores it)")
+
+
+def _certify_lines(file, name, normalize, device, max_memory, as_json: bool, quiet: bool) -> None:
+    """certify --lines: the line statistics recomputed from the rows (all pairs; an estimate first), as text or
+    JSON; a bank whose stored figures disagree with its rows is said so after the report."""
+    speak = tell(quiet, as_json)
+    if file.suffix.lower() in (".h5", ".hdf5"):
+        code, _, _, claims = read_with_certificate_check(file, name, max_memory=max_memory, estimate=speak,
+                                                         progress=speak)
+        _show_lines(code, file, as_json)
+        if claims.refused:
+            raise SpherecodesError(claims.message(f"code {code.name!r} in {file}"))
+        return
+
+    def announce(k: int, d: int) -> None:
+        from ...run_estimate import statistics_seconds
+
+        seconds = statistics_seconds(d, k)
+        what = f"the float64 cosines of all {k * (k - 1) // 2:,} pairs of {k:,} lines in R^{d}"
+        if seconds > ABSURD_SECONDS:
+            raise SpherecodesError(f"{what}: estimated at ~{format_duration(seconds)}; not started (over "
+                                   f"{format_duration(ABSURD_SECONDS)})")
+        if speak and seconds >= NOTABLE_READ_SECONDS:
+            click.echo(f"estimate: {what} on cpu: ~{format_duration(seconds)}", err=True)
+
+    with ProgressBar(enabled=speak) as bar:
+        code = load_code(file, name, normalize=normalize, stats_device=device, max_memory=max_memory,
+                         announce=announce, progress=bar)
+    _show_lines(code, file, as_json)
 
 
 def _show_lines(code, file, as_json: bool) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ...atomic import check_not_input
 from ...bank import read_code
 from ...constructions import ROTATIONS
 from ...export import EXPORT_DTYPES, export_code
@@ -56,6 +57,7 @@ def export_cmd(bank, name, out, rotation, seed, dtype, with_labels, overwrite):
       spherecodes export bank.h5 --out prototypes.csv --dtype float32
     """
     refuse_unused_seed(rotation)
+    check_not_input(out, bank)  # x.npy -> bank.h5 with --overwrite would replace the bank with its own matrix
     code = read_code(bank, name)
     export_code(code, out, dtype=dtype, labels=with_labels, rotation=rotation, seed=seed, overwrite=overwrite)
     turned = f", turned by the random rotation of seed {seed} (same cosines and rho)" if rotation == "random" else ""

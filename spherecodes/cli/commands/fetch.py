@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ...atomic import check_not_input
 from ...bank import check_writable_destination, write_code
 from ...catalog import fetch_bank
 from ...errors import SpherecodesError
@@ -85,6 +86,8 @@ def fetch_cmd(catalog_name, d, k, method, out, rotation, seed, dtype, with_label
         raise SpherecodesError("--dtype and --labels apply to a matrix file: give --out FILE.npy, .pt, .csv or .txt")
     fetched = fetch_bank(catalog_name, d=d, k=k, method=method, url=url, offline=offline)
     code = fetched.code
+    if out is not None and fetched.path is not None:
+        check_not_input(out, fetched.path)  # a link to the cached or bundled bank: never written over
     if fetched.source == "structured code":
         origin = (f"{code.name}: {code.settings['label']}, built here (exact max-cos {code.settings['exact_max_cos']}; "
                   "no download needed)")

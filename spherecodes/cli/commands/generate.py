@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ...atomic import LOCK_QUIET_S
 from ...bank import CHOOSE_BY_NAME, check_writable_destination, list_codes, write_code
 from ...bounds import max_cos_lower_bound
 from ...checks import check_sizes
@@ -292,7 +293,10 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     if matrix_file:
         export_code(code, out, dtype=dtype or "float32", overwrite=overwrite)
     else:
-        write_code(out, code, overwrite=overwrite, waiting=lock_notice(not quiet))
+        # The time limit bounds the wait for another process writing the bank too (a second at least, past a run
+        # that used all its time).
+        patience = None if deadline is None else max(deadline - time.perf_counter(), LOCK_QUIET_S)
+        write_code(out, code, overwrite=overwrite, waiting=lock_notice(not quiet), lock_timeout=patience)
     if out_of_time is not None:
         later = f"spherecodes certify {out}" + ("" if matrix_file else " --write")
         click.echo(f"--time-limit {format_duration(time_limit)} reached {out_of_time}: the code is stored "

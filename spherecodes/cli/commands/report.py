@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ...atomic import check_not_input
 from ...errors import SpherecodesError
 from ...plots import check_plot_path, plot_code
 from ... import semantic
@@ -36,11 +37,15 @@ from ..main import BANK, FILE, MemorySize, embedding_options, main, threads_opti
 def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_words, plot, max_memory):
     """Report the separation statistics and bounds of a code in BANK.
 
-    Reading checks the prototypes' checksum and unit norms, the stored
-    statistics and a stored certificate against the prototypes; a code that
-    is one orbit of sign changes (a binary linear code) has its stored
-    generators checked against its rows and its certificate re-evaluated for
-    one class, in O(K d).
+    Reading checks the prototypes' checksum and unit norms and a stored
+    certificate against the prototypes, and recomputes every statistic from
+    them: a stored figure or claim (an exact max-cos, auto's choice) that the
+    rows do not bear out is not shown, and the command says so and exits
+    with status 1. A code that is one orbit of sign changes (a binary linear
+    code) has its stored generators checked against its rows, its
+    certificate re-evaluated for one class and its statistics recomputed, in
+    O(K d); other codes' statistics take every pair (the estimate says how
+    long; more than a day is refused).
 
     \b
     Examples:
@@ -49,8 +54,10 @@ def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_
     """
     if plot is not None:
         check_plot_path(plot)
-    code, bad_certificate, verified = read_with_certificate_check(bank, name, max_memory=max_memory,
-                                                                  estimate=tell(False, as_json))
+        check_not_input(plot, bank, "choose another --plot")
+    code, bad_certificate, verified, claims = read_with_certificate_check(bank, name, max_memory=max_memory,
+                                                                          estimate=tell(False, as_json),
+                                                                          progress=not as_json)
     semantic_part = None
     if embeddings is not None:
         if classes is not None and code.labels is not None:
@@ -68,6 +75,11 @@ def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_
     if plot is not None:
         plot_code(code, plot)
         click.echo(f"plot written to {plot}", err=as_json)
+    problems = []
     if bad_certificate is not None:
-        raise SpherecodesError(f"{bad_certificate}; rho is shown uncertified ('spherecodes certify {bank} --write' "
-                               "recomputes the certificate)")
+        problems.append(f"{bad_certificate}; rho is shown uncertified")
+    if claims.refused:
+        problems.append(claims.message(f"code {code.name!r} in {bank}"))
+    if problems:  # shown as far as the rows allow, then said: exit status 1
+        raise SpherecodesError("; ".join(problems) + f" ('spherecodes certify {bank} --write' recomputes and stores "
+                               "them)")
