@@ -140,9 +140,7 @@ def check_scheduler_trust(address: str, trust: bool = False) -> str:
     why = (f"refusing the Dask scheduler at {address}: Dask's protocol unpickles what a scheduler sends, so whoever "
            "answers there can run any code in this process")
     if scheme in AUTHENTICATED_SCHEMES:
-        import dask.config
-
-        if dask.config.get("distributed.comm.tls.ca-file", None):
+        if heavy.load("dask.config").get("distributed.comm.tls.ca-file", None):
             return address
         raise SpherecodesError(f"{why}; {scheme}:// authenticates it only with Dask's TLS configuration: set "
                                "DASK_DISTRIBUTED__COMM__TLS__CA_FILE (and the client's certificate and key, "
@@ -156,7 +154,7 @@ def check_scheduler_trust(address: str, trust: bool = False) -> str:
 def _connect(scheduler: str):
     """A client of the scheduler at ``scheduler``: connected, handshake done and a worker there, each within its
     deadline; else one line saying which step failed."""
-    from distributed import Client
+    Client = heavy.distributed().Client
 
     class BoundedClient(Client):
         """A client whose start (connection, handshake, first answers) ends within its timeout: Dask bounds the
@@ -220,7 +218,7 @@ def next_result(futures, timeout: float, scheduler: str | None, what: str, *, fa
     >>> value
     6
     """
-    from distributed import wait
+    wait = heavy.distributed().wait
 
     where = f"the Dask scheduler at {scheduler}" if scheduler else "the local Dask cluster"
     try:

@@ -99,7 +99,7 @@ def test_reassign_refuses_nan_class_means():
     (lambda s: s.pop("_extra_state"), "lacks _extra_state"),
     (lambda s: s["_extra_state"].update(temperature=-1.0), "temperature is -1.0; it must be positive"),
     (lambda s: s["_extra_state"].update(temperature=NAN), "expected a finite number"),
-    (lambda s: s["_extra_state"].update(labels=["a", "a", "c"]), "labels must be distinct; repeated: a"),
+    (lambda s: s["_extra_state"].update(labels=["a", "a", "c"]), r"labels must be distinct \(compared in Unicode.s composed form NFC\); repeated: a"),
     (lambda s: s["_extra_state"].update(labels=["a", "b"]), "got 2 labels for 3 prototypes"),
     (lambda s: s["_extra_state"].pop("labels"), "extra state lacks labels"),
     (lambda s: s.update(prototypes=torch.randn(5, 4)), r"shape \(5, 4\); this module holds \(3, 4\)"),

@@ -33,6 +33,7 @@ from typing import Callable
 
 import numpy as np
 
+from .. import heavy
 from ..checks import check_int, check_positive, check_seed, check_sizes
 from ..cluster import dask_client
 from ..devices import resolve_device
@@ -261,7 +262,7 @@ def record_search(
 def _run_on_dask(d, k, seed, init, device, options, workers, scheduler, may_start, time_left, record,
                  limit) -> None:
     """Keep every worker busy with one chain until no more may start; ``record`` each as it ends."""
-    from distributed import as_completed
+    as_completed = heavy.distributed().as_completed
 
     tasks = None if math.isinf(limit) else int(limit)
     with dask_client(scheduler, workers, processes=True, tasks=tasks) as (client, _threads):
