@@ -26,6 +26,7 @@ import re
 import signal
 import socket
 import stat
+import sys
 import tempfile
 import threading
 import time
@@ -515,10 +516,44 @@ def ending_signals_raise():
         for signum in ENDING_SIGNALS:
             if signal.getsignal(signum) == signal.SIG_DFL:
                 previous[signum] = signal.signal(signum, raise_terminated)
-        yield
+        with _redelivered():
+            yield
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def _redelivered():
+    """While the block runs, a signal's exception that Python could not raise is delivered again.
+
+    A handler that raises while Python runs a callback it cannot raise from (a
+    weak reference's clean-up, say) has its exception printed as "Exception
+    ignored" and lost, and the program goes on: a SIGTERM during a download
+    then let the download run to its end.  Sent again a moment later, from
+    another thread (sent at once, its handler would run inside this hook and
+    be lost the same way), the signal raises at the program's next step.
+    """
+    previous = sys.unraisablehook
+
+    def again(signum: int) -> None:
+        timer = threading.Timer(0.01, os.kill, (os.getpid(), signum))
+        timer.daemon = True
+        timer.start()
+
+    def hook(unraisable):
+        if isinstance(unraisable.exc_value, Terminated):
+            again(unraisable.exc_value.signum)
+        elif isinstance(unraisable.exc_value, KeyboardInterrupt):
+            again(signal.SIGINT)
+        else:
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
 
 
 class _SignalWatch:
@@ -569,7 +604,8 @@ def _signal_watch():
         if signal.getsignal(signum) not in (signal.SIG_IGN, None):
             previous[signum] = signal.signal(signum, watch.handle)
     try:
-        yield watch
+        with _redelivered():
+            yield watch
     except Terminated as ended:
         if previous.get(ended.signum) == signal.SIG_DFL:
             for signum, handler in previous.items():

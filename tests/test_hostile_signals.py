@@ -522,3 +522,28 @@ def test_sigterm_in_a_program_that_writes_through_the_library_ends_it_by_the_sig
         proc.kill()
     assert proc.returncode == -signal.SIGTERM, (proc.returncode, stderr)
     assert list(tmp_path.iterdir()) == []
+
+
+_SIGTERM_IN_A_CALLBACK = """
+import os, signal, time, weakref
+from spherecodes.atomic import Terminated, ending_signals_raise
+class Probe:
+    pass
+def callback(ref):
+    os.kill(os.getpid(), signal.SIGTERM)  # its handler runs inside the weak reference's clean-up
+try:
+    with ending_signals_raise():
+        probe = Probe(); ref = weakref.ref(probe, callback); del probe
+        for _ in range(300):
+            time.sleep(0.01)
+    print("went on")
+except Terminated as ended:
+    print("ended by", ended)
+"""
+
+
+def test_a_sigterm_that_lands_in_a_callback_still_ends_the_work():
+    """Python cannot raise from a weak reference's callback ("Exception ignored"): the signal is delivered again
+    and raises at the program's next step, instead of being lost (a download then ran to its end)."""
+    result = subprocess.run([sys.executable, "-c", _SIGTERM_IN_A_CALLBACK], capture_output=True, text=True, timeout=60)
+    assert result.stdout == "ended by SIGTERM\n", (result.stdout, result.stderr)
