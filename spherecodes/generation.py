@@ -52,8 +52,8 @@ METHOD_OPTIONS = {
 
 #: ``rotation`` of :func:`generate`.  ``auto``: a seeded random rotation for a
 #: code that would otherwise leave dimensions unused (a structured code
-#: embedded from a smaller dimension, padded with zero columns), canonical
-#: coordinates for everything else; ``none`` (or ``canonical``): never
+#: embedded from a smaller dimension, padded with zero columns, or a closed
+#: form that does not fill R^d), canonical coordinates for everything else; ``none`` (or ``canonical``): never
 #: rotate; ``random``: always a seeded Haar-random rotation.
 ROTATION_CHOICES = ("auto", "none", "canonical", "random")
 
@@ -322,9 +322,9 @@ def generate(
     rotation : {"auto", "none", "canonical", "random"}
         Orientation of the code, for every method (:data:`ROTATION_CHOICES`):
         ``auto`` turns a code that leaves dimensions unused (a structured
-        code embedded from a smaller dimension) by the seeded random
-        rotation, so that every coordinate carries signal, and keeps the
-        others as made; ``none`` (``canonical``) keeps every code as made;
+        code embedded from a smaller dimension, a closed form that does not
+        fill R^d) by the seeded random rotation, so that every coordinate
+        carries signal, and keeps the others as made; ``none`` (``canonical``) keeps every code as made;
         ``random`` turns every code.  The rotation is recorded in
         ``code.settings["rotation"]``.
     name : str, optional

@@ -74,10 +74,11 @@ from ..main import (
     type=click.Choice(ROTATION_CHOICES),
     default="auto",
     show_default=True,
-    help="Every method. auto: a code embedded from a smaller dimension (zero columns, e.g. a structured code "
-    "of R^64 for --d 100) is turned by the seeded Haar-random rotation into all d dimensions, everything else "
-    "is kept as made; none (or canonical): keep every code as made (sparse where embedded); random: turn "
-    "every code. Cosines, max-cos and rho do not change; the bank records the rotation and its seed.",
+    help="Every method. auto: a code that would leave a dimension unused (an all-zero column: a structured "
+    "code of R^64 for --d 100, the simplex of 100 points in R^512) is turned by the seeded Haar-random rotation "
+    "into all d dimensions, everything else is kept as made; none (or canonical): keep every code as made "
+    "(sparse where embedded); random: turn every code. Cosines, max-cos and rho do not change, and a structured "
+    "code's certificate is carried through the rotation; the bank records the rotation and its seed.",
 )
 @click.option("--device", default="auto", show_default=True,
               help="Optimisers only: auto (CUDA when present), cpu, cuda or cuda:N.")
