@@ -10,6 +10,7 @@ NumPy only at import; torch is imported by :func:`top_matches` when called.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING, Iterator
 
@@ -49,6 +50,7 @@ def normalise_rows(w) -> np.ndarray:
     return w / np.linalg.norm(w, axis=1, keepdims=True)
 
 
+@functools.lru_cache(maxsize=2)
 def random_rotation(d: int, seed: int) -> np.ndarray:
     """A Haar-distributed random orthogonal d×d matrix, reproducible from ``seed``.
 
@@ -67,7 +69,11 @@ def random_rotation(d: int, seed: int) -> np.ndarray:
     # 45 s at d = 2048 where one takes 2 s.  One thread also makes Q the same bits whatever the thread count.
     with threadpool_limits(limits=1, user_api="blas"):
         q, r = np.linalg.qr(gaussian)
-    return q * np.sign(np.diag(r))
+    # Kept for the next call (a run's estimate times the rotation the run then applies; O(d³) at d = 2048 is
+    # seconds): read-only, so that no caller can change the rotation another one gets.
+    q = q * np.sign(np.diag(r))
+    q.setflags(write=False)
+    return q
 
 
 def random_start(seed: int, restart: int, k: int, d: int) -> np.ndarray:
