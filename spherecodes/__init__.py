@@ -20,7 +20,7 @@ _HOMES = {
     "SpherecodesError": "errors",
     "catalog_entries": "catalog", "fetch": "catalog",
     "delete_code": "bank", "list_codes": "bank", "read_code": "bank", "write_code": "bank",
-    "generate": "generation",
+    "generate": "run", "plan_run": "run", "RunContext": "context",
     "extend": "extend",
     "max_cos_lower_bound": "bounds", "theorem_3_9": "bounds",
     "separation_statistics": "stats",
@@ -41,6 +41,7 @@ def __dir__():
 
 __all__ = [
     "Code",
+    "RunContext",
     "SpherecodesError",
     "__version__",
     "catalog_entries",
@@ -52,6 +53,7 @@ __all__ = [
     "generate",
     "list_codes",
     "make_code",
+    "plan_run",
     "max_cos_lower_bound",
     "read_code",
     "separation_statistics",

@@ -58,6 +58,7 @@ from fractions import Fraction
 import numpy as np
 
 from .bounds import sharp_optimum
+from .context import RunContext
 from .constructions import applicable_closed_forms, construct, optimal_closed_form
 from .errors import SpherecodesError
 from .memory import format_bytes, format_duration, require_memory
@@ -191,6 +192,9 @@ class AutoPlan:
         (seconds, bytes) expected for building the structured code, where
         that takes long (:meth:`~spherecodes.structured.StructuredCode.build_cost`):
         every run of this plan spends them, optimisers or not.
+    predicted : tuple of PlannedOptimiser
+        The optimisers in the order of their prediction, before the budget
+        is applied: :meth:`within` plans them again for another time limit.
     """
 
     closed_form: str | None
@@ -201,6 +205,11 @@ class AutoPlan:
     budget: float = 0.0
     sure: float | None = None
     build: tuple | None = None
+    predicted: tuple = field(default=(), repr=False)
+    d: int = 0
+    k: int = 0
+    seed: int = MEASURED_SEED
+    defaults: bool = True
 
     @property
     def single_method(self) -> str | None:
@@ -215,6 +224,39 @@ class AutoPlan:
     def runs_optimiser(self) -> bool:
         """Whether any optimiser is planned to run."""
         return any(not o.skip for o in self.optimisers)
+
+    def within(self, time_limit: float | None) -> AutoPlan:
+        """The same candidates, with the optimisers planned for the budget of ``time_limit`` (None: the default
+        budget): which of them run, and the budget.  Deterministic, and no prediction is made again.
+
+        Examples
+        --------
+        >>> plan = plan_auto(64, 1000)
+        >>> plan.runs_optimiser, plan.within(600).runs_optimiser
+        (False, True)
+        """
+        if self.closed_form is not None or not self.predicted:
+            return self
+        if self.sure is None:  # only the bundled code fitted, and it is left out: the optimiser alone
+            alone = self.predicted[0]
+            return replace(self, optimisers=(alone,), budget=alone.seconds if time_limit is None else time_limit)
+        optimisers, sure = self.predicted, self.sure
+        proven = sharp_optimum(self.d, self.k)
+        if proven is not None and sure <= proven.value + TIE:
+            why = f"cannot win: {sure:.4g} is the proven optimum (Levenshtein bound)"
+            return replace(self, optimisers=tuple(replace(o, skip=why) for o in optimisers), budget=0.0)
+        # A bundled code at the published best-known value was searched for long: a default run does not beat
+        # it (the table's interpolated prediction can say otherwise between measured sizes). A time limit given
+        # for the optimisers still lets them try.
+        stored = self.stored
+        best_known = compare_with_record(self.d, self.k, stored.max_cos) if stored is not None else None
+        if time_limit is None and best_known is not None and best_known.standing != "above":
+            why = (f"cannot win: the bundled code reaches the best known value ({best_known.record.source}); "
+                   "--time-limit runs it")
+            return replace(self, optimisers=tuple(replace(o, skip=why) for o in optimisers), budget=0.0)
+        planned, budget = _budgeted(optimisers, sure, time_limit,
+                                    self.defaults and self.seed == MEASURED_SEED and time_limit is None)
+        return replace(self, optimisers=planned, budget=budget)
 
 
 def describe_plan(plan: AutoPlan, k: int) -> str:
@@ -375,32 +417,21 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
     seconds = predicted_seconds(d, k, steps=steps, restarts=restarts, neighbours=neighbours, max_memory=max_memory)
     defaults = steps is None and restarts is None
     unknown = Prediction(None, None, "other settings than the measured defaults")
-    if sure is None:  # only the bundled code fitted, and it is left out: the optimiser alone
-        alone = PlannedOptimiser("tammes", "tammes from random starts", predict_tammes(d, k) if defaults else unknown,
-                                 seconds)
-        return AutoPlan(None, optimisers=(alone,), budget=seconds if time_limit is None else time_limit)
     optimisers = []
-    if structured is not None:
+    if structured is not None and sure is not None:
         warm = predict_warm(d, k, structured.name) if defaults else unknown
         optimisers.append(PlannedOptimiser("tammes-warm", "tammes from the structured code", warm, seconds))
     random = predict_tammes(d, k) if defaults else unknown
     optimisers.append(PlannedOptimiser("tammes", "tammes from random starts", random, seconds))
     # Known predictions first, best first; a stable sort keeps the warm start first among equals.
     optimisers.sort(key=lambda o: (not o.prediction.known, o.prediction.value or 0.0))
-    proven = sharp_optimum(d, k)
-    if proven is not None and sure <= proven.value + TIE:
-        why = f"cannot win: {sure:.4g} is the proven optimum (Levenshtein bound)"
-        return AutoPlan(None, structured, closed_forms, stored, tuple(replace(o, skip=why) for o in optimisers),
-                        0.0, sure, build)
-    # A bundled code at the published best-known value was searched for long: a default run does not beat
-    # it (the table's interpolated prediction can say otherwise between measured sizes). A time limit given
-    # for the optimisers still lets them try.
-    best_known = compare_with_record(d, k, stored.max_cos) if stored is not None else None
-    if time_limit is None and best_known is not None and best_known.standing != "above":
-        why = (f"cannot win: the bundled code reaches the best known value ({best_known.record.source}); "
-               "--time-limit runs it")
-        return AutoPlan(None, structured, closed_forms, stored, tuple(replace(o, skip=why) for o in optimisers),
-                        0.0, sure, build)
+    plan = AutoPlan(None, structured, closed_forms, stored, (), 0.0, sure, build, tuple(optimisers), d, k, seed,
+                    defaults)
+    return plan.within(time_limit)
+
+
+def _budgeted(optimisers, sure: float, time_limit: float | None, repeats: bool) -> tuple[tuple, float]:
+    """Which optimisers run within the budget, those first, and the budget (see the module docstring)."""
     # A predicted winner must beat the exact candidates by more than half the noise band: a bundled code is
     # often this optimiser's own result, which it would only repeat to within rounding.  A bracket with no
     # upper end (more points than any measured size: only an easier size bounds it, from below) is no
@@ -410,10 +441,9 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
     winner = optimisers[0] if first.high is not None and first.value < sure - margin else None
     budget = time_limit if time_limit is not None else (
         (1.5 * winner.seconds if winner is not None else 0.0) + EXTRA_SECONDS)
-    # With the seed and settings the table was measured with, an optimiser repeats its measured value
-    # (up to the machine's rounding): the band around it is for other seeds and machines.  A time limit
+    # With the seed and settings the table was measured with (``repeats``), an optimiser repeats its measured
+    # value (up to the machine's rounding): the band around it is for other seeds and machines.  A time limit
     # given for the optimisers still lets them try.
-    repeats = defaults and seed == MEASURED_SEED and time_limit is None
     planned, bar, spent = [], sure, 0.0
     for opt in optimisers:
         low = opt.prediction.low
@@ -434,7 +464,7 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
             why = f"could win but needs ~{format_duration(opt.seconds)}, over the budget; --time-limit raises it"
         planned.append(replace(opt, skip=why))
     planned.sort(key=lambda o: bool(o.skip))
-    return AutoPlan(None, structured, closed_forms, stored, tuple(planned), budget, sure, build)
+    return tuple(planned), budget
 
 
 def structured_label(code: StructuredCode, k: int) -> str:
@@ -474,9 +504,9 @@ def annealing_work(d: int, k: int, restarts: int, steps: int, neighbours: int = 
 
 
 def _planned_work(d, k, steps, restarts, neighbours, max_memory) -> float:
-    from .solvers import TammesOptions
+    from .solvers import TammesSettings
 
-    cfg = TammesOptions.resolve(d, k, steps=steps, restarts=restarts, device="cpu", neighbours=neighbours,
+    cfg = TammesSettings.resolve(d, k, steps=steps, restarts=restarts, device="cpu", neighbours=neighbours,
                                 max_memory=max_memory)
     return annealing_work(d, k, cfg.restarts, cfg.steps, cfg.neighbours, cfg.refresh)
 
@@ -578,34 +608,39 @@ def exact_candidates(d: int, k: int, plan: AutoPlan, max_memory: float | None = 
     return candidates
 
 
-def best_of(d: int, k: int, plan: AutoPlan, *, seed: int, device, steps, restarts, time_limit, progress,
-            max_memory, neighbours, refresh, announce=None, built=None) -> tuple[Candidate, list[Candidate]]:
+def best_of(d: int, k: int, plan: AutoPlan, options=None, *, seed: int, context=None,
+            built=None) -> tuple[Candidate, list[Candidate]]:
     """Run the candidates of ``plan`` and return (winner, all candidates in the order considered).
 
-    The caller (:func:`spherecodes.generation.generate`) has checked the
-    input.  ``built``, if given, holds the exact candidates that
-    :func:`exact_candidates` returns for (d, K), already built (by the
-    run's estimate), so that they are not built twice.  ``announce``, if given, is called with one line as each
-    optimiser starts ("optimiser 1/2: ..."), so that its progress bar is not
-    mistaken for another's.  The warm start from the structured code never
-    ends above that code: where the optimiser finishes worse (it starts from
-    the code moved off its subspace, see :func:`lift`), the structured code
-    itself is its result.
+    The caller (:class:`spherecodes.run.RunPlan`) has checked the input.
+    ``options`` (:class:`spherecodes.options.AutoOptions`) are the tammes
+    runs' settings; ``context`` (:class:`spherecodes.context.RunContext`)
+    their device, memory limit, time limit (shared by the optimisers that
+    run) and progress, and ``context.announce`` is called with one line as
+    each optimiser starts ("optimiser 1/2: ..."), so that its progress bar
+    is not mistaken for another's.  ``built``, if given, holds the exact
+    candidates that :func:`exact_candidates` returns for (d, K), already
+    built, so that they are not built twice.  The warm start from the
+    structured code never ends above that code: where the optimiser finishes
+    worse (it starts from the code moved off its subspace, see :func:`lift`),
+    the structured code itself is its result.
 
     Examples
     --------
-    >>> plan = plan_auto(64, 4000)
-    >>> winner, tried = best_of(64, 4000, plan, seed=0, device="cpu", steps=None, restarts=None, time_limit=None,
-    ...                         progress=None, max_memory=None, neighbours=None, refresh=None)
+    >>> from spherecodes.context import RunContext
+    >>> winner, tried = best_of(64, 4000, plan_auto(64, 4000), seed=0, context=RunContext(device="cpu"))
     >>> winner.label, winner.exact, [c.kind for c in tried if not c.skipped]
     ('Kerdock n = 64, 4000 of 4096 points', Fraction(1, 8), ['structured'])
     """
     begin = time.perf_counter()
-    candidates = list(built) if built else exact_candidates(d, k, plan, max_memory)
-    options = {"device": device, "steps": steps, "restarts": restarts, "progress": progress,
-               "neighbours": neighbours, "refresh": refresh, "max_memory": max_memory, "seed": seed}
+    context = context or RunContext()
+    candidates = list(built) if built else exact_candidates(d, k, plan, context.max_memory)
+    settings = {"device": context.device, "steps": getattr(options, "steps", None),
+                "restarts": getattr(options, "restarts", None), "progress": context.progress,
+                "neighbours": getattr(options, "neighbours", None), "refresh": getattr(options, "refresh", None),
+                "max_memory": context.max_memory, "seed": seed}
     to_run = [opt for opt in plan.optimisers if not opt.skip]
-    announce = announce or (lambda line: None)
+    time_limit = context.time_limit
     for opt in plan.optimisers:
         ran = [c for c in candidates if c.prototypes is not None]
         best = min((c.max_cos for c in ran), default=math.inf)
@@ -623,17 +658,17 @@ def best_of(d: int, k: int, plan: AutoPlan, *, seed: int, device, steps, restart
         if time_limit is not None:
             left = time_limit - (time.perf_counter() - begin)
             share = max(left / (len(to_run) - to_run.index(opt)), 1e-3)
-        announce(f"optimiser {to_run.index(opt) + 1}/{len(to_run)}: {opt.label}, ~{format_duration(opt.seconds)}"
-                 + ("" if share is None else f" (at most {format_duration(share)})"))
+        context.say(f"optimiser {to_run.index(opt) + 1}/{len(to_run)}: {opt.label}, ~{format_duration(opt.seconds)}"
+                    + ("" if share is None else f" (at most {format_duration(share)})"))
         if opt.kind == "tammes-warm":
             start_code = candidates[0]
             init = start_code.prototypes
             if plan.structured.native_d < d:
                 init = lift(init, plan.structured.native_d, seed)
-            warm = _optimise(f"tammes from {start_code.label}", opt.kind, d, k, options, share, init=init)
+            warm = _optimise(f"tammes from {start_code.label}", opt.kind, d, k, settings, share, init=init)
             candidates.append(warm if warm.max_cos <= start_code.max_cos else _kept_start(warm, start_code))
         else:
-            candidates.append(_optimise(opt.label, opt.kind, d, k, options, share))
+            candidates.append(_optimise(opt.label, opt.kind, d, k, settings, share))
     return _winner(candidates), candidates
 
 

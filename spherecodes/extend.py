@@ -137,13 +137,13 @@ def extend(
         extended = np.vstack([old, rows])
         if method == "next-points" or max_cos(extended, max_memory=max_memory) <= code.max_cos + _SAME_ROWS:
             return _packaged(code, extended, name, all_labels, placed, {}, None, began, max_memory)
-    from .solvers import TammesOptions, tammes  # torch: loaded only when the optimiser runs
+    from .solvers import TammesSettings, tammes  # torch: loaded only when the optimiser runs
 
     schedule = {}
     if rows is None:
         # A warm start anneals sharp and slow, to refine a code; the farthest points are only a start, far from
         # where the rows end: they get the schedule of a cold start ((16, 100) + 10: max-cos 0.321, not 0.348).
-        cold = TammesOptions.resolve(d, k + m, steps=steps, restarts=restarts, device=resolve_device(device),
+        cold = TammesSettings.resolve(d, k + m, steps=steps, restarts=restarts, device=resolve_device(device),
                                      effort=effort)
         schedule = {"t_start": cold.t_start, "lr_start": cold.lr_start, "lr_end": cold.lr_end}
     start = rows if rows is not None else farthest_points(old, m, seed=seed)

@@ -1,28 +1,39 @@
-"""Make a code for (d, K) by name: the library function behind ``spherecodes generate``.
+"""The methods of ``generate``: one table, each method's options type, estimate and run.
 
-:func:`generate` validates (d, K) and the seed once, resolves ``auto``, checks
-which options apply to the method (:data:`METHOD_OPTIONS`,
-:data:`SINGLE_START`, :data:`NEEDS_CLASS_DATA`: the command line reads the
-same tables) and runs the method from a dispatch table: a closed form of
-:mod:`spherecodes.constructions`, the best structured code of
+Every method is one :class:`Method` of :data:`METHOD_TABLE`: a closed form
+of :mod:`spherecodes.constructions`, the best structured code of
 :mod:`spherecodes.structured`, an optimiser of :mod:`spherecodes.solvers`,
 the privileged optimiser of :mod:`spherecodes.semantic`, or the best of
-several of them (``auto``, :mod:`spherecodes.best_of`).
+several of them (``auto``, :mod:`spherecodes.best_of`).  A run
+(:class:`spherecodes.run.RunPlan`) reads its method's entry: the options
+type (:mod:`spherecodes.options`), the optimiser's cost and the phase it
+adds to the run's estimate, the exact codes it builds, and the runner that
+makes the :class:`Code`.  Where the code is turned and what it is called is
+decided in one place, :func:`rotation_reason`, before the code exists (for
+its name) and after (to turn it).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
-from .best_of import Candidate, auto_method, best_of, plan_auto, run_structured
-from .checks import check_seed, check_sizes
+from .best_of import Candidate, auto_method, best_of, describe_build, exact_candidates, run_structured
+from .checks import check_sizes
 from .code import Code, default_code_name, make_code
 from .constructions import CLOSED_FORMS, construct
-from .rotated import ROTATION_KIND, turn_rows
 from .errors import SpherecodesError
+from .memory import memory_limit
+from .options import (
+    AutoOptions, LinesOptions, MaxsepOptions, PrivilegedOptions, SoftmaxOptions, TammesOptions, check_given,
+    given_options,
+)
 from .orbit import describe_orbit, resolve_orbit
+from .rotated import ROTATION_KIND, turn_rows
+from .run_estimate import Phase, softmax_seconds
 from .structured import best_structured_code
 
 #: Optimisers, for any (d, K).  ``auto`` compares ``tammes`` with the
@@ -38,58 +49,59 @@ STRUCTURED = "structured"
 #: Every method ``generate`` accepts besides ``auto``.
 METHODS = CLOSED_FORMS + (STRUCTURED,) + OPTIMISERS + (LINES,)
 
-#: Options of :func:`generate` that only some methods take: option -> those methods.
-METHOD_OPTIONS = {
-    "embeddings": ("privileged",),
-    "semantic_weight": ("privileged",),
-    "max_cos_tolerance": ("privileged",),
-    "triplets": ("privileged",),
-    "neighbours": ("tammes", "auto"),
-    "refresh": ("tammes", "auto"),
-    "effort": ("tammes", LINES),
-    "init": ("tammes", "softmax", "maxsep", LINES),
-}
-
-#: ``rotation`` of :func:`generate`.  ``auto``: a seeded random rotation for a
+#: ``rotation`` of ``generate``.  ``auto``: a seeded random rotation for a
 #: code that would otherwise leave dimensions unused (a structured code
 #: embedded from a smaller dimension, padded with zero columns, or a closed
 #: form that does not fill R^d), canonical coordinates for everything else; ``none`` (or ``canonical``): never
 #: rotate; ``random``: always a seeded Haar-random rotation.
 ROTATION_CHOICES = ("auto", "none", "canonical", "random")
 
-#: Methods that run a single start (``restarts`` does not apply).
-SINGLE_START = ("privileged",)
-
 #: Methods that need per-class input (word embeddings of the class names): a
 #: code for them depends on a data set, not on (d, K) alone.
 NEEDS_CLASS_DATA = ("privileged",)
 
 
-def inapplicable_options(method: str, **options) -> list[str]:
-    """The options given (not ``None``) that ``method`` does not take, in :data:`METHOD_OPTIONS` order.
+@dataclass(frozen=True)
+class Method:
+    """One method of ``generate``: what it takes, what it costs, what it builds and how it runs.
 
-    Examples
-    --------
-    >>> inapplicable_options("softmax", neighbours=16, refresh=None, embeddings=None)
-    ['neighbours']
-    >>> inapplicable_options("tammes", neighbours=16)
-    []
+    Each callable takes the run's :class:`spherecodes.run.RunPlan`.
+
+    Attributes
+    ----------
+    name : str
+    options : type or None
+        Its options type (:mod:`spherecodes.options`); None: it takes none.
+    run : callable
+        ``run(plan) -> Code``.
+    phase : callable
+        ``phase(plan, cost, built_seconds, limit) -> Phase``: the first phase of the run's estimate (the
+        optimiser's ``cost``, a :class:`spherecodes.memory.Estimate`, or the seconds the exact codes took).
+    build : callable or None
+        ``build(plan) -> list of Candidate``: the exact codes it chooses from, where it runs no optimiser.
+    optimises : callable
+        ``optimises(plan) -> bool``: whether an optimiser runs.
+    check : callable or None
+        ``check(plan)``: refusals of this method's input, before any work.
     """
-    return [name for name, methods in METHOD_OPTIONS.items()
-            if options.get(name) is not None and method not in methods]
+
+    name: str
+    options: type | None
+    run: Callable
+    phase: Callable
+    build: Callable | None = None
+    optimises: Callable = lambda plan: True
+    check: Callable | None = None
 
 
-def options_of(methods: tuple) -> list[str]:
-    """The method-specific options that exactly ``methods`` take, in :data:`METHOD_OPTIONS` order.
+def method_entry(method: str) -> Method:
+    """The table entry of ``method`` (every closed form shares one)."""
+    return METHOD_TABLE.get(method) or METHOD_TABLE["closed form"]
 
-    Examples
-    --------
-    >>> options_of(("tammes", "auto"))
-    ['neighbours', 'refresh']
-    >>> options_of(("tammes", "lines"))
-    ['effort']
-    """
-    return [name for name, takers in METHOD_OPTIONS.items() if takers == tuple(methods)]
+
+def options_kinds() -> dict:
+    """Every method name (``auto`` first) and its options type."""
+    return {"auto": AutoOptions, **{m: method_entry(m).options for m in METHODS}}
 
 
 def resolve_method(d: int, k: int, method: str = "auto") -> str:
@@ -99,8 +111,7 @@ def resolve_method(d: int, k: int, method: str = "auto") -> str:
     cross-polytope, polygon); ``tammes`` where neither a structured code nor
     another closed form fits; else ``auto`` itself: the best of the
     structured code, the other closed forms and the optimiser
-    (:mod:`spherecodes.best_of`).  ``softmax`` maximises ρ instead of
-    minimising max-cos; ``privileged`` also follows word embeddings.
+    (:mod:`spherecodes.best_of`).
 
     Examples
     --------
@@ -110,15 +121,51 @@ def resolve_method(d: int, k: int, method: str = "auto") -> str:
     ('auto', 'auto')
     """
     check_sizes(d, k)
-    return _resolve(d, k, method)
+    return chosen_method(d, k, method)
 
 
-def _resolve(d: int, k: int, method: str) -> str:
+def chosen_method(d: int, k: int, method: str) -> str:
+    """:func:`resolve_method` for sizes already checked."""
     if method == "auto":
         return auto_method(d, k)
     if method not in METHODS:
         raise SpherecodesError(f"unknown method {method!r}; choose auto or one of {', '.join(METHODS)}")
     return method
+
+
+def method_options(asked: str, method: str, options=None, given: dict | None = None, spell=None):
+    """The options of the ``method`` that runs, from those of the method ``asked`` for, checked once.
+
+    ``options`` is an options object (of ``asked`` or of ``method``, None:
+    the defaults), or ``given`` the options by name (``None``: not given),
+    as the command line reads them from its flags (``spell`` writes a name
+    as a flag).  An option applies where ``asked`` or ``method`` takes it
+    (``auto`` resolved to ``tammes`` takes ``effort``); one that only
+    ``asked`` takes is dropped (``auto``'s ``catalog`` where a closed form is optimal).
+
+    Examples
+    --------
+    >>> method_options("auto", "tammes", AutoOptions(steps=10))
+    TammesOptions(steps=10, restarts=None, init=None, neighbours=None, refresh=None, effort='default', workers=None, scheduler=None)
+    >>> method_options("softmax", "softmax", given={"neighbours": 16})
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: neighbours applies to the tammes or auto method, not 'softmax'
+    """
+    kinds = options_kinds()
+    kind, asked_kind = kinds[method], kinds[asked]
+    if options is not None:
+        if kind is not None and isinstance(options, kind):
+            return options
+        if asked_kind is None or not isinstance(options, asked_kind):
+            takes = f"options of type {kind.__name__}" if kind is not None else "no options"
+            raise SpherecodesError(f"method {method!r} takes {takes}, got {type(options).__name__}")
+        given = given_options(options)
+    check_given(method, kinds, given or {}, spell, also=asked_kind)
+    if kind is None:
+        return None
+    fields = kind.__dataclass_fields__
+    return kind(**{name: value for name, value in (given or {}).items() if value is not None and name in fields})
 
 
 def unused_dimensions(prototypes) -> int:
@@ -133,390 +180,158 @@ def unused_dimensions(prototypes) -> int:
     return int((~np.asarray(prototypes).any(axis=0)).sum())
 
 
-def rotates(d: int, k: int, method: str, rotation: str) -> bool:
-    """Whether :func:`generate` turns the code by the seeded random rotation, decided before any work.
+def planned_unused(d: int, k: int, method: str) -> int:
+    """The dimensions a ``method``'s code will leave unused, known before it is built (0 for an optimiser, and
+    for ``auto``, whose winner is not known: its name holds the seed anyway).
 
-    ``auto`` rotates every code that would leave a dimension unused (an
-    all-zero column): a structured code embedded from a smaller dimension
-    (``method`` ``structured``), a closed form that does not fill R^d (the
-    simplex ETF of K < d + 1 points, a cross-polytope of K < 2d points),
-    and for ``method="auto"`` a winner that leaves dimensions unused (known
-    only once it has won; the seed is then in the name anyway).  A
-    rotation costs no certificate: a structured code is certified in the
-    coordinates of its construction and carried through the rotation
+    Examples
+    --------
+    >>> planned_unused(100, 10_000, "structured"), planned_unused(512, 100, "etf"), planned_unused(3, 13, "tammes")
+    (36, 413, 0)
+    """
+    if method == STRUCTURED:
+        code = best_structured_code(d, k)
+        return 0 if code is None else d - code.native_d
+    return unused_dimensions(construct(method, d, k)) if method in CLOSED_FORMS else 0
+
+
+def rotation_reason(rotation: str, unused: int, d: int) -> str | None:
+    """Why a code is turned by the seeded random rotation (what the bank records), or None where it is kept as made.
+
+    The one rule, used before the code exists (its name holds the seed when
+    it is turned: :func:`code_name`, from :func:`planned_unused`) and after
+    (from the rows' all-zero columns).  ``auto`` turns every code that leaves
+    a dimension unused; ``random`` every code; ``none`` and ``canonical``
+    none.  A rotation costs no certificate: a structured code is certified in
+    the coordinates of its construction and carried through the rotation
     (:mod:`spherecodes.rotated`).
 
     Examples
     --------
-    >>> rotates(100, 10_000, "structured", "auto"), rotates(64, 1000, "structured", "auto")
-    (True, False)
-    >>> rotates(11, 12, "etf", "auto"), rotates(512, 100, "etf", "auto"), rotates(11, 12, "etf", "random")
-    (False, True, True)
-    >>> rotates(100, 10_000, "structured", "none")
-    False
-    """
-    if rotation == "random":
-        return True
-    if rotation != "auto":
-        return False
-    if method == STRUCTURED:
-        code = best_structured_code(d, k)
-        return code is not None and code.native_d < d
-    return method in CLOSED_FORMS and unused_dimensions(construct(method, d, k)) > 0
-
-
-def uses_seed(method: str, rotation: str, d: int | None = None, k: int | None = None) -> bool:
-    """Whether the seed changes the code (so it belongs in the code's name).
-
-    Examples
-    --------
-    >>> uses_seed("tammes", "none"), uses_seed("etf", "none"), uses_seed("structured", "auto", 100, 10_000)
-    (True, False, True)
-    """
-    if method not in CLOSED_FORMS + (STRUCTURED,):
-        return True
-    return rotation == "random" or (d is not None and rotates(d, k, method, rotation))
-
-
-def planned_code_name(d: int, k: int, method: str = "auto", *, seed: int = 0, rotation: str = "auto") -> str:
-    """The name :func:`generate` will give the code, known before any work is done.
-
-    Examples
-    --------
-    >>> planned_code_name(11, 12), planned_code_name(11, 12, rotation="random", seed=4)
-    ('etf-d11-k12', 'etf-d11-k12-s4')
-    >>> planned_code_name(100, 10_000, "structured", seed=3), planned_code_name(100, 10_000, "structured",
-    ...                                                                        rotation="none")
-    ('structured-d100-k10000-s3', 'structured-d100-k10000')
-    """
-    method = resolve_method(d, k, method)
-    return default_code_name(method, d, k, seed if uses_seed(method, rotation, d, k) else None)
-
-
-def rotation_reason(prototypes: np.ndarray, rotation: str) -> str | None:
-    """Why :func:`generate` turns the prototypes (what the bank records), or None where it keeps them as built.
-
-    Examples
-    --------
-    >>> from spherecodes.structured import e8_roots
-    >>> rotation_reason(e8_roots().embedded(10).points(), "auto")
+    >>> rotation_reason("auto", 2, 10)
     '2 of 10 dimensions unused (all-zero columns)'
-    >>> rotation_reason(e8_roots().embedded(10).points(), "none") is None
-    True
+    >>> rotation_reason("none", 2, 10) is None, rotation_reason("random", 0, 10)
+    (True, 'asked for (--rotation random)')
     """
     if rotation == "random":
         return "asked for (--rotation random)"
-    unused = unused_dimensions(prototypes)
     if rotation == "auto" and unused:
-        return f"{unused} of {prototypes.shape[1]} dimensions unused (all-zero columns)"
+        return f"{unused} of {d} dimensions unused (all-zero columns)"
     return None
 
 
-def turned(prototypes: np.ndarray, rotation: str, seed: int, structure=None):
-    """The prototypes after the rotation that ``rotation`` asks for, what the bank records of it, and their
-    structure.
-
-    ``random`` always turns them by :func:`spherecodes.sphere.random_rotation`
-    ``(d, seed)``; ``auto`` only when some dimension is unused (all-zero
-    column), so that every coordinate carries signal.  ``structure``, the
-    proved symmetry of the rows as built (:class:`spherecodes.orbit.SignOrbit`,
-    :class:`spherecodes.orbit.OrbitPrefix`, or None), is carried through
-    the rotation (:func:`spherecodes.rotated.rotated_structure`): the
-    returned structure is a :class:`spherecodes.rotated.Rotated`, so the
-    statistics and the certificate still come from the construction.  Such
-    rows are first put in the canonical form the bank's reader recovers
-    (:func:`spherecodes.rotated.snap_rows`: one magnitude per row, exactly).
-    Cosines, max-cos and ρ are unchanged up to rounding.
+def code_name(d: int, k: int, method: str, seed: int, rotation: str) -> tuple[str, int | None]:
+    """The name a code gets by default and the seed it records: the seed where it changes the code (an
+    optimiser's starts, ``auto``, a rotation), else none.
 
     Examples
     --------
-    >>> from spherecodes.structured import e8_roots
-    >>> rows, record, _ = turned(e8_roots().embedded(10).points(), "auto", seed=3)
-    >>> unused_dimensions(rows), record["seed"], record["why"]
-    (0, 3, '2 of 10 dimensions unused (all-zero columns)')
-    >>> turned(e8_roots().points(), "auto", seed=3)[1] is None
-    True
+    >>> code_name(11, 12, "etf", 4, "auto"), code_name(11, 12, "etf", 4, "random")
+    (('etf-d11-k12', None), ('etf-d11-k12-s4', 4))
+    >>> code_name(100, 10_000, "structured", 3, "auto")[0], code_name(100, 10_000, "structured", 3, "none")[0]
+    ('structured-d100-k10000-s3', 'structured-d100-k10000')
     """
-    why = rotation_reason(prototypes, rotation)
-    if why is None:
-        return prototypes, None, structure
-    w, carried = turn_rows(prototypes, seed, structure)
-    return w, {"seed": int(seed), "why": why, "kind": ROTATION_KIND}, carried
+    exact = method in CLOSED_FORMS + (STRUCTURED,)
+    used = seed if not exact or rotation_reason(rotation, planned_unused(d, k, method), d) else None
+    return default_code_name(method, d, k, used), used
 
 
-def code_from_result(
-    result, *, name: str, labels=None, seed: int | None = None, max_memory: float | None = None,
-    rotation: str = "none", rotation_seed: int = 0, announce=None, progress=None,
-) -> Code:
-    """Package a :class:`spherecodes.solvers.SolverResult` as a :class:`Code`.
+# --------------------------------------------------------------------------- making the Code
 
-    The solver's settings are kept, with what the run actually did (steps,
-    starts, the start returned, why it stopped) added, so the bank says how
-    the code was made.  The prototypes are turned as ``rotation`` asks
-    (:func:`turned`, seeded by ``rotation_seed``).  The statistics are
-    computed on the device the solver ran on (a GPU makes them fast for
-    large K), within ``max_memory`` bytes.
+
+def _packaged(plan, prototypes, settings: dict, *, stats_device: str = "cpu", orbit="auto", **code_fields) -> Code:
+    """The code: turned as the run's rotation asks (:func:`rotation_reason`), then its float64 statistics, announced.
+
+    The orbit of sign changes or its prefix (``"auto"``: proved here from
+    the rows; None: known not to be one; else as the run's estimate proved
+    it) is proved once and passed on, to the rotation, the statistics and
+    (as ``code.orbit``) the certificate.  A turned structure is a
+    :class:`spherecodes.rotated.Rotated`, so the statistics and the
+    certificate still come from the construction.
     """
-    settings = {
-        **result.settings,
-        "steps_taken": int(result.steps),
-        "restarts_run": int(result.restarts),
-        "best_restart": int(result.best_restart),
-        "stop_reason": result.stop_reason,
-    }
+    prototypes = np.asarray(prototypes, dtype=np.float64)
+    k, d = prototypes.shape
+    context = plan.context
+    if isinstance(orbit, str):
+        orbit = resolve_orbit(prototypes)
+    settings = dict(settings)
+    why = rotation_reason(plan.rotation, unused_dimensions(prototypes), d)
+    if why is not None:
+        prototypes, orbit = turn_rows(prototypes, plan.seed, orbit)
+        settings["rotation"] = {"seed": int(plan.seed), "why": why, "kind": ROTATION_KIND}
+    context.say(f"statistics: {describe_orbit(orbit)}" if orbit is not None
+                else f"statistics: float64 cosines of all {k * (k - 1) // 2:,} pairs")
+    code_fields.setdefault("labels", plan.labels)
+    return make_code(prototypes, settings=settings, stats_device=stats_device, max_memory=context.max_memory,
+                     progress=context.progress, orbit=orbit, name=plan.name, seed=plan.used_seed, **code_fields)
+
+
+def _from_result(plan, result, **code_fields) -> Code:
+    """A :class:`spherecodes.solvers.SolverResult` as a :class:`Code`: the solver's settings with what the run
+    did (steps, starts, the start returned, why it stopped), statistics on the solver's device."""
+    settings = {**result.settings, "steps_taken": int(result.steps), "restarts_run": int(result.restarts),
+                "best_restart": int(result.best_restart), "stop_reason": result.stop_reason}
     if result.stop_detail:
         settings["stop_detail"] = result.stop_detail
     if result.stages:
         settings["stages"] = result.stages
     if result.refreshes:
         settings["refreshes_run"] = int(result.refreshes)
-    return _packaged(
-        result.prototypes, rotation=rotation, rotation_seed=rotation_seed, settings=settings, announce=announce or _silent,
-        progress=progress, max_memory=max_memory, stats_device=result.device, method=result.method, name=name,
-        labels=labels, seed=seed, device=result.device, wall_time=result.wall_time,
-    )
+    return _packaged(plan, result.prototypes, settings, stats_device=result.device, method=result.method,
+                     device=result.device, wall_time=result.wall_time, **code_fields)
 
 
-def generate(
-    d: int,
-    k: int,
-    method: str = "auto",
-    *,
-    seed: int = 0,
-    rotation: str = "auto",
-    name: str | None = None,
-    labels=None,
-    device: str = "auto",
-    steps: int | None = None,
-    restarts: int | None = None,
-    time_limit: float | None = None,
-    progress=None,
-    announce=None,
-    embeddings=None,
-    semantic_weight: float | None = None,
-    max_cos_tolerance: float | None = None,
-    triplets: str = "auto",
-    max_memory: float | None = None,
-    neighbours: int | None = None,
-    refresh: int | None = None,
-    effort: str = "default",
-    init=None,
-    catalog: bool = True,
-    lines: bool = False,
-    built=None,
-    workers: int | None = None,
-    scheduler: str | None = None,
-) -> Code:
-    """Compute a K-prototype code in R^d and its float64 statistics.
-
-    Parameters
-    ----------
-    d, k : int
-        Dimension (>= 1) and number of prototypes (>= 2).
-    method : str
-        ``"auto"`` (the best of the structured codes, the closed forms and
-        the ``tammes`` optimiser, see :mod:`spherecodes.best_of`) or one of
-        :data:`METHODS` (``"structured"``: the best structured code alone).
-    seed : int
-        Seed of the optimiser's random starts, and of the random rotation.
-    rotation : {"auto", "none", "canonical", "random"}
-        Orientation of the code, for every method (:data:`ROTATION_CHOICES`):
-        ``auto`` turns a code that leaves dimensions unused (a structured
-        code embedded from a smaller dimension, a closed form that does not
-        fill R^d) by the seeded random rotation, so that every coordinate
-        carries signal, and keeps the others as made; ``none`` (``canonical``) keeps every code as made;
-        ``random`` turns every code.  The rotation is recorded in
-        ``code.settings["rotation"]``.
-    name : str, optional
-        Code name; defaults to :func:`planned_code_name`.
-    labels : sequence of str, optional
-        Class names, one per prototype (``privileged``: the embeddings' names).
-    device : {"auto", "cpu", "cuda", "cuda:N"}
-        Where an optimiser runs; ``auto`` takes CUDA when present.
-    steps, restarts, time_limit : optional
-        Optimiser budget (see :func:`spherecodes.solvers.tammes`); ``None``
-        keeps the solver's defaults for (d, K).
-    progress : callable, optional
-        Receives :class:`spherecodes.solvers.Progress` updates from an
-        optimiser and :class:`spherecodes.stats.StatisticsProgress` updates
-        from the float64 statistics.
-    announce : callable, optional
-        Called with one line of text as each phase starts (each candidate of
-        ``auto``, the statistics), so that no phase is silent.
-    embeddings : spherecodes.semantic.ClassEmbeddings, optional
-        ``privileged`` only (and required there): one vector per class, see
-        :func:`spherecodes.semantic.class_embeddings`.
-    semantic_weight : float, optional
-        ``privileged`` only: weight of the ranking loss (default
-        :data:`spherecodes.semantic.DEFAULT_SEMANTIC_WEIGHT`).
-    max_cos_tolerance : float, optional
-        ``privileged`` only: how far max-cos may rise above the Tammes code it
-        starts from (default :data:`spherecodes.semantic.DEFAULT_MAX_COS_TOLERANCE`).
-    triplets : {"auto", "all", "sampled", "neighbours"}
-        ``privileged`` only: the triplets of the ranking loss.
-    max_memory : float, optional
-        Bytes that the statistics, and the ``tammes`` optimiser, may use on
-        the device (default: a safe fraction of what is available).
-    neighbours, refresh : int, optional
-        ``tammes`` and ``auto`` only: neighbour lists of this many prototypes (0: all
-        pairs, the dense path), refreshed every ``refresh`` steps; default
-        chosen from (d, K) and the memory (see
-        :func:`spherecodes.solvers.tammes_defaults`).
-    effort : {"low", "default", "high", "record"}
-        ``tammes`` only: how much work to spend (see :func:`spherecodes.solvers.tammes`);
-        ``"record"`` runs the record search (:func:`spherecodes.solvers.record_search`):
-        chains of ``"high"`` runs until ``time_limit`` is spent, or ``restarts`` chains.
-    init : array_like, optional
-        ``tammes``, ``softmax`` and ``maxsep``: the optimiser's start code, (K, d).
-    catalog : bool
-        ``auto`` only: whether the bundled catalog's code of this size is a
-        candidate (False when building a catalog).
-    lines : bool
-        Make K lines instead of K points: minimise the largest |cos| (no two
-        prototypes may be nearly antipodal either), the same as
-        ``method="lines"``: an optimal closed form where one exists, else the
-        lines of the best antipodal structured code, kept when they meet the
-        Welch or orthoplex bound and otherwise refined by
-        :func:`spherecodes.solvers.line_packing` (see :mod:`spherecodes.lines`).
-    workers, scheduler : optional
-        ``tammes`` at ``effort="record"`` only: run the chains on a local Dask
-        cluster of ``workers`` processes, or on the cluster of the scheduler at
-        that address (see :func:`spherecodes.cluster.dask_client`).
-    built : list of spherecodes.best_of.Candidate, optional
-        ``auto``, ``structured`` and the closed forms: the exact codes of
-        (d, K) already built, as :func:`spherecodes.run_estimate.estimate_run`
-        returns them in ``RunEstimate.built`` (for ``auto`` those of
-        :func:`spherecodes.best_of.exact_candidates`), so that a run with an
-        estimate builds them once.
-
-    Returns
-    -------
-    Code
-        Ready for :func:`spherecodes.bank.write_code`; the optimiser's
-        diagnostics are in ``code.settings``.
-
-    Examples
-    --------
-    >>> code = generate(d=11, k=12)
-    >>> code.method, code.name, round(code.stats.max_cos, 12)
-    ('etf', 'etf-d11-k12', -0.090909090909)
-    >>> code = generate(64, 1000)      # extended BCH [64,10,28]: exact max-cos 1/8
-    >>> code.name, code.settings["auto"]["winner"], code.settings["auto"]["exact_max_cos"]
-    ('auto-d64-k1000-s0', 'extended BCH [64,10,28], 1000 of 1024 words', '1/8')
-    >>> code = generate(7, 28, lines=True)   # 28 equiangular lines in R^7, at the Welch bound 1/3
-    >>> code.settings["construction"], round(code.settings["max_abs_cos"], 12)
-    ("Steiner ETF of PG(2,2)'s lines (28 lines)", 0.333333333333)
-    """
-    d, k = check_sizes(d, k)
-    seed = check_seed(seed)
-    if lines:
-        if method not in ("auto", LINES):
-            raise SpherecodesError(f"lines=True makes a line packing (method 'lines'); leave method unset, "
-                                   f"got {method!r}")
-        method = LINES
-    method = _resolve(d, k, method)
-    if rotation not in ROTATION_CHOICES:
-        raise SpherecodesError(f"rotation must be one of {', '.join(ROTATION_CHOICES)}, got {rotation!r}")
-    wrong = inapplicable_options(method, embeddings=embeddings, semantic_weight=semantic_weight,
-                                 max_cos_tolerance=max_cos_tolerance,
-                                 triplets=None if triplets == "auto" else triplets, neighbours=neighbours,
-                                 refresh=refresh, effort=None if effort == "default" else effort, init=init)
-    if wrong:
-        takers = METHOD_OPTIONS[wrong[0]]
-        raise SpherecodesError(f"{_listed(options_of(takers))} apply to the {_listed(takers, 'or')} method, "
-                               f"not {method!r}")
-    if effort == "record" and method != "tammes":
-        raise SpherecodesError(f"effort 'record' runs the record search of method 'tammes', not {method!r}; give "
-                               "method tammes (--method tammes)")
-    if (workers is not None or scheduler is not None) and (method, effort) != ("tammes", "record"):
-        raise SpherecodesError("workers and scheduler spread the chains of a record search over Dask: they apply "
-                               f"to method 'tammes' with effort 'record', not to {method!r} at effort {effort!r}")
-    used_seed = seed if uses_seed(method, rotation, d, k) else None
-    name = name or default_code_name(method, d, k, used_seed)
-    run = _RUNNERS.get(method, _closed_form)
-    return run(d, k, method, name=name, labels=labels, seed=seed, used_seed=used_seed, rotation=rotation,
-               device=device, steps=steps, restarts=restarts, time_limit=time_limit, progress=progress,
-               announce=announce or _silent, embeddings=embeddings, semantic_weight=semantic_weight, max_cos_tolerance=max_cos_tolerance,
-               triplets=triplets, max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort,
-               init=init, catalog=catalog, built=_checked_built(built, d, k), workers=workers, scheduler=scheduler)
+# --------------------------------------------------------------------------- the exact methods
 
 
-def _checked_built(built, d: int, k: int):
-    """``built`` as a list, each candidate's prototypes checked to be (K, d); or None (nothing built)."""
-    if not built:
-        return None
-    built = list(built)
-    for candidate in built:
-        if getattr(candidate, "prototypes", None) is None or candidate.prototypes.shape != (k, d):
-            raise SpherecodesError(f"built must hold the exact candidates of (d, K) = ({d}, {k}), built by "
-                                   "spherecodes.run_estimate.estimate_run")
-    return built
+def _build_closed_form(plan) -> list[Candidate]:
+    began = time.perf_counter()
+    points = construct(plan.method, plan.d, plan.k)
+    return [Candidate(f"closed form {plan.method}", "closed-form", points, seconds=time.perf_counter() - began)]
 
 
-def _silent(line: str) -> None:
-    """The default ``announce``: say nothing."""
+def _closed_form(plan) -> Code:
+    # The canonical coordinates define the closed form; _packaged turns them where they leave dimensions unused
+    # (or where --rotation random asks), by the same rotation construct(rotation="random") applies.
+    built = plan.built[0]
+    return _packaged(plan, built.prototypes, {"rotation": "canonical"}, method=plan.method, device="cpu",
+                     wall_time=built.seconds, orbit=plan.structure(built))
 
 
-def _packaged(prototypes, *, rotation, rotation_seed, settings, announce, progress, max_memory, stats_device="cpu",
-              orbit="auto", **code_fields) -> Code:
-    """The code: turned as ``rotation`` asks (:func:`turned`), then its float64 statistics, announced.
-
-    The orbit of sign changes or its prefix (``"auto"``: proved here from
-    the rows; None: known not to be one; else as the run's estimate proved
-    it, :attr:`spherecodes.best_of.Candidate.orbit`) is proved once and
-    passed on, to the rotation's decision, the statistics and (as
-    ``code.orbit``) the certificate.
-    """
-    prototypes = np.asarray(prototypes, dtype=np.float64)
-    k, d = prototypes.shape
-    if isinstance(orbit, str):
-        orbit = resolve_orbit(prototypes)
-    prototypes, record, orbit = turned(prototypes, rotation, rotation_seed, orbit)
-    settings = dict(settings)
-    if record is not None:
-        settings["rotation"] = record
-    announce(f"statistics: {describe_orbit(orbit)}" if orbit is not None
-             else f"statistics: float64 cosines of all {k * (k - 1) // 2:,} pairs")
-    return make_code(prototypes, settings=settings, stats_device=stats_device, max_memory=max_memory,
-                     progress=progress, orbit=orbit, **code_fields)
+def _build_structured(plan) -> list[Candidate]:
+    return [run_structured(plan.d, plan.k, plan.context.max_memory)]  # or the error naming the closest codes
 
 
-def _listed(names, conjunction: str = "and") -> str:
-    names = list(names)
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
+def _structured(plan) -> Code:
+    plan.context.say("candidate: the best structured code")
+    built = plan.built[0]
+    return _packaged(plan, built.prototypes, {**built.settings, "label": built.label}, method=STRUCTURED,
+                     device="cpu", wall_time=built.seconds, orbit=plan.structure(built))
 
 
-# --------------------------------------------------------------------------- the methods
-# Each runner takes generate's arguments (checked) and returns the Code.  The
-# solvers import torch, so they are imported when an optimiser runs, not when
-# spherecodes is imported.
+def _built_phase(plan, cost, seconds: float, limit) -> Phase:
+    return Phase("candidates", f"{plan.method}: built", seconds, **_build_memory(plan))
 
 
-def _structured(d, k, method, *, name, labels, seed, used_seed, rotation, max_memory, announce, progress, built,
-                **_) -> Code:
-    announce("candidate: the best structured code")
-    candidate = built[0] if built else run_structured(d, k, max_memory)
-    settings = {**candidate.settings, "label": candidate.label}
-    return _packaged(candidate.prototypes, rotation=rotation, rotation_seed=seed, settings=settings, announce=announce,
-                     progress=progress, max_memory=max_memory, method=STRUCTURED, name=name, labels=labels,
-                     seed=used_seed, device="cpu", wall_time=candidate.seconds, orbit=candidate.orbit)
+def _build_memory(plan) -> dict:
+    build = plan.build_cost
+    return {} if build is None else {"nbytes": build[1], "limit": memory_limit("cpu", plan.context.max_memory)}
 
 
-def _auto(d, k, method, *, name, labels, seed, used_seed, rotation, device, steps, restarts, time_limit, progress,
-          announce, max_memory, neighbours, refresh, catalog, built, **_) -> Code:
+# --------------------------------------------------------------------------- auto
+
+
+def _auto(plan) -> Code:
     begin = time.perf_counter()
-    plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=time_limit, neighbours=neighbours,
-                     max_memory=max_memory, catalog=catalog, seed=seed)
-    winner, candidates = best_of(d, k, plan, seed=seed, device=device, steps=steps, restarts=restarts,
-                                 time_limit=time_limit, progress=progress, max_memory=max_memory,
-                                 neighbours=neighbours, refresh=refresh, announce=announce, built=built)
+    winner, candidates = best_of(plan.d, plan.k, plan.auto, plan.options, seed=plan.seed,
+                                 context=plan.optimiser_context, built=plan.built)
     settings = {
         **winner.settings,
         "auto": {
             "winner": winner.label,
             "winner_kind": winner.kind,
             "exact_max_cos": None if winner.exact is None else str(winner.exact),
-            "budget_seconds": round(plan.budget, 3),
+            "budget_seconds": round(plan.auto.budget, 3),
             "candidates": [c.to_dict() for c in candidates],
         },
     }
@@ -524,95 +339,99 @@ def _auto(d, k, method, *, name, labels, seed, used_seed, rotation, device, step
         settings["stop_reason"] = "interrupted"
     elif winner.stop_reason:
         settings["stop_reason"] = winner.stop_reason
-    code = _packaged(winner.prototypes, rotation=rotation, rotation_seed=seed, settings=settings, announce=announce,
-                     progress=progress, max_memory=max_memory, stats_device=_where(winner), method="auto",
-                     name=name, labels=labels, seed=used_seed, device=_where(winner),
-                     wall_time=time.perf_counter() - begin, orbit=winner.orbit)
+    where = winner.settings.get("device", "cpu")  # the optimiser's device, else the CPU
+    code = _packaged(plan, winner.prototypes, settings, stats_device=where, method="auto", device=where,
+                     wall_time=time.perf_counter() - begin, orbit=plan.structure(winner))
     if winner.certificate is not None and "rotation" not in code.settings:
         code.certificate = winner.certificate  # a bundled code's, checked as its bank was read: not computed again
     return code
 
 
-def _where(candidate: Candidate) -> str:
-    """Where a candidate was computed: the optimiser's device, else the CPU."""
-    return candidate.settings.get("device", "cpu")
+def _auto_optimises(plan) -> bool:
+    return plan.auto.runs_optimiser
 
 
-def _closed_form(d, k, method, *, name, labels, seed, used_seed, rotation, max_memory, announce, progress, built,
-                 **_) -> Code:
-    start = time.perf_counter()
-    # The canonical coordinates define the closed form; _packaged turns them where they leave dimensions unused
-    # (or where --rotation random asks), by the same rotation construct(rotation="random") applies.
-    prototypes = built[0].prototypes if built else construct(method, d, k)
-    return _packaged(prototypes, rotation=rotation, rotation_seed=seed, settings={"rotation": "canonical"},
-                     announce=announce, progress=progress, max_memory=max_memory, method=method, name=name,
-                     labels=labels, seed=used_seed, device="cpu", wall_time=time.perf_counter() - start,
-                     orbit=built[0].orbit if built else "auto")
+def _build_auto(plan) -> list[Candidate]:
+    return exact_candidates(plan.d, plan.k, plan.auto, plan.context.max_memory)
 
 
-def _optimise(solver, d, k, *, name, labels, seed, used_seed, rotation, device, steps, restarts, time_limit,
-              progress, announce, init, max_memory, solver_options=None) -> Code:
-    announce(f"optimiser: {solver.__name__}")
-    result = solver(d, k, seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device,
-                    progress=progress, init=init, **(solver_options or {}))
-    return code_from_result(result, name=name, labels=labels, seed=used_seed, max_memory=max_memory,
-                            rotation=rotation, rotation_seed=seed, announce=announce, progress=progress)
+def _auto_phase(plan, cost, seconds: float, limit) -> Phase:
+    if not plan.optimises:
+        return Phase("candidates", "exact codes (structured, closed forms, bundled)", seconds, **_build_memory(plan))
+    runs = sum(1 for o in plan.auto.optimisers if not o.skip)
+    phase = _capped(Phase("candidates", f"{runs} optimiser run{'s' if runs > 1 else ''} of {cost.what}",
+                          runs * cost.seconds, cost.nbytes, cost.limit), limit)
+    if plan.build_cost is None:
+        return phase
+    return Phase("candidates", f"the structured code ({describe_build(plan.build_cost)}), then {phase.what}",
+                 phase.seconds + plan.build_cost[0], phase.nbytes, phase.limit)
 
 
-def _tammes(d, k, method, *, max_memory, neighbours, refresh, effort, workers, scheduler, **options) -> Code:
+# --------------------------------------------------------------------------- the optimisers
+
+
+def _optimise(plan, solver, init=None, **solver_options) -> Code:
+    plan.context.say(f"optimiser: {solver.__name__}")
+    options, context = plan.options, plan.optimiser_context
+    result = solver(plan.d, plan.k, seed=plan.seed, steps=options.steps, restarts=options.restarts,
+                    time_limit=context.time_limit, device=context.device, progress=context.progress,
+                    init=options.init if init is None else init, **solver_options)
+    return _from_result(plan, result)
+
+
+def _tammes(plan) -> Code:
     from .solvers import tammes
 
-    if effort == "record":
-        return _record_search(d, k, max_memory=max_memory, neighbours=neighbours, refresh=refresh, workers=workers,
-                              scheduler=scheduler, **options)
+    options = plan.options
+    if options.effort == "record":
+        return _record_search(plan)
     # Only tammes sizes its working set (dense or neighbour lists) to the memory limit.
-    large = {"neighbours": neighbours, "refresh": refresh, "max_memory": max_memory, "effort": effort}
-    return _optimise(tammes, d, k, max_memory=max_memory, solver_options=large, **_common(options))
+    return _optimise(plan, tammes, neighbours=options.neighbours, refresh=options.refresh,
+                     max_memory=plan.context.max_memory, effort=options.effort)
 
 
-def _record_search(d, k, *, max_memory, neighbours, refresh, workers, scheduler, **options) -> Code:
-    """The record search (chains of tammes at high effort) for ``time_limit`` seconds or ``restarts`` chains."""
+def _record_search(plan) -> Code:
+    """The record search (chains of tammes at high effort) for the time limit or ``restarts`` chains."""
     from .solvers import record_search
 
-    announce = options["announce"]
-    chain_options = {key: value for key, value in (("steps", options["steps"]), ("neighbours", neighbours),
-                                                   ("refresh", refresh), ("max_memory", max_memory))
+    options, context = plan.options, plan.optimiser_context
+    chain_options = {key: value for key, value in (("steps", options.steps), ("neighbours", options.neighbours),
+                                                   ("refresh", options.refresh), ("max_memory", context.max_memory))
                      if value is not None}
 
     def report(p) -> None:
         budget = f" of {p.budget:.0f}" if p.budget is not None else ""
-        announce(f"chain {p.chain.chain}{' (from the start code)' if p.chain.warm else ''}: max-cos "
-                 f"{p.chain.max_cos:.12g} in {p.chain.seconds:.1f} s; best {p.best_max_cos:.12g} (chain "
-                 f"{p.best_chain}) after {p.elapsed:.0f}{budget} s")
+        context.say(f"chain {p.chain.chain}{' (from the start code)' if p.chain.warm else ''}: max-cos "
+                    f"{p.chain.max_cos:.12g} in {p.chain.seconds:.1f} s; best {p.best_max_cos:.12g} (chain "
+                    f"{p.best_chain}) after {p.elapsed:.0f}{budget} s")
 
-    announce("optimiser: record_search")
-    result = record_search(d, k, seed=options["seed"], time_budget=options["time_limit"],
-                           chains=options["restarts"], init=options["init"], device=options["device"],
-                           workers=workers, scheduler=scheduler, progress=report, **chain_options)
-    return code_from_result(result, name=options["name"], labels=options["labels"], seed=options["used_seed"],
-                            max_memory=max_memory, rotation=options["rotation"], rotation_seed=options["seed"],
-                            announce=announce, progress=options["progress"])
+    context.say("optimiser: record_search")
+    result = record_search(plan.d, plan.k, seed=plan.seed, time_budget=context.time_limit, chains=options.restarts,
+                           init=options.init, device=context.device, workers=options.workers,
+                           scheduler=options.scheduler, progress=report, **chain_options)
+    return _from_result(plan, result)
 
 
-def _softmax(d, k, method, *, max_memory, **options) -> Code:
+def _softmax(plan) -> Code:
     from .solvers import softmax_code
 
-    return _optimise(softmax_code, d, k, max_memory=max_memory, **_common(options))
+    return _optimise(plan, softmax_code)
 
 
-def _maxsep(d, k, method, *, max_memory, **options) -> Code:
+def _maxsep(plan) -> Code:
     from .solvers import maxsep
 
-    return _optimise(maxsep, d, k, max_memory=max_memory, **_common(options))
+    return _optimise(plan, maxsep)
 
 
-def _lines(d, k, method, *, init, effort, max_memory, **options) -> Code:
+def _lines(plan) -> Code:
     """The closed form, else the structured lines when they meet the bound, else the optimiser from them."""
     from .lines import OPTIMAL_TOL, line_closed_form, line_lower_bound, max_abs_cos, structured_lines
     from .solvers import line_packing
 
+    d, k, options = plan.d, plan.k, plan.options
     begin = time.perf_counter()
-    found = structured_lines(d, k) if line_closed_form(d, k) is None and init is None else None
+    found = structured_lines(d, k) if line_closed_form(d, k) is None and options.init is None else None
     if found is not None:
         rows, label = found
         bound = line_lower_bound(d, k)
@@ -620,53 +439,71 @@ def _lines(d, k, method, *, init, effort, max_memory, **options) -> Code:
         if value - bound.value <= OPTIMAL_TOL:
             settings = {"method": LINES, "construction": label, "lower_bound": bound.to_dict(), "max_abs_cos": value,
                         "gap": value - bound.value, "stop_reason": "converged"}
-            return make_code(rows, method=LINES, name=options["name"], labels=options["labels"], settings=settings,
-                             device="cpu", wall_time=time.perf_counter() - begin, max_memory=max_memory)
-        init = rows
-    code = _optimise(line_packing, d, k, max_memory=max_memory, solver_options={"effort": effort},
-                     **_common({**options, "init": init}))
+            return make_code(rows, method=LINES, name=plan.name, labels=plan.labels, settings=settings,
+                             device="cpu", wall_time=time.perf_counter() - begin, max_memory=plan.context.max_memory)
+    code = _optimise(plan, line_packing, init=None if found is None else found[0], effort=options.effort)
     if found is not None:
         code.settings["started_from"] = found[1]
     return code
 
 
-def _common(options: dict) -> dict:
-    keys = ("name", "labels", "seed", "used_seed", "rotation", "device", "steps", "restarts", "time_limit", "progress",
-            "announce", "init")
-    return {key: options[key] for key in keys}
+def _check_privileged(plan) -> None:
+    from .semantic import ClassEmbeddings
 
-
-def _privileged(d, k, method, *, embeddings, name, labels, seed, rotation, device, steps, restarts, time_limit,
-                progress, announce, semantic_weight, max_cos_tolerance, triplets, **_) -> Code:
-    """Checks, then :func:`spherecodes.semantic.privileged`, packaged as a labelled code."""
-    from .semantic import DEFAULT_MAX_COS_TOLERANCE, DEFAULT_SEMANTIC_WEIGHT, ClassEmbeddings, privileged
-
+    embeddings = plan.options.embeddings
     if not isinstance(embeddings, ClassEmbeddings):
         raise SpherecodesError("the privileged method needs embeddings: the class names' word vectors "
                                "(spherecodes.semantic.class_embeddings)")
-    if restarts is not None:
-        raise SpherecodesError("the privileged method runs a single start; leave restarts unset")
-    if labels is not None and list(labels) != list(embeddings.names):
+    if plan.labels is not None and list(plan.labels) != list(embeddings.names):
         raise SpherecodesError("the labels of a privileged code are the embeddings' class names; leave labels unset")
+
+
+def _privileged(plan) -> Code:
+    """:func:`spherecodes.semantic.privileged`, packaged as a code labelled by the embeddings' class names."""
+    from .semantic import DEFAULT_MAX_COS_TOLERANCE, DEFAULT_SEMANTIC_WEIGHT, privileged
+
+    options, context = plan.options, plan.optimiser_context
     result = privileged(
-        d, k, embeddings, seed=seed, steps=steps, device=device, time_limit=time_limit, progress=progress,
-        semantic_weight=DEFAULT_SEMANTIC_WEIGHT if semantic_weight is None else semantic_weight,
-        max_cos_tolerance=DEFAULT_MAX_COS_TOLERANCE if max_cos_tolerance is None else max_cos_tolerance,
-        triplets=triplets,
+        plan.d, plan.k, options.embeddings, seed=plan.seed, steps=options.steps, device=context.device,
+        time_limit=context.time_limit, progress=context.progress,
+        semantic_weight=DEFAULT_SEMANTIC_WEIGHT if options.semantic_weight is None else options.semantic_weight,
+        max_cos_tolerance=(DEFAULT_MAX_COS_TOLERANCE if options.max_cos_tolerance is None
+                           else options.max_cos_tolerance),
+        triplets=options.triplets,
     )
     # Every term of its objective is a function of inner products: a rotation changes none of them.
-    return code_from_result(result, name=name, labels=embeddings.names, seed=seed, rotation=rotation,
-                            rotation_seed=seed, announce=announce, progress=progress)
+    return _from_result(plan, result, labels=options.embeddings.names)
 
 
-#: The dispatch table of :func:`generate`: method -> runner (every closed form uses :func:`_closed_form`).
-_RUNNERS = {
-    **{method: _closed_form for method in CLOSED_FORMS},
-    STRUCTURED: _structured,
-    "auto": _auto,
-    "tammes": _tammes,
-    "softmax": _softmax,
-    "maxsep": _maxsep,
-    "privileged": _privileged,
-    LINES: _lines,
-}
+def _capped(phase: Phase, limit) -> Phase:
+    """An optimiser's phase within the optimisers' share of the time limit (they stop there)."""
+    return phase if limit is None else Phase(phase.name, phase.what, min(phase.seconds, limit), phase.nbytes,
+                                             phase.limit)
+
+
+def _tammes_phase(plan, cost, seconds: float, limit) -> Phase:
+    return _capped(Phase("candidates", cost.what, cost.seconds, cost.nbytes, cost.limit), limit)
+
+
+def _optimiser_phase(plan, cost, seconds: float, limit) -> Phase:
+    return _capped(Phase("candidates", f"{plan.method}: the start and work of {cost.what} (its cost at this size)",
+                         cost.seconds, cost.nbytes, cost.limit), limit)
+
+
+def _softmax_phase(plan, cost, seconds: float, limit) -> Phase:
+    total, what = softmax_seconds(plan.d, plan.k, plan.options.steps, cost.seconds, plan.stand_in, plan.context)
+    return _capped(Phase("candidates", what, total, cost.nbytes, cost.limit), limit)
+
+
+#: The methods of ``generate``; every closed form of :data:`spherecodes.constructions.CLOSED_FORMS` is
+#: ``"closed form"``.
+METHOD_TABLE = {m.name: m for m in (
+    Method("closed form", None, _closed_form, _built_phase, _build_closed_form, lambda plan: False),
+    Method(STRUCTURED, None, _structured, _built_phase, _build_structured, lambda plan: False),
+    Method("auto", AutoOptions, _auto, _auto_phase, _build_auto, _auto_optimises),
+    Method("tammes", TammesOptions, _tammes, _tammes_phase),
+    Method("softmax", SoftmaxOptions, _softmax, _softmax_phase),
+    Method("maxsep", MaxsepOptions, _maxsep, _optimiser_phase),
+    Method("privileged", PrivilegedOptions, _privileged, _optimiser_phase, check=_check_privileged),
+    Method(LINES, LinesOptions, _lines, _optimiser_phase),
+)}

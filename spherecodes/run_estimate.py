@@ -15,32 +15,18 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import h5py
 import numpy as np
 
-from .best_of import (
-    AutoPlan,
-    Candidate,
-    describe_build,
-    describe_plan,
-    exact_candidates,
-    plan_auto,
-    run_structured,
-    structured_build,
-)
 from .bank import prototype_storage
 from .bounds import max_cos_lower_bound
-from .constructions import construct
-from .errors import SpherecodesError
-from .generation import CLOSED_FORMS, STRUCTURED, resolve_method, rotation_reason
 from .lp_store import cache_path, read_table
-from .memory import ABSURD_SECONDS, format_bytes, format_duration, memory_limit
+from .memory import ABSURD_SECONDS, format_bytes, format_duration
 from .orbit import ORBIT_MIN_K, OrbitPrefix, describe_orbit, resolve_orbit
 from .rotated import orthogonality_error
 from .sphere import DEFAULT_TILE, nearest_others, random_rotation, random_start
-from .structured import best_structured_code
 from .z4orbit import Z4Orbit
 
 
@@ -109,12 +95,6 @@ class RunEstimate:
     optimiser_time_limit : float or None
         What the optimisers may use of it: the time limit less the estimate
         of the phases after them and the time already spent.
-    built : tuple of spherecodes.best_of.Candidate or None
-        The exact codes built for the estimate where no optimiser runs (the
-        certificate was timed on them): pass them to
-        :func:`spherecodes.generation.generate` (``built``) so that the run
-        does not build them again.  None where the estimate built none (an
-        optimiser runs: the run builds its candidates itself).
     """
 
     d: int
@@ -122,7 +102,6 @@ class RunEstimate:
     phases: tuple
     time_limit: float | None = None
     optimiser_time_limit: float | None = None
-    built: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def seconds(self) -> float:
@@ -225,105 +204,6 @@ def statistics_seconds(d: int, k: int) -> float:
     return fastest * (k / rows) * (k / columns) * (d / width)
 
 
-def estimate_run(
-    d: int, k: int, method: str = "auto", *, seed: int = 0, device: str = "auto", steps: int | None = None,
-    restarts: int | None = None, time_limit: float | None = None, max_memory: float | None = None,
-    neighbours: int | None = None, refresh: int | None = None, effort: str = "default", catalog: bool = True,
-    certify: bool = True, started: float | None = None, announce=None, rotation: str = "auto",
-) -> tuple[RunEstimate, AutoPlan | None]:
-    """Estimate every phase of ``generate`` (and the certificate after it) for these settings, before any work.
-
-    Parameters
-    ----------
-    d, k, method, seed, device, steps, restarts, max_memory, neighbours, refresh, effort, catalog
-        As for :func:`spherecodes.generation.generate`.
-    time_limit : float, optional
-        Seconds for the whole run: the optimisers get what the estimated
-        statistics and certificate leave of it (``optimiser_time_limit``).
-    certify : bool
-        Whether the run certifies the code.
-    rotation : str
-        As for :func:`spherecodes.generation.generate`: a code that is one
-        orbit of sign changes, kept in its coordinates, has its statistics
-        read off one class.
-    started : float, optional
-        ``time.perf_counter()`` when the run began (default: now); the time
-        spent since counts against ``time_limit``.
-    announce : callable, optional
-        Called with one line of text before each timing (the plan of
-        ``auto`` first, as :func:`spherecodes.best_of.describe_plan` words
-        it): timing a large certificate can itself take minutes.
-
-    Returns
-    -------
-    (RunEstimate, AutoPlan or None)
-        The estimate, and for ``auto`` the plan that fits the optimisers'
-        share of the time limit (print it with
-        :func:`spherecodes.best_of.describe_plan`).
-
-    Raises
-    ------
-    SpherecodesError
-        A phase that cannot fit in memory (refused by its own estimate).
-
-    Examples
-    --------
-    >>> est, plan = estimate_run(64, 1000, device="cpu")
-    >>> [p.name for p in est.phases], plan.runs_optimiser
-    (['start-up', 'bound', 'candidates', 'statistics', 'certificate', 'writing'], False)
-    """
-    started = time.perf_counter() if started is None else started
-    announce = announce or (lambda line: None)
-    method = resolve_method(d, k, method)
-    plan = None
-    if method == "auto":
-        plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=time_limit, neighbours=neighbours,
-                         max_memory=max_memory, catalog=catalog, seed=seed)
-        announce(describe_plan(plan, k))
-    optimising = _optimising(method, plan)
-    # What cannot fit in memory is refused first: the optimiser's working set, or the exact code as it is built.
-    solver = _solver_estimate(d, k, method, device, steps, restarts, neighbours, refresh, max_memory, effort) \
-        if optimising else None
-    build = _structured_build(d, k, method, plan, max_memory)
-    if build is not None and not optimising:
-        announce(f"estimating: the structured code first ({describe_build(build)}; the certificate is timed on it) ...")
-    elif not optimising and k * d >= LARGE_CODE:  # seconds of building, which the run keeps: not in silence
-        announce("estimating: building the exact codes first (the run keeps them; the certificate is timed on them) ...")
-    built, points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed, max_memory)
-    statistics, orbit = _statistics_phase(d, k, built, points, optimising, rotation)
-    # Refused at once where the statistics alone are too long: timing the certificate could take minutes more.
-    RunEstimate(d, k, (statistics,), time_limit).check()
-    bound = _bound_phase(d, k)  # after the refusals: it may take a second where it is solved
-    if certify and k * d >= LARGE_CODE:  # smaller certificates are timed in seconds: no need to say so
-        announce(f"estimating: statistics ~{format_duration(statistics.seconds)}; timing the certificate on a sample "
-                 "of its classes (seconds; --no-certify skips it and the certificate) ...")
-    certificate = _certificate_phase(points, optimising, device, max_memory, orbit, rotation,
-                                     _stored(built, points, rotation)) if certify else None
-    writing = _writing_phase(points, k, d)
-    optimiser_limit = None
-    if time_limit is not None:
-        after = statistics.seconds + (certificate.seconds if certificate is not None else 0.0) + writing.seconds
-        # An optimising run builds its structured candidate itself: its build is not the optimisers' either.
-        later_build = build[0] if build is not None and optimising else 0.0
-        optimiser_limit = max(time_limit - after - later_build - (time.perf_counter() - started), 1e-3)
-        if plan is not None:
-            plan = plan_auto(d, k, steps=steps, restarts=restarts, time_limit=optimiser_limit,
-                             neighbours=neighbours, max_memory=max_memory, catalog=catalog, seed=seed)
-            if optimising and not _optimising(method, plan):  # the share left no optimiser: the exact code it is
-                optimising = False
-                announce(f"{describe_plan(plan, k)}\nestimating: timing the certificate of that code ...")
-                built, points, build_seconds = _code_to_certify(d, k, method, plan, optimising, seed, max_memory)
-                statistics, orbit = _statistics_phase(d, k, built, points, optimising, rotation)
-                certificate = _certificate_phase(points, optimising, device, max_memory, orbit, rotation,
-                                                 _stored(built, points, rotation)) if certify else None
-    phases = [statistics] + ([certificate] if certificate is not None else []) + [writing]
-    first = _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, solver, points,
-                              device=device, steps=steps, max_memory=max_memory, build=build)
-    fixed = (_start_up_phase(started, bound.seconds + (0.0 if optimising else build_seconds)), bound)
-    estimate = RunEstimate(d, k, (*fixed, first, *phases), time_limit, optimiser_limit if optimising else None, built)
-    return estimate, plan
-
-
 def process_seconds() -> float | None:
     """Seconds since this process started (from ``/proc`` on Linux), or None where that cannot be read.
 
@@ -342,7 +222,7 @@ def process_seconds() -> float | None:
         return None
 
 
-def _start_up_phase(started: float, counted: float) -> Phase:
+def start_up_phase(started: float, counted: float) -> Phase:
     """What the process has spent so far besides the ``counted`` seconds of other phases: starting Python and
     the libraries, the command's checks and this estimate's timings."""
     age = process_seconds()
@@ -351,7 +231,7 @@ def _start_up_phase(started: float, counted: float) -> Phase:
     return Phase("start-up", "Python, the libraries, the command and this estimate (spent)", max(age - counted, 0.0))
 
 
-def _bound_phase(d: int, k: int) -> Phase:
+def bound_phase(d: int, k: int) -> Phase:
     """The lower bound on max-cos that the bank and the report show, found here (the run then reuses it)."""
     found = time.perf_counter()
     where = "the table shipped with spherecodes" if (d, k) in read_table() else \
@@ -365,7 +245,7 @@ def _bound_phase(d: int, k: int) -> Phase:
     return Phase("bound", "the LP bound on max-cos, solved here (and kept in this user's cache)", seconds)
 
 
-def _writing_phase(points: np.ndarray, k: int, d: int) -> Phase:
+def writing_phase(points: np.ndarray, k: int, d: int) -> Phase:
     """Writing the K x d prototypes into a bank as it stores them (:func:`spherecodes.bank.prototype_storage`):
     a sample of the rows written into memory, timed and scaled to K (the bank's other arrays are small)."""
     rows = min(k, max(1, WRITE_SAMPLE_BYTES // (8 * d)))
@@ -378,42 +258,41 @@ def _writing_phase(points: np.ndarray, k: int, d: int) -> Phase:
     return Phase("writing", f"the {k:,} x {d} prototypes into the bank ({how})", seconds)
 
 
-def _statistics_phase(d: int, k: int, built, points: np.ndarray, optimising: bool, rotation: str):
+def statistics_phase(d: int, k: int, points: np.ndarray, exact: bool, turned: bool):
     """The float64 statistics' phase, and the structure the certificate's timing is given.
 
-    For a code that is one orbit of sign changes, or the first K words of
-    one: the structure proved here, once (the candidate keeps it for the
-    run, :attr:`spherecodes.best_of.Candidate.orbit`), and the statistics'
-    own work on it timed (a product or two and, for a prefix, a tree of
-    maxima: O(K·d)).  A rotation keeps it: the statistics and the
-    certificate are computed in the construction's coordinates and carried
-    to the turned rows (:mod:`spherecodes.rotated`), at the cost of one
-    product of the rows with the rotation, timed here on a block of rows.
-    Else every pair.
+    For an ``exact`` code that is one orbit of sign changes, or the first K
+    words of one: the structure proved here, once (the run keeps it), and
+    the statistics' own work on it timed (a product or two and, for a
+    prefix, a tree of maxima: O(K·d)).  A rotation (``turned``) keeps it:
+    the statistics and the certificate are computed in the construction's
+    coordinates and carried to the turned rows (:mod:`spherecodes.rotated`),
+    at the cost of one product of the rows with the rotation, timed here on
+    a block of rows.  Else every pair, and the structure ``"auto"``: not
+    proved here (the run proves it where the code is made).
     """
-    if not optimising and k >= ORBIT_MIN_K:
+    if exact and k >= ORBIT_MIN_K:
         proved = time.perf_counter()
         orbit = resolve_orbit(points)
-        for candidate in built:
-            if candidate.prototypes is points:
-                candidate.orbit = orbit
         if orbit is not None:
             if isinstance(orbit, (OrbitPrefix, Z4Orbit)):
                 orbit.nearest(points)
             seconds = time.perf_counter() - proved
             what = describe_orbit(orbit)
-            if rotation_reason(points, rotation) is not None:
-                seconds += _rotation_seconds(points)
+            if turned:
+                seconds += rotation_seconds(points)
                 what += ", carried through the rotation"
             return Phase("statistics", what, seconds), orbit
-    return Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k)), None
+        return Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs",
+                     statistics_seconds(d, k)), None
+    return Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k)), "auto"
 
 
-#: Rows of the code turned in :func:`_rotation_seconds`' timing.
+#: Rows of the code turned in :func:`rotation_seconds`' timing.
 ROTATION_SAMPLE_ROWS = 1024
 
 
-def _rotation_seconds(points: np.ndarray) -> float:
+def rotation_seconds(points: np.ndarray) -> float:
     """Seconds to turn the code: the rotation's QR and its check (O(d³)), and the product with the rows (O(K·d²)),
     timed on a block of rows and scaled to K."""
     k, d = points.shape
@@ -427,47 +306,7 @@ def _rotation_seconds(points: np.ndarray) -> float:
     return cubic + (time.perf_counter() - started) * k / rows
 
 
-def _optimising(method: str, plan: AutoPlan | None) -> bool:
-    """Whether an optimiser runs: the method is one, or ``auto`` plans one."""
-    return method not in CLOSED_FORMS + (STRUCTURED, "auto") or (plan is not None and plan.runs_optimiser)
-
-
-def _solver_estimate(d, k, method, device, steps, restarts, neighbours, refresh, max_memory, effort):
-    """The optimiser's :class:`spherecodes.memory.Estimate`, refusing what cannot fit."""
-    from .solvers import tammes_estimate
-
-    return tammes_estimate(d, k, steps=steps, restarts=restarts, device=device, neighbours=neighbours,
-                           refresh=refresh, max_memory=max_memory,
-                           effort=effort if method == "tammes" else "default")
-
-
-def _code_to_certify(d, k, method, plan, optimising, seed, max_memory) -> tuple[tuple, np.ndarray, float]:
-    """The exact codes built, the code the run will certify, and the seconds it took to build them.
-
-    The codes are built here where they are exact (milliseconds to a
-    minute), once: the run takes them over (:attr:`RunEstimate.built`).
-    Else the code is a random code of the size, the optimiser's first start
-    (its result is not known yet), and nothing is built.
-    """
-    if optimising:
-        return None, random_start(seed, 0, k, d), 0.0
-    began = time.perf_counter()
-    built = tuple(_exact_codes(d, k, method, plan, max_memory))
-    # The best of them is the code returned (a tie goes to the earlier, as auto breaks ties of large codes).
-    points = min(built, key=lambda c: c.max_cos).prototypes if len(built) > 1 else built[0].prototypes
-    return built, points, time.perf_counter() - began
-
-
-def _stored(built, points, rotation: str):
-    """The candidate the run will certify where it brings its own checked certificate (a bundled code kept as
-    stored, :attr:`spherecodes.best_of.Candidate.certificate`), else None."""
-    winner = next((c for c in built or () if c.prototypes is points), None)
-    if winner is None or winner.certificate is None or rotation_reason(points, rotation) is not None:
-        return None
-    return winner
-
-
-def _certificate_phase(points, optimising, device, max_memory, orbit, rotation: str = "none", stored=None) -> Phase:
+def certificate_phase(points, context, orbit, *, optimising: bool, turned: bool, stored=None) -> Phase:
     """The certificate's phase, timed on a sample of its classes by :func:`spherecodes.certificate.certificate_estimate`;
     nothing to compute for a ``stored`` candidate's certificate, checked as its bank was read.
 
@@ -479,74 +318,24 @@ def _certificate_phase(points, optimising, device, max_memory, orbit, rotation: 
                      "as its bank was read (among the candidates)", 0.0)
     from .certificate import certificate_estimate
 
-    cert = certificate_estimate(points, device=device, max_memory=max_memory, orbit=orbit)
+    cert = certificate_estimate(points, device=context.device, max_memory=context.max_memory, orbit=orbit)
     what = cert.what.replace("certificate of ", "", 1)
     if orbit is not None:
         what = "certified through the construction: " + what
-        if rotation_reason(points, rotation) is not None:
+        if turned:
             what += ", carried through the rotation"
     if optimising:
         what += ", timed on a random code of this size"
     return Phase("certificate", what, cert.seconds, cert.nbytes, cert.limit)
 
 
-def _exact_codes(d: int, k: int, method: str, plan: AutoPlan | None, max_memory) -> list[Candidate]:
-    """The codes that a run without optimiser chooses from, as ``generate`` takes them (``built``), before any
-    rotation (which keeps every cosine)."""
-    if method in CLOSED_FORMS:
-        began = time.perf_counter()
-        points = construct(method, d, k)
-        return [Candidate(f"closed form {method}", "closed-form", points, seconds=time.perf_counter() - began)]
-    if method == STRUCTURED:
-        return [run_structured(d, k, max_memory)]  # or the error naming the closest structured codes
-    return exact_candidates(d, k, plan, max_memory)
-
-
-def _structured_build(d, k, method, plan, max_memory) -> tuple | None:
-    """(seconds, bytes) of building the run's structured code where that takes long, refused where it cannot fit."""
-    if method == "auto":
-        return plan.build
-    code = best_structured_code(d, k) if method == STRUCTURED else None
-    return structured_build(code, max_memory) if code is not None else None
-
-
-def _candidates_phase(d, k, method, plan, build_seconds, optimiser_limit, solver, stand_in, *, device, steps,
-                      max_memory, build=None) -> Phase:
-    """The first phase: the exact codes built (timed above), or the optimisers (``solver``: their estimate).
-
-    ``build``: the (seconds, bytes) expected for building the structured code where that takes long; built
-    above where no optimiser runs (its measured seconds are the phase's), else by the run, before the optimisers.
-    """
-    runs = 1
-    memory = {} if build is None else {"nbytes": build[1], "limit": memory_limit("cpu", max_memory)}
-    if method == "auto":
-        if not plan.runs_optimiser:
-            return Phase("candidates", "exact codes (structured, closed forms, bundled)", build_seconds, **memory)
-        runs = sum(1 for o in plan.optimisers if not o.skip)
-    elif method in CLOSED_FORMS + (STRUCTURED,):
-        return Phase("candidates", f"{method}: built", build_seconds, **memory)
-    seconds, what = runs * solver.seconds, solver.what
-    if method == "auto":
-        what = f"{runs} optimiser run{'s' if runs > 1 else ''} of {what}"
-    elif method == "softmax":
-        seconds, what = _softmax_seconds(d, k, steps, solver.seconds, stand_in, device, max_memory)
-    elif method != "tammes":
-        what = f"{method}: the start and work of {what} (its cost at this size)"
-    if optimiser_limit is not None:
-        seconds = min(seconds, optimiser_limit)
-    if build is not None and method == "auto":
-        seconds += build[0]
-        what = f"the structured code ({describe_build(build)}), then {what}"
-    return Phase("candidates", what, seconds, solver.nbytes, solver.limit)
-
-
-def _softmax_seconds(d, k, steps, start_seconds, stand_in, device, max_memory) -> tuple[float, str]:
-    """Softmax Code: its tammes start, then one certificate per ascent step."""
+def softmax_seconds(d: int, k: int, steps, start_seconds: float, stand_in, context) -> tuple[float, str]:
+    """Softmax Code: its tammes start, then one certificate per ascent step (timed on ``stand_in``)."""
     from .certificate import certificate_estimate
-    from .solvers import SoftmaxOptions
+    from .solvers import SoftmaxSettings
 
-    cfg, _ = SoftmaxOptions.resolve(d, k, steps=steps)
-    per_step = certificate_estimate(stand_in, device=device, max_memory=max_memory).seconds
+    cfg, _ = SoftmaxSettings.resolve(d, k, steps=steps)
+    per_step = certificate_estimate(stand_in, device=context.device, max_memory=context.max_memory).seconds
     return (start_seconds + cfg.steps * per_step,
             f"softmax: the tammes start (~{format_duration(start_seconds)}), then {cfg.steps} ascent steps of one "
             f"certificate each (~{format_duration(per_step)})")

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 from spherecodes.errors import SpherecodesError
-from spherecodes.solvers import TammesOptions, tammes
+from spherecodes.solvers import TammesSettings, tammes
 from spherecodes.stats import max_cos
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -64,11 +64,11 @@ def test_energy_continuation_is_deterministic_and_high_effort_uses_it():
     runs = [tammes(6, 20, seed=3, device="cpu", restarts=3, riesz_starts=2, steps=300) for _ in range(2)]
     assert np.array_equal(runs[0].prototypes, runs[1].prototypes)
     assert runs[0].max_cos == max_cos(runs[0].prototypes)
-    high = TammesOptions.resolve(6, 20, device="cpu", effort="high")
+    high = TammesSettings.resolve(6, 20, device="cpu", effort="high")
     assert high.riesz_starts == high.restarts // 2
-    assert TammesOptions.resolve(6, 20, device="cpu").riesz_starts == 0
+    assert TammesSettings.resolve(6, 20, device="cpu").riesz_starts == 0
     # In R^3 the symmetric starts take that share.
-    assert TammesOptions.resolve(3, 20, device="cpu", effort="high").riesz_starts == 0
+    assert TammesSettings.resolve(3, 20, device="cpu", effort="high").riesz_starts == 0
 
 
 @pytest.mark.parametrize(
@@ -88,7 +88,7 @@ def test_float32_annealing_still_reaches_an_optimum_to_round_off():
     # Above K^2 d = 2e4 the annealing runs in float32 on the CPU; the
     # sharpening and the polish run in float64, so the icosahedron (max-cos
     # 1/sqrt(5)) is still reached to round-off from a float32 annealing.
-    assert TammesOptions.resolve(4, 120, device="cpu").dtype == "float32"
+    assert TammesSettings.resolve(4, 120, device="cpu").dtype == "float32"
     res = tammes(3, 12, seed=0, device="cpu", closed_form=False, restarts=4, steps=500, dtype="float32")
     assert abs(res.max_cos - 1 / math.sqrt(5)) <= 1e-12
     assert math.isclose(res.max_cos, max_cos(res.prototypes), abs_tol=0)
@@ -122,7 +122,7 @@ def test_contact_solve_between_lp_rounds_changes_the_rounds_not_the_optimum(monk
     from spherecodes.solvers import _polish
 
     rough = tammes(3, 30, seed=1, device="cpu", restarts=2, steps=400, polish=False).prototypes
-    cfg = TammesOptions.resolve(3, 30, device="cpu")
+    cfg = TammesSettings.resolve(3, 30, device="cpu")
     ends = {}
     for refine in (None, _polish.solve_contacts):
         clock = _polish.Clock(None, None, 1, 0.0)
@@ -141,7 +141,7 @@ def test_perturbation_rounds_stop_when_they_stop_helping():
     from spherecodes.solvers._core import Clock
 
     w = _icosahedron()
-    cfg = TammesOptions.resolve(3, 12, device="cpu")
+    cfg = TammesSettings.resolve(3, 12, device="cpu")
     calls = []
 
     def anneal(starts, t_start, local):

@@ -144,10 +144,10 @@ def test_ctrl_c_during_the_rounds_keeps_the_best_code():
 
 
 def test_high_effort_runs_at_least_512_starts_on_the_sphere_up_to_130_points():
-    from spherecodes.solvers import TammesOptions
+    from spherecodes.solvers import TammesSettings
 
     def starts(d, k, **options):
-        return TammesOptions.resolve(d, k, device="cpu", **options).restarts
+        return TammesSettings.resolve(d, k, device="cpu", **options).restarts
 
     # From 82 points the default's K^2 d work per start gives 16 starts.
     assert starts(3, 100) == 16 and starts(3, 100, effort="low") == 4
@@ -155,16 +155,16 @@ def test_high_effort_runs_at_least_512_starts_on_the_sphere_up_to_130_points():
     assert starts(3, 131, effort="high") == 4 * starts(3, 131)
     assert starts(5, 100, effort="high") == 4 * starts(5, 100)
     assert starts(3, 100, effort="high", restarts=8) == 8
-    assert TammesOptions.resolve(3, 100, device="cpu", effort="high").symmetric_starts == 256
+    assert TammesSettings.resolve(3, 100, device="cpu", effort="high").symmetric_starts == 256
 
 
 def test_high_effort_searches_the_sphere_longer_up_to_130_points():
-    from spherecodes.solvers import TammesOptions
+    from spherecodes.solvers import TammesSettings
     from spherecodes.solvers._basin import PATIENCE
     from spherecodes.solvers._options import SPHERE_PATIENCE
 
     def rounds(d, k, **options):
-        opts = TammesOptions.resolve(d, k, device="cpu", **options)
+        opts = TammesSettings.resolve(d, k, device="cpu", **options)
         return opts.perturb_rounds, opts.perturb_patience
 
     # In R^3 up to 130 points: min(300, 9.19e6 / (K^2 d) - 172) rounds, at

@@ -421,13 +421,13 @@ def test_softmax_starts_from_init():
 
 def test_tammes_precision_and_sharp_starts_follow_the_run():
     """float32 annealing only where float64 refines it; sharp starts only for cold runs."""
-    cold = solvers.TammesOptions.resolve(3, 12, device="cpu")
+    cold = solvers.TammesSettings.resolve(3, 12, device="cpu")
     assert (cold.dtype, cold.sharp_share) == ("float32", 0.5)
     # Nothing refines an unpolished small code, and a warm start is already sharp.
-    assert solvers.TammesOptions.resolve(3, 12, device="cpu", polish=False).dtype == "float64"
-    assert (solvers.TammesOptions.resolve(5, 43, device="cpu").dtype,
-            solvers.TammesOptions.resolve(5, 43, device="cpu").sharp_share) == ("float64", 0.0)
-    assert solvers.TammesOptions.resolve(3, 12, device="cpu", warm=True).sharp_share == 0.0
+    assert solvers.TammesSettings.resolve(3, 12, device="cpu", polish=False).dtype == "float64"
+    assert (solvers.TammesSettings.resolve(5, 43, device="cpu").dtype,
+            solvers.TammesSettings.resolve(5, 43, device="cpu").sharp_share) == ("float64", 0.0)
+    assert solvers.TammesSettings.resolve(3, 12, device="cpu", warm=True).sharp_share == 0.0
     # Whatever the schedule mix, a run ends at the proven optimum of N = 12 (the icosahedron, 1/sqrt(5)).
     for share in (0.0, 1.0):
         res = solvers.tammes(3, 12, seed=1, steps=300, restarts=4, device="cpu", sharp_share=share)

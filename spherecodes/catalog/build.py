@@ -31,7 +31,9 @@ from ..cluster import RESULT_TIMEOUT_S, dask_client, next_result
 from ..code import default_code_name
 from ..constructions import optimal_closed_form
 from ..errors import SpherecodesError
-from ..generation import METHOD_OPTIONS, NEEDS_CLASS_DATA, OPTIMISERS, generate
+from ..context import RunContext
+from ..generation import NEEDS_CLASS_DATA, OPTIMISERS, options_kinds
+from ..run import generate
 from .publish import publish as publish_registry
 
 #: Most (d, K) pairs one grid may hold: a build runs one task per pair and method.
@@ -185,7 +187,7 @@ def check_effort(effort: str, methods) -> None:
 
     if effort not in EFFORTS:
         raise SpherecodesError(f"effort must be one of {', '.join(EFFORTS)}, got {effort!r}")
-    takers = [m for m in METHOD_OPTIONS["effort"] if m in OPTIMISERS]
+    takers = [m for m in OPTIMISERS if "effort" in options_kinds()[m].__dataclass_fields__]
     if effort != "default" and not any(m in takers for m in methods):
         raise SpherecodesError(f"effort {effort!r} applies to the {' and '.join(takers)} method only; "
                                f"none of {', '.join(methods)} takes it (add tammes to --methods, or leave "
@@ -237,8 +239,8 @@ def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: i
     form), which ``fetch`` builds on demand, nothing is written (``status``
     ``"on demand"``).
 
-    ``effort`` goes to the methods that take it (``tammes``, see
-    :data:`spherecodes.generation.METHOD_OPTIONS`) and is ignored by the
+    ``effort`` goes to the methods whose options take it (``tammes``, see
+    :mod:`spherecodes.options`) and is ignored by the
     others, so one grid can mix them.
 
     Examples
@@ -265,11 +267,10 @@ def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: i
         torch.set_num_threads(max(1, int(threads)))
     started, cpu_started = time.perf_counter(), time.process_time()
     # auto leaves the bundled catalog out: the catalog is what it builds.
-    extra = {"catalog": False} if method == "auto" else {}
-    if method in METHOD_OPTIONS["effort"]:
-        extra["effort"] = effort
-    code = generate(d, k, method, seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device,
-                    **extra)
+    kind = options_kinds()[method]
+    given = {"steps": steps, "restarts": restarts, "catalog": False, "effort": effort}
+    options = kind(**{name: value for name, value in given.items() if name in kind.__dataclass_fields__})
+    code = generate(d, k, method, options, seed=seed, context=RunContext(device=device, time_limit=time_limit))
     if code.settings.get("auto", {}).get("winner_kind") in ("structured", "closed-form"):
         # An exact code: fetch builds it on demand (spherecodes.catalog.on_demand), so nothing is stored.
         return {**summary, "status": "on demand", "seconds": time.perf_counter() - started,

@@ -40,7 +40,7 @@ from ..checks import check_sizes
 from ..code import Code
 from ..constructions import CLOSED_FORMS, applicable_closed_forms, optimal_closed_form
 from ..errors import SpherecodesError
-from ..generation import generate
+from ..run import generate
 from ._http import stream_download
 from .bundled import bundled_catalog, check_bank_file, read_bundled, read_entry
 from .on_demand import beats, parse_structured_name, structured_for

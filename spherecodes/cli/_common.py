@@ -13,9 +13,7 @@ from pathlib import Path
 import click
 
 from ..bank import check_writable_destination, read_code, read_estimate
-from ..certificate import (
-    DEFAULT_TOL, CertificateOutOfTime, certificate_estimate, one_vs_rest_distances, verify_witness,
-)
+from ..certificate import DEFAULT_TOL, certificate_estimate, one_vs_rest_distances, verify_witness
 from ..cluster import check_scheduler_trust
 from ..claims import check_claims
 from ..errors import SpherecodesError
@@ -87,32 +85,17 @@ def tell(quiet: bool, as_json: bool) -> bool:
     return not quiet and (not as_json or sys.stderr.isatty())
 
 
-class OutOfTime(Exception):
-    """The run's time limit passed during the certificate: raised at its next progress update (a block of
-    classes), with the :class:`spherecodes.certificate.CertificateProgress` of that update."""
-
-
-def certify(code, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL, estimate: bool = True, client=None,
-            deadline: float | None = None):
+def certify(code, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL, estimate: bool = True, client=None):
     """The certificate of a code (its orbit of sign changes, if any, proved once already), with its estimate
     (unless ``estimate`` is False: printed before) and a progress bar on stderr unless ``quiet``; the QP's
-    blocks as tasks on a Dask ``client``'s cluster if given; stopped with :class:`OutOfTime` once
-    ``time.perf_counter()`` passes ``deadline``: within the QP's block under way, or after the pass (nearest
-    shells, Gram matrix, a cluster's block) during which it passed."""
+    blocks as tasks on a Dask ``client``'s cluster if given.  (A run with a time limit certifies within its
+    deadline: :func:`spherecodes.run.certify_within`.)"""
     if not quiet and estimate:  # the certificate checks its memory itself before allocating
         click.echo(certificate_estimate(code.prototypes, device=device, max_memory=max_memory,
                                         orbit=code.orbit).describe(), err=True)
     with ProgressBar(enabled=not quiet) as progress:
-        def report(update):
-            progress(update)
-            if deadline is not None and time.perf_counter() > deadline and update.step < update.steps:
-                raise OutOfTime(update)
-
-        try:
-            return one_vs_rest_distances(code.prototypes, tol=tol, device=device, max_memory=max_memory,
-                                         progress=report, orbit=code.orbit, client=client, deadline=deadline)
-        except CertificateOutOfTime as stop:
-            raise OutOfTime(stop.progress) from None
+        return one_vs_rest_distances(code.prototypes, tol=tol, device=device, max_memory=max_memory,
+                                     progress=progress, orbit=code.orbit, client=client)
 
 
 #: A bank read expected to take this long (or one bounded by --max-memory) has its estimate line printed first.

@@ -153,7 +153,7 @@ def summary(accuracies: list[float]) -> str:
 
 def _code(bank, name, d: int, k: int):
     from ..bank import read_code
-    from ..generation import generate
+    from ..run import generate
 
     code = read_code(bank, name) if bank else generate(d=d, k=k)
     if code.k != k:

@@ -33,7 +33,7 @@ Examples
 from ._core import (
     ADAM_DEFAULTS, DTYPES, EXP_FLOOR, HISTORY_COLUMNS, Clock, Progress, SolverResult, descend_on_sphere,
 )
-from ._options import EFFORTS, MaxsepOptions, SoftmaxOptions, TammesOptions, tammes_defaults
+from ._options import EFFORTS, MaxsepSettings, SoftmaxSettings, TammesSettings, tammes_defaults
 from .lines import line_packing
 from .maxsep import maxsep
 from .record_search import record_search
@@ -41,8 +41,8 @@ from .softmax import softmax_code
 from .tammes import tammes, tammes_estimate, tammes_memory
 
 __all__ = [
-    "ADAM_DEFAULTS", "DTYPES", "EFFORTS", "EXP_FLOOR", "HISTORY_COLUMNS", "Clock", "MaxsepOptions", "Progress",
-    "SoftmaxOptions", "SolverResult", "TammesOptions", "descend_on_sphere", "line_packing", "maxsep", "record_search", "softmax_code",
+    "ADAM_DEFAULTS", "DTYPES", "EFFORTS", "EXP_FLOOR", "HISTORY_COLUMNS", "Clock", "MaxsepSettings", "Progress",
+    "SoftmaxSettings", "SolverResult", "TammesSettings", "descend_on_sphere", "line_packing", "maxsep", "record_search", "softmax_code",
     "tammes",
     "tammes_defaults", "tammes_estimate", "tammes_memory",
 ]

@@ -119,7 +119,7 @@ def perturbation_rounds(w: np.ndarray, value: float, rounds: int, seed: int, cfg
                         step_offset: int, *, anneal, polish) -> tuple[np.ndarray, float, dict]:
     """Run ``rounds`` perturb / re-anneal / polish rounds from the code ``w`` (max-cos ``value``).
 
-    ``cfg`` holds the run's :class:`spherecodes.solvers.TammesOptions`;
+    ``cfg`` holds the run's :class:`spherecodes.solvers.TammesSettings`;
     ``anneal(starts, t_start, options)`` anneals a batch with those options
     and returns its codes (float64, unit rows) and steps per start;
     ``polish(code)`` returns the polished code and its LP rounds.  Round r

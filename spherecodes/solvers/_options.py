@@ -24,7 +24,7 @@ from ._core import batch_size, check_dtype, estimated_angle
 from ._neighbours import NEIGHBOUR_MIN_K, neighbour_defaults
 
 __all__ = [
-    "EFFORTS", "MaxsepOptions", "SoftmaxOptions", "TammesOptions", "dense_bytes", "option_names", "tammes_defaults",
+    "EFFORTS", "MaxsepSettings", "SoftmaxSettings", "TammesSettings", "dense_bytes", "option_names", "tammes_defaults",
 ]
 
 #: Work per step (K^2 d multiply-adds) at which the default budget stops
@@ -141,7 +141,7 @@ def check_polish(cfg: dict) -> None:
 
 
 @dataclass(frozen=True)
-class TammesOptions:
+class TammesSettings:
     """Every setting of a :func:`spherecodes.solvers.tammes` run (see its ``**options``).
 
     Build it with :meth:`resolve`, which fills in the defaults for (d, K)
@@ -149,7 +149,7 @@ class TammesOptions:
 
     Examples
     --------
-    >>> opts = TammesOptions.resolve(3, 12, device="cpu")
+    >>> opts = TammesSettings.resolve(3, 12, device="cpu")
     >>> opts.restarts, opts.steps, opts.dtype, opts.polish
     (64, 2000, 'float32', True)
     """
@@ -196,7 +196,7 @@ class TammesOptions:
 
     @classmethod
     def resolve(cls, d: int, k: int, *, steps=None, restarts=None, device="auto", warm: bool = False,
-                **options) -> TammesOptions:
+                **options) -> TammesSettings:
         """The checked settings of a run: defaults for (d, K), the path and the effort, then the options given.
 
         ``warm``: the run starts from a given code (``init``), so the
@@ -313,12 +313,12 @@ class TammesOptions:
 
 
 @dataclass(frozen=True)
-class SoftmaxOptions:
+class SoftmaxSettings:
     """Every setting of a :func:`spherecodes.solvers.softmax_code` run but its start (see its ``**options``).
 
     Examples
     --------
-    >>> opts, start = SoftmaxOptions.resolve(3, 12, start="random")
+    >>> opts, start = SoftmaxSettings.resolve(3, 12, start="random")
     >>> opts.steps, opts.polish, start
     (300, True, 'random')
     """
@@ -345,7 +345,7 @@ class SoftmaxOptions:
         return ("start", *option_names(cls)[:-1])
 
     @classmethod
-    def resolve(cls, d: int, k: int, *, steps=None, **options) -> tuple[SoftmaxOptions, object]:
+    def resolve(cls, d: int, k: int, *, steps=None, **options) -> tuple[SoftmaxSettings, object]:
         """The checked settings and the start (``"tammes"``, ``"random"`` or a (K, d) float64 array)."""
         d, k = check_sizes(d, k)
         check_options("softmax", options, cls.keywords())
@@ -377,13 +377,13 @@ class SoftmaxOptions:
 
 
 @dataclass(frozen=True)
-class MaxsepOptions:
+class MaxsepSettings:
     """Every setting of a :func:`spherecodes.solvers.maxsep` run (see its ``**options``).
 
     Examples
     --------
     >>> import torch
-    >>> opts = MaxsepOptions.resolve(16, 40, device=torch.device("cpu"))
+    >>> opts = MaxsepSettings.resolve(16, 40, device=torch.device("cpu"))
     >>> opts.steps, opts.lr, opts.dtype, opts.batch_size
     (1000, 0.1, 'float32', 1)
     """
@@ -403,7 +403,7 @@ class MaxsepOptions:
         return option_names(cls)[3:]
 
     @classmethod
-    def resolve(cls, d: int, k: int, *, steps=1000, lr=0.1, restarts=1, device, **options) -> MaxsepOptions:
+    def resolve(cls, d: int, k: int, *, steps=1000, lr=0.1, restarts=1, device, **options) -> MaxsepSettings:
         """The checked settings of a run on ``device`` (a torch.device)."""
         d, k = check_sizes(d, k)
         check_options("maxsep", options, cls.keywords())
@@ -484,7 +484,7 @@ def tammes_defaults(
         restarts = 4
     else:
         restarts = 1
-    cfg = {name: value for name, value in dataclasses.asdict(TammesOptions()).items()
+    cfg = {name: value for name, value in dataclasses.asdict(TammesSettings()).items()
            if name not in ("steps", "restarts")}
     steps = int(min(max(WORK_BUDGET / work, MIN_STEPS), MAX_STEPS))
     restarts = min(restarts, max(4, int(ANNEAL_ENTRIES // (steps * float(k) ** 2))))

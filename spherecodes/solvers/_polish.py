@@ -99,8 +99,8 @@ def polish(
     functions are within reach of a smaller move); the end of the ``budget``
     (shared by the codes polished in one run) ends the polish.
 
-    ``cfg`` is a :class:`spherecodes.solvers.TammesOptions` or
-    :class:`spherecodes.solvers.SoftmaxOptions` (its ``polish_*`` fields).
+    ``cfg`` is a :class:`spherecodes.solvers.TammesSettings` or
+    :class:`spherecodes.solvers.SoftmaxSettings` (its ``polish_*`` fields).
 
     The rows ``fixed`` (indices) have their moves bounded to 0: they stay put.
 

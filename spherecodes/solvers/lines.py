@@ -6,7 +6,7 @@ without the pairs (w_i, -w_i).  :func:`line_packing` therefore runs the
 machinery of :func:`spherecodes.solvers.tammes` on those cosines: the same
 annealed log-sum-exp smoothing with Riemannian Adam
 (:func:`spherecodes.solvers.descend_on_sphere`), its default schedule
-(:class:`spherecodes.solvers.TammesOptions`), and the same float64 LP polish
+(:class:`spherecodes.solvers.TammesSettings`), and the same float64 LP polish
 (:func:`spherecodes.solvers._polish.polish`) with the functions ``±<w_i, w_j>``
 (:class:`LineCosines`).
 """
@@ -26,7 +26,7 @@ from ..memory import require_memory
 from ..sphere import pairs_above, random_start
 from ..stats import max_cos
 from ._core import Clock, PolishBudget, Progress, SolverResult, check_common, check_init, descend_on_sphere
-from ._options import EFFORTS, TammesOptions
+from ._options import EFFORTS, TammesSettings
 from ._polish import Linearisation, polish
 
 __all__ = ["LINE_RESTARTS", "LINE_STEPS", "LineCosines", "coherence", "line_packing"]
@@ -129,8 +129,8 @@ def line_packing(
     dev = resolve_device(device)
     # Tammes's schedule for (d, K), with fewer and shorter starts by default: each start is one
     # autograd descent (not a batch), and the polish finishes what the annealing leaves.
-    defaults = TammesOptions.resolve(d, k, device=dev, effort=effort, neighbours=0)
-    cfg = TammesOptions.resolve(d, k, steps=steps or min(defaults.steps, LINE_STEPS),
+    defaults = TammesSettings.resolve(d, k, device=dev, effort=effort, neighbours=0)
+    cfg = TammesSettings.resolve(d, k, steps=steps or min(defaults.steps, LINE_STEPS),
                                 restarts=restarts or max(1, min(defaults.restarts, round(LINE_RESTARTS * EFFORTS[effort]["restarts"]))),
                                 device=dev, effort=effort, neighbours=0, polish_top=LINE_POLISH_TOP)
     bound = line_lower_bound(d, k)

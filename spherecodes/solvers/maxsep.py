@@ -18,7 +18,7 @@ from ..memory import require_memory
 from ..sphere import normalise_rows, random_start
 from ..stats import max_cos
 from ._core import DTYPES, Clock, Progress, SolverResult, check_common, check_init, run_steps
-from ._options import MaxsepOptions
+from ._options import MaxsepSettings
 
 __all__ = ["maxsep"]
 
@@ -94,12 +94,12 @@ def maxsep(
     d, k, seed, time_limit = check_common(d, k, seed, time_limit, progress)
     init = check_init(init, d, k)
     dev = resolve_device(device)
-    cfg = MaxsepOptions.resolve(d, k, steps=steps, lr=lr, restarts=restarts, device=dev, **options)
+    cfg = MaxsepSettings.resolve(d, k, steps=steps, lr=lr, restarts=restarts, device=dev, **options)
     steps, lr, restarts = cfg.steps, cfg.lr, cfg.restarts
     settings = {"method": "maxsep", "d": d, "k": k, "seed": seed, "steps": steps, "lr": lr,
                 "restarts": restarts, "time_limit": time_limit, "device": str(dev),
                 "init": None if init is None else "array",
-                **{name: getattr(cfg, name) for name in MaxsepOptions.keywords()}}
+                **{name: getattr(cfg, name) for name in MaxsepSettings.keywords()}}
 
     itemsize = 4 if cfg.dtype == "float32" else 8
     require_memory(
@@ -132,7 +132,7 @@ def _lhp_gradient(x: torch.Tensor, nearest: torch.Tensor) -> torch.Tensor:
     return (chosen + chosen_by) / k
 
 
-def _run_maxsep(d, k, seed, steps, lr, restarts, cfg: MaxsepOptions, dev, clock: Clock, init=None) -> SolverResult:
+def _run_maxsep(d, k, seed, steps, lr, restarts, cfg: MaxsepSettings, dev, clock: Clock, init=None) -> SolverResult:
     """Plain (or heavy-ball) gradient steps on L_HP for every start; return the best final code."""
     dtype = DTYPES[cfg.dtype]
     history: list[tuple[float, float, float]] = []

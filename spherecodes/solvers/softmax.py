@@ -23,7 +23,7 @@ from ..errors import SpherecodesError
 from ..sphere import normalise_rows, random_start
 from ..stats import max_cos
 from ._core import Clock, PolishBudget, Progress, SolverResult, check_common, check_init, closed_form_result
-from ._options import SoftmaxOptions
+from ._options import SoftmaxSettings
 from ._polish import Linearisation, polish
 from .tammes import tammes
 
@@ -204,7 +204,7 @@ def softmax_code(
         if "start" in options:
             raise SpherecodesError("give the start code as init or as start, not both")
         options["start"] = init
-    cfg, start = SoftmaxOptions.resolve(d, k, steps=steps, **options)
+    cfg, start = SoftmaxSettings.resolve(d, k, steps=steps, **options)
     settings = {"method": "softmax", "d": d, "k": k, "seed": seed, "time_limit": time_limit, "device": str(dev),
                 "start": start if isinstance(start, str) else "array", **dataclasses.asdict(cfg)}
 
@@ -231,7 +231,7 @@ def softmax_code(
 
 
 def _run_softmax(
-    w: np.ndarray, steps_before: int, cfg: SoftmaxOptions, dev: torch.device, clock: Clock, interrupted: bool = False
+    w: np.ndarray, steps_before: int, cfg: SoftmaxSettings, dev: torch.device, clock: Clock, interrupted: bool = False
 ) -> SolverResult:
     """Run the ascent and the polish from ``w``; Ctrl-C returns the best code so far.
 
@@ -262,7 +262,7 @@ def _run_softmax(
     )
 
 
-def _softmax_stages(w, steps_before: int, cfg: SoftmaxOptions, clock: Clock, model, history: list, best: dict) -> str:
+def _softmax_stages(w, steps_before: int, cfg: SoftmaxSettings, clock: Clock, model, history: list, best: dict) -> str:
     """Smoothed subgradient ascent on ρ with step-size control, then the LP polish.
 
     Keeps the best certified code in ``best`` as it goes (so that an interrupt

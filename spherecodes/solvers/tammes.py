@@ -33,7 +33,7 @@ from ._core import (
     check_frozen, check_init, closed_form_optimum, closed_form_result, hold, riemannian_adam_step, run_steps,
 )
 from ._neighbours import anneal_neighbours, neighbour_plan, neighbour_seconds
-from ._options import TammesOptions, dense_bytes
+from ._options import TammesSettings, dense_bytes
 from ._polish import DENSE_CONTACTS, PairCosines, polish, solve_contacts
 from ._symmetric import orbit_choices, symmetric_start
 
@@ -186,7 +186,7 @@ def tammes(
     given, init = init, check_init(init, d, k)
     frozen = check_frozen(frozen, init, given)
     dev = resolve_device(device)
-    cfg = TammesOptions.resolve(d, k, steps=steps, restarts=restarts, device=dev, warm=init is not None,
+    cfg = TammesSettings.resolve(d, k, steps=steps, restarts=restarts, device=dev, warm=init is not None,
                                 effort=effort, **options)
     if frozen is not None:
         cfg = dataclasses.replace(cfg, perturb_rounds=0)  # the rounds re-insert any row
@@ -212,7 +212,7 @@ def tammes(
     return result
 
 
-def tammes_memory(d: int, k: int, cfg: TammesOptions, device: torch.device):
+def tammes_memory(d: int, k: int, cfg: TammesSettings, device: torch.device):
     """Check that the annealing of :func:`tammes` with settings ``cfg`` fits; return its plan.
 
     The dense path needs two K×K matrices per start in the batch; the
@@ -284,7 +284,7 @@ def tammes_estimate(
     """
     d, k = check_sizes(d, k)
     dev = resolve_device(device)
-    cfg = TammesOptions.resolve(d, k, steps=steps, restarts=restarts, device=dev, effort=effort, **options)
+    cfg = TammesSettings.resolve(d, k, steps=steps, restarts=restarts, device=dev, effort=effort, **options)
     limit = memory_limit(str(dev), cfg.max_memory)
     if cfg.closed_form and closed_form_optimum(d, k) is not None:
         return Estimate("tammes: a provably optimal closed form", "cpu", process_peak(8.0 * k * d), limit, 0.0)
@@ -309,7 +309,7 @@ def tammes_estimate(
                     (cfg.restarts * cfg.steps + perturbing) * step)
 
 
-def _seconds_per_start_step(d: int, k: int, cfg: TammesOptions, dev: torch.device) -> float:
+def _seconds_per_start_step(d: int, k: int, cfg: TammesSettings, dev: torch.device) -> float:
     """Seconds of one annealing step of one start, timed on the batch shape the run uses.
 
     :func:`_anneal_batch` itself runs a few steps on random starts (up to
@@ -345,7 +345,7 @@ def _seconds_per_start_step(d: int, k: int, cfg: TammesOptions, dev: torch.devic
 def _anneal_batch(
     starts: np.ndarray,
     t_start: np.ndarray,
-    cfg: TammesOptions,
+    cfg: TammesSettings,
     device: torch.device,
     first_restart: int,
     clock: Clock,
@@ -442,7 +442,7 @@ def _anneal_batch(
 ANNEAL_SHARE = {True: 0.6, False: 0.9}
 
 
-def _starts(seed: int, members: list[int], k: int, d: int, init: np.ndarray | None, cfg: TammesOptions,
+def _starts(seed: int, members: list[int], k: int, d: int, init: np.ndarray | None, cfg: TammesSettings,
             frozen: np.ndarray | None = None) -> np.ndarray:
     """The starts of restarts ``members``: random or symmetric, or ``init`` and perturbations of it.
 
@@ -477,7 +477,7 @@ def _starts(seed: int, members: list[int], k: int, d: int, init: np.ndarray | No
 SHARP_START = 100.0
 
 
-def _start_sharpness(seed: int, members: list[int], cfg: TammesOptions) -> np.ndarray:
+def _start_sharpness(seed: int, members: list[int], cfg: TammesSettings) -> np.ndarray:
     """The sharpness at the first step of each of the starts ``members``.
 
     Start 0 begins at ``t_start``; of the others, a share ``sharp_share``
@@ -487,7 +487,7 @@ def _start_sharpness(seed: int, members: list[int], cfg: TammesOptions) -> np.nd
 
     Examples
     --------
-    >>> cfg = TammesOptions.resolve(3, 40, device="cpu", sharp_share=0.5)
+    >>> cfg = TammesSettings.resolve(3, 40, device="cpu", sharp_share=0.5)
     >>> t = _start_sharpness(0, [0, 1, 2, 3], cfg)
     >>> bool(t[0] == cfg.t_start), bool(t[1] == t[3] == cfg.t_end / SHARP_START), bool(t[2] >= cfg.t_start)
     (True, True, True)
@@ -504,14 +504,14 @@ def _start_sharpness(seed: int, members: list[int], cfg: TammesOptions) -> np.nd
 RIESZ_SHARPNESS = (2.0, 257.0)
 
 
-def _batch_groups(cfg: TammesOptions) -> tuple[tuple[int, int, bool], ...]:
+def _batch_groups(cfg: TammesSettings) -> tuple[tuple[int, int, bool], ...]:
     """The ranges of starts of one kind: (first, stop, whether they are energy-continuation starts)."""
     first_riesz = cfg.restarts - cfg.symmetric_starts - cfg.riesz_starts
     return ((0, first_riesz, False), (first_riesz, first_riesz + cfg.riesz_starts, True),
             (first_riesz + cfg.riesz_starts, cfg.restarts, False))
 
 
-def _batches(cfg: TammesOptions, size: int):
+def _batches(cfg: TammesSettings, size: int):
     """The starts annealed together: (restarts, whether they are energy-continuation starts), in order.
 
     Starts ``[restarts - symmetric_starts - riesz_starts, restarts - symmetric_starts)``
@@ -521,7 +521,7 @@ def _batches(cfg: TammesOptions, size: int):
 
     Examples
     --------
-    >>> cfg = TammesOptions.resolve(22, 100, device="cpu", restarts=5, riesz_starts=2, batch_size=2)
+    >>> cfg = TammesSettings.resolve(22, 100, device="cpu", restarts=5, riesz_starts=2, batch_size=2)
     >>> list(_batches(cfg, cfg.batch_size)), _batch_count(cfg, cfg.batch_size)
     ([([0, 1], False), ([2], False), ([3, 4], True)], 3)
     """
@@ -530,12 +530,12 @@ def _batches(cfg: TammesOptions, size: int):
             yield list(range(first, min(first + size, stop))), riesz
 
 
-def _batch_count(cfg: TammesOptions, size: int) -> int:
+def _batch_count(cfg: TammesSettings, size: int) -> int:
     """How many batches :func:`_batches` yields, by integer arithmetic."""
     return sum(-(-(stop - start) // size) for start, stop, _ in _batch_groups(cfg) if stop > start)
 
 
-def _batch_size(seed: int, k: int, d: int, init: np.ndarray | None, cfg: TammesOptions, clock: Clock) -> int:
+def _batch_size(seed: int, k: int, d: int, init: np.ndarray | None, cfg: TammesSettings, clock: Clock) -> int:
     """``cfg.batch_size``, or fewer starts where the time limit leaves no time for so many.
 
     Each start costs some time whatever the schedule: it is drawn, and its
@@ -554,7 +554,7 @@ def _batch_size(seed: int, k: int, d: int, init: np.ndarray | None, cfg: TammesO
     return int(min(cfg.batch_size, max(1.0, 0.5 * left / per_start)))
 
 
-def _batch_deadline(clock: Clock, cfg: TammesOptions, batches_left: int) -> float:
+def _batch_deadline(clock: Clock, cfg: TammesSettings, batches_left: int) -> float:
     """When the batch about to run must end its schedule (``math.inf`` without a time limit).
 
     The annealing's share of the limit (:data:`ANNEAL_SHARE`) is divided
@@ -567,7 +567,7 @@ def _batch_deadline(clock: Clock, cfg: TammesOptions, batches_left: int) -> floa
     return now + max(end - now, 0.0) / batches_left
 
 
-def _run_tammes(d: int, k: int, seed: int, cfg: TammesOptions, dev: torch.device, clock: Clock, plan=None,
+def _run_tammes(d: int, k: int, seed: int, cfg: TammesSettings, dev: torch.device, clock: Clock, plan=None,
                 init: np.ndarray | None = None, frozen: np.ndarray | None = None) -> SolverResult:
     """Anneal every start, polish the best few, perturb and re-polish the best (with effort), return the best code."""
     history: list[tuple[float, float, float]] = []
@@ -713,7 +713,7 @@ SHARPEN_GROWTH = 1000.0
 SHARPEN_LR_DECAY = 100.0
 
 
-def _sharpen(codes: np.ndarray, cfg: TammesOptions, dev: torch.device, clock: Clock,
+def _sharpen(codes: np.ndarray, cfg: TammesSettings, dev: torch.device, clock: Clock,
              frozen: np.ndarray | None = None) -> tuple[list, int]:
     """Continue the annealing of ``codes`` (B, K, d) in float64 with the sharpness still growing.
 
@@ -766,7 +766,7 @@ def _perturbation_stage(w, value, seed, cfg, dev, clock, history, step_offset):
                                anneal=anneal, polish=polish_one)
 
 
-def _stop_detail(stop_reason: str, cfg: TammesOptions, stages: list[dict], clock: Clock) -> str:
+def _stop_detail(stop_reason: str, cfg: TammesSettings, stages: list[dict], clock: Clock) -> str:
     """One sentence on when and why a run stopped early, or what the time limit changed; "" for a full run."""
     anneal = stages[0]
     planned = cfg.restarts * cfg.steps

@@ -3,33 +3,20 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
-from ...atomic import LOCK_QUIET_S
-from ...bank import CHOOSE_BY_NAME, check_writable_destination, list_codes, write_code
-from ...bounds import max_cos_lower_bound
-from ...checks import check_sizes
-from ...code import check_code_name
+from ...bank import CHOOSE_BY_NAME
+from ...context import RunContext
 from ...errors import SpherecodesError
-from ...export import EXPORT_DTYPES, EXPORT_FORMATS, export_code
-from ...generation import (
-    METHOD_OPTIONS,
-    METHODS,
-    NEEDS_CLASS_DATA,
-    ROTATION_CHOICES,
-    SINGLE_START,
-    generate,
-    inapplicable_options,
-    options_of,
-    planned_code_name,
-    resolve_method,
-)
-from ...run_estimate import estimate_run
-from ... import semantic
+from ...export import EXPORT_DTYPES, EXPORT_FORMATS
+from ...generation import METHODS, NEEDS_CLASS_DATA, ROTATION_CHOICES, method_options, resolve_method
 from ...loading import load_code
-from ...memory import format_duration, require_memory
+from ...memory import format_duration
+from ...run import destination, plan_run
+from ... import semantic
 from ...semantic import (
     DEFAULT_MAX_COS_TOLERANCE,
     DEFAULT_SEMANTIC_WEIGHT,
@@ -37,12 +24,19 @@ from ...semantic import (
     class_embeddings,
     read_class_names,
 )
-from .._common import OutOfTime, ProgressBar, default_bank_path, lock_notice, show_report, tell
-from .._common import certify as certify_code
+from .._common import ProgressBar, default_bank_path, lock_notice, show_report, tell
 from ..main import (
     COUNT, DIM, EFFORT, FILE, MAX_MEMORY_HELP, MAX_THREADS, SECONDS, SEED, FiniteFloat, MemorySize, SchedulerAddress,
     embedding_options, main, threads_option,
 )
+
+#: The flags that are options of some method (:mod:`spherecodes.options`), by the field they fill; a flag at its
+#: default (None, ``--effort default``, ``--catalog``) is not given.
+METHOD_FLAGS = {"steps": "steps", "restarts": "restarts", "init_path": "init", "neighbours": "neighbours",
+                "refresh": "refresh", "effort": "effort", "workers": "workers", "scheduler": "scheduler",
+                "use_catalog": "catalog", "embeddings": "embeddings", "semantic_weight": "semantic_weight",
+                "max_cos_tolerance": "max_cos_tolerance", "triplets": "triplets"}
+FLAG_DEFAULTS = {"effort": "default", "use_catalog": True}
 
 @main.command(name="generate")
 @click.option("--d", "d", type=DIM, required=True, help="Dimension of the prototypes (>= 1).")
@@ -155,10 +149,7 @@ from ..main import (
               "sample, or each class's nearest embedding neighbours. Default (auto): all up to 200 "
               "classes, sampled beyond.")
 @threads_option
-def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_limit, use_catalog, max_memory, effort,
-                 workers, scheduler, init_path,
-                 init_code, neighbours, refresh, out, dtype, name, overwrite, as_json, certify, quiet, classes,
-                 embeddings, embeddings_format, missing_words, semantic_weight, max_cos_tolerance, triplets):
+def generate_cmd(**flags):
     """Compute a code for (d, K), store it in a bank, and print its report.
 
     \b
@@ -192,146 +183,93 @@ def generate_cmd(d, k, method, seed, rotation, device, steps, restarts, time_lim
     that certifies it later.
     """
     started = time.perf_counter()
+    d, method, quiet, as_json = flags["d"], flags["method"], flags["quiet"], flags["as_json"]
+    names, k = _class_names(flags["classes"], flags["k"], method)
+    if method in NEEDS_CLASS_DATA and (names is None or flags["embeddings"] is None):
+        raise click.UsageError(f"--method {method} needs --classes and --embeddings")
+    options = _options(flags, method, resolve_method(d, k, method))
+    if flags["name"] is not None and Path(flags["out"] or ".h5").suffix.lower() in EXPORT_FORMATS:
+        raise click.UsageError(f"--name names a code in a bank; {flags['out'].name} is a matrix file, which holds "
+                               "no name")
+    speak = tell(quiet, as_json)
+    with ProgressBar(enabled=not quiet) as bar:  # its heartbeat shows that a long timing is under way
+        context = RunContext(flags["device"], flags["max_memory"], flags["time_limit"], started, bar,
+                             bar.announcer(speak))
+        plan = plan_run(d, k, method, options, seed=flags["seed"], rotation=flags["rotation"], name=flags["name"],
+                        labels=None if method in NEEDS_CLASS_DATA else names, context=context)
+        where = destination(flags["out"] or default_bank_path(d, k), plan.name, overwrite=flags["overwrite"],
+                            dtype=flags["dtype"])
+        plan.options = _read_inputs(plan, flags, names)  # before the long computation: a missing name fails fast
+        plan.estimate(certify=flags["certify"])  # each phase timed on a sample; refuses what cannot fit
+        context.say(plan.describe())
+        plan.check()
+        result = plan.execute(certify=flags["certify"])
+    code, out = result.code, where.path
+    if not plan.store(result, where, waiting=lock_notice(not quiet)):
+        # --overwrite asked to replace it with a finished run's code, not with a code cut short.
+        what = str(out) if where.matrix else f"code {code.name!r} in {out}"
+        click.echo(f"Interrupted; {what} is unchanged: a run cut short does not replace it (its best code so "
+                   f"far, max-cos {code.stats.max_cos:.10g}, was not stored).", err=True)
+        raise click.exceptions.Exit(130)
+    later = f"spherecodes certify {out}" + ("" if where.matrix else " --write")
+    if result.out_of_time is not None:
+        click.echo(f"--time-limit {format_duration(flags['time_limit'])} reached {result.out_of_time}: the code is "
+                   f"stored uncertified; certify it later with '{later}' (it prints its own estimate).", err=True)
+    if result.interrupted:
+        where_to = f"as {code.name} in {out}" if not where.matrix else f"in {out}"
+        click.echo(f"Interrupted; kept the best code so far {where_to} (max-cos {code.stats.max_cos:.10g}"
+                   + (", uncertified); certify it with '" + later + "'." if code.certificate is None else ")."),
+                   err=True)
+        raise click.exceptions.Exit(130)
+    if speak and where.matrix:
+        click.echo(f"wrote the {code.k} x {code.d} prototypes ({flags['dtype'] or 'float32'}) of {code.name} to "
+                   f"{out}", err=True)
+    if as_json or not quiet:
+        privileged = plan.method in NEEDS_CLASS_DATA
+        report = semantic.semantic_report(code, plan.options.embeddings) if privileged else None
+        show_report(code, None if where.matrix else str(out), as_json, report)
+
+
+def _class_names(classes, k, method: str):
+    """The class names of --classes (padded with unlabelled rows up to --k) and K."""
     names = read_class_names(classes) if classes is not None else None
     if k is None:
         if names is None:
             raise click.UsageError("give --k, or --classes to take K from the class names")
-        k = len(names)
-    elif names is not None and (len(names) > k or (len(names) < k and method in NEEDS_CLASS_DATA)):
+        return names, len(names)
+    if names is not None and (len(names) > k or (len(names) < k and method in NEEDS_CLASS_DATA)):
         raise SpherecodesError(f"--k is {k} but {classes} holds {len(names)} class names; give "
                                f"{'one name per' if method in NEEDS_CLASS_DATA else 'at most one name per'} prototype")
-    elif names is not None:
+    if names is not None:
         names = names + [""] * (k - len(names))  # reserve-ahead: the rows beyond the names wait for later classes
-    # Whatever method makes it, the code ends as K x d float64 numbers in memory: refused first where they cannot fit.
-    require_memory(8.0 * k * d, f"the code itself (K={k} x d={d} float64 prototypes)")
-    privileged = method in NEEDS_CLASS_DATA
-    if privileged:
-        if names is None or embeddings is None:
-            raise click.UsageError(f"--method {method} needs --classes and --embeddings")
-    if restarts is not None and method in SINGLE_START:
-        raise click.UsageError(f"--method {method} runs a single start; drop --restarts")
-    if privileged:
-        check_sizes(d, k)
-    if inapplicable_options(method, embeddings=embeddings, semantic_weight=semantic_weight,
-                            max_cos_tolerance=max_cos_tolerance, triplets=triplets):
-        raise click.UsageError(
-            f"{_flags(options_of(NEEDS_CLASS_DATA))} apply to --method {' or '.join(NEEDS_CLASS_DATA)}; "
-            "to place the classes of another code on its prototypes use 'spherecodes assign'"
-        )
-    out = check_writable_destination(out or default_bank_path(d, k))
-    matrix_file = out.suffix.lower() in EXPORT_FORMATS
-    if not matrix_file and out.suffix.lower() not in (".h5", ".hdf5"):
-        raise SpherecodesError(f"cannot store the code in {out}: end --out in .h5 (a bank) or in "
-                               f"{', '.join(EXPORT_FORMATS)} (a matrix)")
-    if dtype is not None and not matrix_file:
-        raise SpherecodesError("--dtype applies to a matrix file: give --out FILE.npy, .pt, .csv or .txt")
-    if name is not None and matrix_file:
-        raise click.UsageError(f"--name names a code in a bank; {out.name} is a matrix file, which holds no name")
-    name = check_code_name(name) if name is not None else planned_code_name(d, k, method, seed=seed,
-                                                                          rotation=rotation)
-    # Refuse an existing code or file before computing anything: generation can be long.
-    if not overwrite and _replaces(out, name, matrix_file):
-        raise SpherecodesError((f"{out} exists" if matrix_file else f"code {name!r} already exists in {out}")
-                               + "; pass --overwrite to replace it")
-    # Read the embeddings before the long computation, so that a missing name fails fast.
-    class_vectors = (
-        class_embeddings(names, embeddings, missing=missing_words, fmt=embeddings_format) if privileged else None
-    )
-    resolved = resolve_method(d, k, method)
-    init = _read_start(init_path, init_code, d, k, resolved)
-    wrong = inapplicable_options(resolved, neighbours=neighbours, refresh=refresh,
-                                 effort=None if effort == "default" else effort)
-    if wrong:
-        raise click.UsageError(f"{_flags(wrong)} apply to the {' or '.join(METHOD_OPTIONS[wrong[0]])} method")
-    speak = tell(quiet, as_json)
-    # One estimate for the whole run, each phase timed on a sample; refuses what cannot fit, before any work.
-    with ProgressBar(enabled=not quiet) as progress:  # its heartbeat shows that a long timing is under way
-        estimate, _ = estimate_run(d, k, resolved, seed=seed, device=device, steps=steps, restarts=restarts,
-                                   time_limit=time_limit, max_memory=max_memory, neighbours=neighbours,
-                                   refresh=refresh, effort=effort, catalog=use_catalog, certify=certify,
-                                   started=started, announce=progress.announcer(speak), rotation=rotation)
-    if speak:
-        click.echo(estimate.describe(), err=True)
-    estimate.check()
-    with ProgressBar(enabled=not quiet) as progress:
-        code = generate(d, k, method, seed=seed, rotation=rotation, name=name, labels=None if privileged else names,
-                        device=device, steps=steps, restarts=restarts,
-                        time_limit=estimate.optimiser_time_limit if time_limit is not None else None,
-                        progress=progress, announce=progress.announcer(speak),
-                        embeddings=class_vectors, semantic_weight=semantic_weight,
-                        max_cos_tolerance=max_cos_tolerance, triplets=triplets or "auto",
-                        max_memory=max_memory, neighbours=neighbours, refresh=refresh, effort=effort, init=init,
-                        catalog=use_catalog, built=estimate.built, workers=workers, scheduler=scheduler)
-    interrupted = code.settings.get("stop_reason") == "interrupted"
-    deadline = None if time_limit is None else started + time_limit
-    out_of_time = None
+    return names, k
+
+
+def _options(flags: dict, method: str, resolved: str):
+    """The options of the method that runs, from the flags given (files not read yet), as bad usage if one does not
+    apply."""
+    if flags["init_code"] is not None and flags["init_path"] is None:
+        raise click.UsageError("--init-code names a code in the bank given with --init")
+    given = {field: flags[flag] for flag, field in METHOD_FLAGS.items() if flags[flag] != FLAG_DEFAULTS.get(flag)}
     try:
-        if certify and not interrupted and code.certificate is None:  # a bundled code's comes checked
-            if deadline is not None and time.perf_counter() >= deadline:
-                out_of_time = "before the certificate"
-            else:
-                if speak:  # an optimiser's code was not known to the estimate (timed on a random code): not described
-                    click.echo(f"certificate: {estimate.phase('certificate').what}" if estimate.built is not None
-                               else f"certificate: K = {code.k} classes in d = {code.d}", err=True)
-                try:
-                    code.certificate = certify_code(code, device=device, max_memory=max_memory, quiet=not speak,
-                                                    estimate=False, deadline=deadline)
-                except OutOfTime as stop:
-                    update = stop.args[0]
-                    out_of_time = f"during the certificate ({update.step:,} of {update.steps:,} classes settled)"
-        # The LP bound the bank stores takes seconds at large sizes: computed here (and remembered), so that
-        # Ctrl-C during it keeps the code instead of abandoning the write.
-        max_cos_lower_bound(d, k)
-    except KeyboardInterrupt:
-        interrupted = True
-    code.wall_time = time.perf_counter() - started  # the whole run, as the report's "made ... in" says
-    if interrupted and _replaces(out, name, matrix_file):
-        # --overwrite asked to replace it with a finished run's code, not with a code cut short.
-        what = str(out) if matrix_file else f"code {name!r} in {out}"
-        click.echo(f"Interrupted; {what} is unchanged: a run cut short does not replace it (its best code so "
-                   f"far, max-cos {code.stats.max_cos:.10g}, was not stored).", err=True)
-        raise click.exceptions.Exit(130)
-    if matrix_file:
-        export_code(code, out, dtype=dtype or "float32", overwrite=overwrite)
-    else:
-        # The time limit bounds the wait for another process writing the bank too (a second at least, past a run
-        # that used all its time).
-        patience = None if deadline is None else max(deadline - time.perf_counter(), LOCK_QUIET_S)
-        write_code(out, code, overwrite=overwrite, waiting=lock_notice(not quiet), lock_timeout=patience)
-    if out_of_time is not None:
-        later = f"spherecodes certify {out}" + ("" if matrix_file else " --write")
-        click.echo(f"--time-limit {format_duration(time_limit)} reached {out_of_time}: the code is stored "
-                   f"uncertified; certify it later with '{later}' (it prints its own estimate).", err=True)
-    if interrupted:
-        where = f"as {code.name} in {out}" if not matrix_file else f"in {out}"
-        later = "" if code.certificate is not None else \
-            f"; certify it with 'spherecodes certify {out}{'' if matrix_file else ' --write'}'"
-        click.echo(f"Interrupted; kept the best code so far {where} (max-cos {code.stats.max_cos:.10g}"
-                   f"{', uncertified' if code.certificate is None else ''}){later}.", err=True)
-        raise click.exceptions.Exit(130)
-    if speak and matrix_file:
-        click.echo(f"wrote the {code.k} x {code.d} prototypes ({dtype or 'float32'}) of {code.name} to {out}",
-                   err=True)
-    if as_json or not quiet:
-        report = semantic.semantic_report(code, class_vectors) if privileged else None
-        show_report(code, None if matrix_file else str(out), as_json, report)
+        return method_options(method, resolved, given=given, spell=lambda name: _flag(name))
+    except SpherecodesError as err:
+        raise click.UsageError(str(err)) from None
 
 
-def _replaces(out: Path, name: str, matrix_file: bool) -> bool:
-    """Whether storing the code ``name`` at ``out`` would replace an existing file or code."""
-    if not out.exists():
-        return False
-    return matrix_file or name in {c["name"] for c in list_codes(out)}
+def _read_inputs(plan, flags: dict, names):
+    """The plan's options with the files of --init and --embeddings read."""
+    options = plan.options
+    if getattr(options, "init", None) is not None:
+        options = replace(options, init=_read_start(flags["init_path"], flags["init_code"], plan.d, plan.k))
+    if getattr(options, "embeddings", None) is not None:
+        options = replace(options, embeddings=class_embeddings(names, flags["embeddings"], fmt=flags[
+            "embeddings_format"], missing=flags["missing_words"]))
+    return options
 
 
-def _read_start(path, code_name, d: int, k: int, method: str):
-    """The start code of ``--init`` (with ``--init-code``), checked against (K, d) and the method; or None."""
-    if path is None:
-        if code_name is not None:
-            raise click.UsageError("--init-code names a code in the bank given with --init")
-        return None
-    if inapplicable_options(method, init=path):
-        raise click.UsageError(f"--init applies to the optimisers tammes, softmax, maxsep and lines, not {method!r}")
+def _read_start(path, code_name, d: int, k: int):
+    """The start code of ``--init`` (with ``--init-code``), checked against (K, d)."""
     try:
         start = load_code(path, code_name, normalize=True).prototypes
     except SpherecodesError as err:
@@ -343,7 +281,6 @@ def _read_start(path, code_name, d: int, k: int, method: str):
     return start
 
 
-def _flags(options) -> str:
-    """``["semantic_weight", "triplets"]`` -> ``"--semantic-weight and --triplets"``."""
-    flags = ["--" + option.replace("_", "-") for option in options]
-    return flags[0] if len(flags) == 1 else f"{', '.join(flags[:-1])} and {flags[-1]}"
+def _flag(name: str) -> str:
+    """``"semantic_weight"`` -> ``"--semantic-weight"``; the fields that flags of another name fill."""
+    return {"init": "--init", "catalog": "--no-catalog"}.get(name, "--" + name.replace("_", "-"))
