@@ -29,7 +29,7 @@ import h5py
 
 from spherecodes.bank import read_code, write_code
 from spherecodes.certificate import one_vs_rest_distances, verify_witness
-from spherecodes.generation import generate
+from spherecodes.run import generate
 
 ALL_PAIRS_UP_TO = 2**14
 

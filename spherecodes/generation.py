@@ -100,8 +100,8 @@ def method_entry(method: str) -> Method:
 
 
 def options_kinds() -> dict:
-    """Every method name (``auto`` first) and its options type."""
-    return {"auto": AutoOptions, **{m: method_entry(m).options for m in METHODS}}
+    """Every method name (``auto`` last) and its options type."""
+    return {**{m: method_entry(m).options for m in METHODS}, "auto": AutoOptions}
 
 
 def resolve_method(d: int, k: int, method: str = "auto") -> str:

@@ -66,7 +66,7 @@ class TammesOptions:
     def __post_init__(self):
         if (self.workers is not None or self.scheduler is not None) and self.effort != "record":
             raise SpherecodesError("workers and scheduler spread the chains of a record search over Dask: they apply "
-                                   f"to method 'tammes' with effort 'record', not at effort {self.effort!r}")
+                                   f"to method 'tammes' with effort 'record', not to 'tammes' at effort {self.effort!r}")
 
 
 @dataclass(frozen=True)

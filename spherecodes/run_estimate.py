@@ -23,6 +23,7 @@ import numpy as np
 from .bank import prototype_storage
 from .bounds import max_cos_lower_bound
 from .lp_store import cache_path, read_table
+from .errors import SpherecodesError
 from .memory import ABSURD_SECONDS, format_bytes, format_duration
 from .orbit import ORBIT_MIN_K, OrbitPrefix, describe_orbit, resolve_orbit
 from .rotated import orthogonality_error

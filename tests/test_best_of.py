@@ -21,6 +21,8 @@ from click.testing import CliRunner
 
 from spherecodes import generate
 from spherecodes.best_of import describe_plan, lift, plan_auto
+from spherecodes.context import RunContext
+from spherecodes.options import AutoOptions
 from spherecodes.cli import main
 from spherecodes.errors import SpherecodesError
 from spherecodes.solvers import tammes
@@ -140,13 +142,13 @@ def test_auto_never_loses_to_the_bundled_catalog_and_agrees_with_fetch():
     stored = fetch(d=16, k=100, url="")
     assert code.stats.max_cos <= stored.stats.max_cos + EXACT
     assert code.stats.max_cos == pytest.approx(stored.stats.max_cos, abs=EXACT)
-    assert generate(16, 100, catalog=False, steps=20, restarts=1).settings["auto"]["winner_kind"] != "catalog"
+    assert generate(16, 100, options=AutoOptions(steps=20, restarts=1, catalog=False)).settings["auto"]["winner_kind"] != "catalog"
 
 
 @pytest.mark.slow
 def test_auto_shares_the_time_limit_among_the_optimisers():
     # Nordstrom–Robinson from R^16; other steps than the measured defaults: both optimisers may win, and fit.
-    code = generate(20, 100, time_limit=2.0, steps=50)
+    code = generate(20, 100, options=AutoOptions(steps=50), context=RunContext(time_limit=2.0))
     optimisers = [c for c in code.settings["auto"]["candidates"] if c["kind"].startswith("tammes")]
     assert len(optimisers) == 2 and all(c["skipped"] is None for c in optimisers)
     assert code.settings["auto"]["budget_seconds"] == 2.0

@@ -180,4 +180,4 @@ def test_generate_refuses_a_start_of_the_wrong_shape(run, tmp_path):
     assert "holds 5 prototypes in d = 3; expected (K, d) = (6, 3)" in lines[0]
     np.save(tmp_path / "start.npy", np.random.default_rng(0).standard_normal((4, 3)))
     result = run("generate", "--d", 3, "--k", 4, "--method", "etf", "--init", "start.npy")
-    assert result.exit_code != 0 and "--init applies to the optimisers tammes, softmax, maxsep and lines" in result.output
+    assert result.exit_code != 0 and "--init applies to the tammes, softmax, maxsep or lines method" in result.output

@@ -8,8 +8,17 @@ from spherecodes.best_of import best_of, plan_auto
 from spherecodes.cli import main
 from spherecodes.constructions import random_rotation
 from spherecodes.errors import SpherecodesError
-from spherecodes.generation import generate, planned_code_name, unused_dimensions
-from spherecodes.run_estimate import Phase, RunEstimate, estimate_run
+from spherecodes.context import RunContext
+from spherecodes.generation import code_name, unused_dimensions
+from spherecodes.options import AutoOptions, TammesOptions
+from spherecodes.run import generate, plan_run
+from spherecodes.run_estimate import Phase, RunEstimate
+
+
+def estimate_run(d, k, method="auto", options=None, *, certify=True, rotation="auto", **context):
+    """The estimate of a run planned with these settings, and its plan."""
+    plan = plan_run(d, k, method, options, rotation=rotation, context=RunContext(**context))
+    return plan.estimate(certify=certify), plan
 from spherecodes.stats import separation_statistics
 
 
@@ -26,7 +35,7 @@ def test_an_embedded_structured_code_is_turned_into_every_dimension_by_default()
     assert unused_dimensions(sparse.prototypes) == 2 and sparse.name == "structured-d10-k240"
     dense = generate(10, 240, "structured", seed=5)
     assert unused_dimensions(dense.prototypes) == 0
-    assert dense.name == "structured-d10-k240-s5" == planned_code_name(10, 240, "structured", seed=5)
+    assert dense.name == "structured-d10-k240-s5" == code_name(10, 240, "structured", 5, "auto")[0]
     assert dense.settings["rotation"]["seed"] == 5
     assert dense.stats.max_cos == pytest.approx(0.5, abs=1e-12)
     np.testing.assert_allclose(dense.prototypes, sparse.prototypes @ random_rotation(10, 5), atol=1e-15)
@@ -34,8 +43,8 @@ def test_an_embedded_structured_code_is_turned_into_every_dimension_by_default()
 
 
 def test_a_random_rotation_is_honoured_by_an_optimiser():
-    plain = generate(3, 13, "tammes", rotation="none", steps=50, restarts=2, seed=1)
-    turned = generate(3, 13, "tammes", rotation="random", steps=50, restarts=2, seed=1)
+    plain = generate(3, 13, "tammes", TammesOptions(steps=50, restarts=2), rotation="none", seed=1)
+    turned = generate(3, 13, "tammes", TammesOptions(steps=50, restarts=2), rotation="random", seed=1)
     np.testing.assert_allclose(turned.prototypes, plain.prototypes @ random_rotation(3, 1), atol=1e-14)
     assert turned.settings["rotation"]["seed"] == 1
     assert turned.stats.max_cos == pytest.approx(plain.stats.max_cos, abs=1e-12)
@@ -45,8 +54,8 @@ def test_the_warm_start_never_ends_above_the_structured_code():
     # One annealing step from E8 moved off its subspace cannot get back below max-cos 1/2.
     plan = plan_auto(10, 240, steps=1, restarts=1, time_limit=60, catalog=False)
     assert any(o.kind == "tammes-warm" and not o.skip for o in plan.optimisers)
-    _, candidates = best_of(10, 240, plan, seed=0, device="cpu", steps=1, restarts=1, time_limit=60, progress=None,
-                            max_memory=None, neighbours=None, refresh=None)
+    _, candidates = best_of(10, 240, plan, AutoOptions(steps=1, restarts=1), seed=0,
+                            context=RunContext(device="cpu", time_limit=60))
     warm = next(c for c in candidates if c.kind == "tammes-warm")
     assert warm.max_cos <= 0.5 + 1e-12
 
@@ -62,7 +71,7 @@ def test_the_estimate_covers_every_phase_and_splits_the_time_limit():
     estimate, plan = estimate_run(64, 1000, device="cpu")
     assert [p.name for p in estimate.phases] == ["start-up", "bound", "candidates", "statistics", "certificate",
                                                  "writing"]
-    assert not plan.runs_optimiser and estimate.optimiser_time_limit is None
+    assert not plan.auto.runs_optimiser and estimate.optimiser_time_limit is None
     estimate, _ = estimate_run(8, 300, "tammes", device="cpu", time_limit=100.0, certify=False)
     after = estimate.phase("statistics").seconds
     assert 0 < estimate.optimiser_time_limit <= 100.0 - after
@@ -197,14 +206,15 @@ def test_the_certificate_stops_at_the_time_limit_and_the_code_is_kept_uncertifie
 
 
 def test_a_certificate_past_its_deadline_stops_after_a_block():
-    from spherecodes.cli._common import OutOfTime, certify
+    from spherecodes.certificate import CertificateOutOfTime
     from spherecodes.code import make_code
+    from spherecodes.run import certify_within
 
     w = np.random.default_rng(2).standard_normal((300, 8))
     w /= np.linalg.norm(w, axis=1, keepdims=True)
-    with pytest.raises(OutOfTime) as stop:
-        certify(make_code(w, method="random"), device="cpu", max_memory=None, quiet=True, deadline=0.0)
-    assert stop.value.args[0].step < stop.value.args[0].steps == 300
+    with pytest.raises(CertificateOutOfTime) as stop:
+        certify_within(make_code(w, method="random"), RunContext(device="cpu", time_limit=1e-9))
+    assert stop.value.progress.step < stop.value.progress.steps == 300
 
 
 def test_the_memory_line_says_what_the_limit_bounds():
@@ -247,14 +257,58 @@ def test_the_certificate_of_an_optimised_code_is_not_described_by_the_random_cod
 
 
 def test_a_large_exact_code_is_announced_before_it_is_built(monkeypatch):
-    import spherecodes.run_estimate as run_estimate
+    import spherecodes.run as run_module
 
     # From LARGE_CODE = K·d the build takes seconds (1–2 s for the Kerdock subset at (1024, 10^5), on 2 busy cores).
-    monkeypatch.setattr(run_estimate, "LARGE_CODE", 64 * 1000)
+    monkeypatch.setattr(run_module, "LARGE_CODE", 64 * 1000)
     said = []
     estimate_run(64, 1000, device="cpu", certify=False, announce=said.append)
     assert said[-1].startswith("estimating: building the exact codes first")
-    monkeypatch.setattr(run_estimate, "LARGE_CODE", 64 * 1000 + 1)
+    monkeypatch.setattr(run_module, "LARGE_CODE", 64 * 1000 + 1)
     said.clear()
     estimate_run(64, 1000, device="cpu", certify=False, announce=said.append)
     assert not any("building the exact codes" in line for line in said)
+
+
+@pytest.fixture
+def plans(monkeypatch):
+    """Every call of plan_auto, counted."""
+    import spherecodes.run as run_module
+
+    calls = []
+    planned = run_module.plan_auto
+    monkeypatch.setattr(run_module, "plan_auto", lambda *a, **kw: calls.append(a) or planned(*a, **kw))
+    return calls
+
+
+def test_auto_is_planned_once_per_run_from_python_and_from_the_command_line(plans, run):
+    # The library: plan, estimate with a time limit (the optimisers' share re-budgets the plan), run.
+    plan = plan_run(64, 1000, context=RunContext(device="cpu", time_limit=600))
+    plan.estimate()
+    assert plan.execute().code.settings["auto"]["winner_kind"] == "structured" and len(plans) == 1
+    generate(64, 1000)
+    assert len(plans) == 2
+    # The command line: the estimate, the refusals, the run and the certificate share one plan.
+    result = run("generate", "--d", 64, "--k", 1000, "--time-limit", 600, "--out", "b.h5")
+    assert result.exit_code == 0, result.output
+    assert len(plans) == 3
+
+
+def test_the_exact_code_the_estimate_built_is_the_one_the_run_keeps(monkeypatch):
+    import spherecodes.generation as generation
+
+    builds = []
+    build = generation.run_structured
+    monkeypatch.setattr(generation, "run_structured", lambda *a: builds.append(a) or build(*a))
+    plan = plan_run(24, 4096, "structured", rotation="none")
+    plan.estimate(certify=False)
+    code = plan.execute().code
+    assert len(builds) == 1 and code.name == "structured-d24-k4096"
+    assert code.stats.max_cos == pytest.approx(1 / 3, abs=1e-12)  # the extended Golay code: distance 8 of 24
+
+
+def test_an_option_another_method_takes_is_refused_in_one_line(run):
+    with pytest.raises(SpherecodesError, match="method 'softmax' takes options of type SoftmaxOptions, got Tammes"):
+        plan_run(3, 7, "softmax", TammesOptions(neighbours=4))
+    result = run("generate", "--d", 3, "--k", 7, "--method", "softmax", "--neighbours", 4)
+    assert result.exit_code == 2 and "--neighbours applies to the tammes or auto method, not 'softmax'" in result.output

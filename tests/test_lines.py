@@ -13,6 +13,7 @@ import spherecodes
 from spherecodes.cli import main
 from spherecodes.code import make_code
 from spherecodes.errors import SpherecodesError
+from spherecodes.options import TammesOptions
 from spherecodes.lines import (
     antipodal_half, line_closed_form, line_lower_bound, line_report, max_abs_cos, orthoplex_bound, structured_lines,
     welch_bound,
@@ -129,11 +130,11 @@ def test_the_polish_linearisation_is_the_derivative_of_the_signed_cosines():
 
 
 def test_generate_lines_takes_28_equiangular_lines_in_r7():
-    code = spherecodes.generate(7, 28, lines=True)
+    code = spherecodes.generate(7, 28, "lines")
     assert code.method == "lines"
     assert brute_coherence(code.prototypes) == pytest.approx(1 / 3, abs=1e-14)
-    with pytest.raises(SpherecodesError, match="lines=True"):
-        spherecodes.generate(7, 28, method="tammes", lines=True)
+    with pytest.raises(SpherecodesError, match="method 'lines' takes options of type LinesOptions"):
+        spherecodes.generate(7, 28, "lines", TammesOptions(steps=5))
 
 
 def test_cli_generate_lines_and_certify_lines_of_a_foreign_file(tmp_path):

@@ -170,13 +170,14 @@ def counted_searches(monkeypatch):
 
 def test_generate_proves_the_orbit_once_and_the_bank_keeps_its_generators(tmp_path, monkeypatch):
     from spherecodes.bank import ORBIT_SCHEMA_VERSION, read_code, write_code
-    from spherecodes.generation import generate, planned_code_name
+    from spherecodes.generation import code_name
+    from spherecodes.run import generate
 
     searches = counted_searches(monkeypatch)
     # The extended Golay code [24,12,8] embedded in R^30: auto turns it into every dimension, so its name
     # holds the seed, decided from the construction before any row exists; kept in its coordinates here.
-    assert planned_code_name(30, 4096, "structured") == "structured-d30-k4096-s0"
-    assert planned_code_name(30, 4096, "structured", rotation="none") == "structured-d30-k4096"
+    assert code_name(30, 4096, "structured", 0, "auto") == ("structured-d30-k4096-s0", 0)
+    assert code_name(30, 4096, "structured", 0, "none") == ("structured-d30-k4096", None)
     assert searches == []
     code = generate(30, 4096, "structured", rotation="none")
     assert code.orbit is not None and code.orbit.rank == 12 and searches == [12]

@@ -81,16 +81,16 @@ def test_the_run_proves_the_prefix_once_and_the_bank_checks_its_generators(tmp_p
 
     import spherecodes.orbit as orbit_module
     from spherecodes.bank import read_code, write_code
-    from spherecodes.generation import generate
-    from spherecodes.run_estimate import estimate_run
+    from spherecodes.run import plan_run
 
     proofs = []
     prove = orbit_module.orbit_prefix
     monkeypatch.setattr(orbit_module, "orbit_prefix", lambda *a, **kw: proofs.append(1) or prove(*a, **kw))
-    estimate, _ = estimate_run(24, 3000, "structured", certify=False)  # the extended Golay code
+    plan = plan_run(24, 3000, "structured")  # the extended Golay code
+    estimate = plan.estimate(certify=False)
     statistics = estimate.phase("statistics")
     assert statistics.what.startswith("the first 3,000 of the 4,096 words")  # through the orbit, not all pairs
-    code = generate(24, 3000, "structured", built=estimate.built)
+    code = plan.execute().code  # the code the estimate built and proved
     assert isinstance(code.orbit, OrbitPrefix) and code.orbit.rank == 12 and len(proofs) == 1
     write_code(tmp_path / "b.h5", code)
     with h5py.File(tmp_path / "b.h5", "r") as f:

@@ -10,6 +10,7 @@ from spherecodes import generate, read_code
 from spherecodes.catalog import build_catalog, parse_grid
 from spherecodes.cli import main
 from spherecodes.errors import SpherecodesError
+from spherecodes.options import LinesOptions, TammesOptions
 from spherecodes.records import published_record
 from spherecodes.solvers import record_search, tammes
 from spherecodes.solvers.record_search import chain_seed
@@ -65,9 +66,9 @@ def test_bad_search_settings_are_refused_in_one_line():
     with pytest.raises(SpherecodesError, match="effort of the chains|the search's own"):
         record_search(3, 13, chains=1, effort="low")
     with pytest.raises(SpherecodesError, match="effort 'record' runs the record search of method 'tammes'"):
-        generate(3, 13, "lines", effort="record", restarts=1)
+        generate(3, 13, "lines", LinesOptions(effort="record", restarts=1))
     with pytest.raises(SpherecodesError, match="workers and scheduler spread the chains"):
-        generate(3, 13, "tammes", workers=2)
+        generate(3, 13, "tammes", TammesOptions(workers=2))
     with pytest.raises(SpherecodesError, match="give --time-limit SECONDS"):
         build_catalog(parse_grid("d=3 k=13"), ["tammes"], "unused", effort="record")
 

@@ -14,7 +14,8 @@ from spherecodes.bank import read_code, write_code
 from spherecodes.certificate import one_vs_rest_distances, verify_witness
 from spherecodes.code import make_code, prototype_checksum
 from spherecodes.errors import SpherecodesError
-from spherecodes.generation import generate, unused_dimensions
+from spherecodes.generation import unused_dimensions
+from spherecodes.run import generate
 from spherecodes.orbit import OrbitPrefix, orbit_prefix, sign_orbit
 from spherecodes.report import code_report
 from spherecodes.rotated import Rotated, orthogonality_error, rotated_structure, snap_rows, turn_rows

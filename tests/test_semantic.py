@@ -17,7 +17,9 @@ from scipy.stats import spearmanr
 from spherecodes.bank import read_code, write_code
 from spherecodes.code import make_code
 from spherecodes.report import format_assignment
-from spherecodes.generation import generate
+from spherecodes.context import RunContext
+from spherecodes.options import PrivilegedOptions
+from spherecodes.run import generate
 from spherecodes.constructions import cell_600, cross_polytope, simplex_etf
 from spherecodes.errors import SpherecodesError
 from spherecodes.semantic import (
@@ -555,7 +557,8 @@ def test_privileged_refuses_bad_input_and_stops_on_time(clustered_classes):
 
 def test_privileged_code_is_a_labelled_code_that_a_bank_keeps(clustered_classes, tmp_bank):
     emb = ClassEmbeddings([f"class {i}" for i in range(24)], clustered_classes, source="planted")
-    code = generate(5, 24, "privileged", embeddings=emb, semantic_weight=2.0, seed=4, steps=30, device="cpu")
+    code = generate(5, 24, "privileged", PrivilegedOptions(embeddings=emb, semantic_weight=2.0, steps=30), seed=4,
+                    context=RunContext(device="cpu"))
     assert (code.name, code.method, code.seed) == ("privileged-d5-k24-s4", "privileged", 4)
     write_code(tmp_bank, code)
     stored = read_code(tmp_bank)

@@ -18,7 +18,9 @@ from spherecodes.bank import read_code
 from spherecodes.certificate import one_vs_rest_distances
 from spherecodes.cli import main
 from spherecodes.errors import SpherecodesError
-from spherecodes.generation import generate
+from spherecodes.context import RunContext
+from spherecodes.options import SoftmaxOptions
+from spherecodes.run import generate
 from spherecodes.solvers import softmax as softmax_module
 from spherecodes.solvers import softmax_code, tammes
 from spherecodes.sphere import normalise_rows
@@ -123,7 +125,7 @@ def test_bad_options_are_refused():
 
 @pytest.mark.slow
 def test_generate_and_the_cli_make_a_softmax_bank(tmp_path):
-    code = generate(3, 9, "softmax", seed=1, steps=20, device="cpu")
+    code = generate(3, 9, "softmax", SoftmaxOptions(steps=20), seed=1, context=RunContext(device="cpu"))
     assert (code.method, code.name) == ("softmax", "softmax-d3-k9-s1")
     assert code.settings["rho"] == pytest.approx(certified_rho(code.prototypes), abs=1e-15)
 
