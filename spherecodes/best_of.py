@@ -58,6 +58,7 @@ from fractions import Fraction
 import numpy as np
 
 from .bounds import sharp_optimum
+from .budget import annealing_budget
 from .context import RunContext
 from .constructions import applicable_closed_forms, construct, optimal_closed_form
 from .errors import SpherecodesError
@@ -504,11 +505,11 @@ def annealing_work(d: int, k: int, restarts: int, steps: int, neighbours: int = 
 
 
 def _planned_work(d, k, steps, restarts, neighbours, max_memory) -> float:
-    from .solvers import TammesSettings
-
-    cfg = TammesSettings.resolve(d, k, steps=steps, restarts=restarts, device="cpu", neighbours=neighbours,
-                                max_memory=max_memory)
-    return annealing_work(d, k, cfg.restarts, cfg.steps, cfg.neighbours, cfg.refresh)
+    """The annealing's work of a tammes run at the default effort with these settings (the defaults of
+    :func:`spherecodes.budget.annealing_budget`, as :func:`spherecodes.solvers.tammes` resolves them on the CPU)."""
+    budget = annealing_budget(d, k, "cpu", neighbours, max_memory)
+    return annealing_work(d, k, budget["restarts"] if restarts is None else restarts,
+                          budget["steps"] if steps is None else steps, budget["neighbours"], budget["refresh"])
 
 
 def structured_candidate(code: StructuredCode, k: int, max_memory: float | None = None) -> Candidate:

@@ -187,7 +187,7 @@ def planned_unused(d: int, k: int, method: str) -> int:
     Examples
     --------
     >>> planned_unused(100, 10_000, "structured"), planned_unused(512, 100, "etf"), planned_unused(3, 13, "tammes")
-    (36, 413, 0)
+    (38, 413, 0)
     """
     if method == STRUCTURED:
         code = best_structured_code(d, k)

@@ -19,12 +19,25 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from .checks import check_int
 from .errors import SpherecodesError
 
 __all__ = [
     "AutoOptions", "LinesOptions", "MaxsepOptions", "PrivilegedOptions", "SoftmaxOptions", "TammesOptions",
     "check_given", "given_options",
 ]
+
+
+#: The smallest value of each count an options type may hold (checked once, as the object is made).
+COUNTS = {"steps": 1, "restarts": 1, "neighbours": 0, "refresh": 1, "workers": 1}
+
+
+def _check_counts(options) -> None:
+    """Check, once, the counts an options object holds (None: the method's default)."""
+    for name, minimum in COUNTS.items():
+        value = getattr(options, name, None)
+        if value is not None:
+            object.__setattr__(options, name, check_int(name, value, minimum))
 
 
 @dataclass(frozen=True)
@@ -64,6 +77,7 @@ class TammesOptions:
     scheduler: str | None = None
 
     def __post_init__(self):
+        _check_counts(self)
         if (self.workers is not None or self.scheduler is not None) and self.effort != "record":
             raise SpherecodesError("workers and scheduler spread the chains of a record search over Dask: they apply "
                                    f"to method 'tammes' with effort 'record', not to 'tammes' at effort {self.effort!r}")
@@ -77,6 +91,8 @@ class SoftmaxOptions:
     restarts: int | None = None
     init: object = None
 
+    __post_init__ = _check_counts
+
 
 @dataclass(frozen=True)
 class MaxsepOptions:
@@ -85,6 +101,8 @@ class MaxsepOptions:
     steps: int | None = None
     restarts: int | None = None
     init: object = None
+
+    __post_init__ = _check_counts
 
 
 @dataclass(frozen=True)
@@ -105,6 +123,7 @@ class LinesOptions:
     effort: str = "default"
 
     def __post_init__(self):
+        _check_counts(self)
         if self.effort == "record":
             raise SpherecodesError("effort 'record' runs the record search of method 'tammes', not 'lines'; give "
                                    "method tammes (--method tammes)")
@@ -131,6 +150,8 @@ class PrivilegedOptions:
     max_cos_tolerance: float | None = None
     triplets: str = "auto"
 
+    __post_init__ = _check_counts
+
     #: Said after an option of this method given to another one.
     elsewhere = "to place the classes of another code on its prototypes use 'spherecodes assign'"
 
@@ -145,6 +166,8 @@ class AutoOptions:
     neighbours: int | None = None
     refresh: int | None = None
     catalog: bool = True
+
+    __post_init__ = _check_counts
 
 
 def given_options(options) -> dict:

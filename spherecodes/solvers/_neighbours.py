@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..budget import NEIGHBOUR_MIN_K, neighbour_defaults
 from ..devices import timed_call
 from ..sphere import top_matches
 from ._core import DTYPES, EXP_FLOOR, Batch, Clock, Schedule, geometric, riemannian_adam_step, run_steps
@@ -321,36 +322,9 @@ def _chunks(offsets, flat, degree, d: int, chunk_elements: int, tau: torch.Tenso
 # --------------------------------------------------------------------------- defaults
 
 
-#: Above this many prototypes :func:`spherecodes.solvers.tammes` uses neighbour
-#: lists by default (below it, when the dense working set fits, it is dense).
-NEIGHBOUR_MIN_K = 10_000
 
 
-def neighbour_defaults(d: int, k: int) -> dict:
-    """Default ``neighbours`` (m), ``refresh`` and ``steps`` of the neighbour-list path.
 
-    * m = d, within [32, 128] and at most K − 1.  An optimised code in R^d
-      has about 2d neighbours at nearly the largest cosine (a jammed code
-      needs 2(d − 1) contacts per point), and with the lists made symmetric
-      each row sees up to 2m pairs; a step costs time in proportion to m.
-    * refresh = K / 2000, within [10, 100].  A refresh costs K² products and
-      a step about 1.5·K·m, so this keeps the refreshes at roughly the cost
-      of the steps between them.  Fresher lists give better codes
-      (``docs/optimisers.md``): pass a smaller ``refresh`` when time allows.
-    * 1000 steps: the schedule of the dense path at (64, 1000).
-
-    Examples
-    --------
-    >>> neighbour_defaults(64, 100_000)
-    {'neighbours': 64, 'refresh': 50, 'steps': 1000}
-    >>> neighbour_defaults(512, 1_000_000)
-    {'neighbours': 128, 'refresh': 100, 'steps': 1000}
-    """
-    return {
-        "neighbours": int(min(k - 1, max(32, min(128, d)))),
-        "refresh": int(min(100, max(10, k // 2000))),
-        "steps": 1000,
-    }
 
 
 # --------------------------------------------------------------------------- annealing

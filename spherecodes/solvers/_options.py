@@ -14,32 +14,17 @@ from dataclasses import dataclass
 
 import torch
 
+from ..budget import annealing_budget, dense_bytes
 from ..checks import check_fraction, check_int, check_options, check_positive, check_sizes
 from ..devices import default_threads, resolve_device
 from ..errors import SpherecodesError
-from ..memory import memory_limit
 from ..stats import validate_prototypes
 from ._basin import PATIENCE
 from ._core import batch_size, check_dtype, estimated_angle
-from ._neighbours import NEIGHBOUR_MIN_K, neighbour_defaults
 
 __all__ = [
     "EFFORTS", "MaxsepSettings", "SoftmaxSettings", "TammesSettings", "dense_bytes", "option_names", "tammes_defaults",
 ]
-
-#: Work per step (K^2 d multiply-adds) at which the default budget stops
-#: growing: a start gets ``WORK_BUDGET / (K^2 d)`` steps, within the bounds below.
-WORK_BUDGET = 6.4e10
-MIN_STEPS, MAX_STEPS = 100, 2000
-
-#: Pair entries (restarts x steps x K^2) that the default starts of a small
-#: code may anneal: each step also passes over the K x K matrices some ten
-#: times whatever d is, so in low dimension the K^2 d budget above
-#: under-counts the work (at (3, 200) 16 starts annealed for 4.5 s).  The
-#: cap (that of R^3 at N = 81, 64 x 2000 steps) leaves R^3 up to N = 162
-#: and (16, 100) unchanged and gives (3, 200) 10 starts; it never takes the
-#: starts below 4.
-ANNEAL_ENTRIES = 8.4e8
 
 #: Share of the starts of a cold run in R^3 that begin sharp (at ``t_end / 100``).
 SHARP_SHARE = 0.5
@@ -441,8 +426,8 @@ def tammes_defaults(
     neighbours : int, optional
         0: the dense path (all pairs).  m >= 1: neighbour lists of m
         prototypes (the large-K path).  None: neighbour lists
-        (m from :func:`spherecodes.solvers._neighbours.neighbour_defaults`) when K
-        exceeds :data:`spherecodes.solvers._neighbours.NEIGHBOUR_MIN_K` or the dense
+        (m from :func:`spherecodes.budget.neighbour_defaults`) when K
+        exceeds :data:`spherecodes.budget.NEIGHBOUR_MIN_K` or the dense
         working set of one start does not fit the memory limit, else dense.
     max_memory : float, optional
         Bytes the solver may use on ``device``; default a safe fraction of
@@ -468,7 +453,8 @@ def tammes_defaults(
     """
     d, k = check_sizes(d, k)
     device = torch.device(device)
-    m = resolve_neighbours(d, k, device, neighbours, max_memory)
+    budget = annealing_budget(d, k, str(device), neighbours, max_memory)
+    m = budget["neighbours"]
     work = float(k) ** 2 * d
     angle = estimated_angle(d, k)
     # Sharpness is measured against the gap between neighbouring cosines, which
@@ -476,24 +462,14 @@ def tammes_defaults(
     # 1/sqrt(d) of random cosines, so that the first steps see the whole code.
     gap = 1 - math.cos(angle)
     lr_start = min(0.15 / math.sqrt(d), angle / 10)
-    if work <= 2e4:
-        restarts = 64
-    elif work <= 2e5:
-        restarts = 16
-    elif work <= 2e6:
-        restarts = 4
-    else:
-        restarts = 1
     cfg = {name: value for name, value in dataclasses.asdict(TammesSettings()).items()
            if name not in ("steps", "restarts")}
-    steps = int(min(max(WORK_BUDGET / work, MIN_STEPS), MAX_STEPS))
-    restarts = min(restarts, max(4, int(ANNEAL_ENTRIES // (steps * float(k) ** 2))))
-    batch = batch_size(k, restarts)
-    # The neighbour-list path's step costs K m d, not K^2 d: it keeps the default.
+    # The neighbour-list path runs one start at a time, and its step costs K m d, not K^2 d: it keeps the default.
+    batch = 1 if m else batch_size(k, budget["restarts"])
     log_every = cfg["log_every"] if m else max(1, min(cfg["log_every"], int(LOG_WORK // (batch * work))))
     cfg.update(
-        steps=steps,
-        restarts=restarts,
+        steps=budget["steps"],
+        restarts=budget["restarts"],
         # float32 halves the cost of a step once the K x K matrices dominate it,
         # and takes 30-45 % off even at (3, 49): the annealing only has to find
         # the basin, and the codes that are polished are re-measured, sharpened
@@ -513,27 +489,9 @@ def tammes_defaults(
         neighbours=m,
     )
     if m:
-        large = neighbour_defaults(d, k)
-        # One start at a time; the work per step is ~K·m·d, not K²·d.
-        cfg.update(steps=large["steps"], refresh=large["refresh"], restarts=1, batch_size=1,
-                   dtype="float32" if device.type == "cuda" or k * m * d > 2e6 else "float64")
+        cfg.update(refresh=budget["refresh"], dtype="float32" if device.type == "cuda" or k * m * d > 2e6 else "float64")
     cfg["polish_work"] = default_polish_work(cfg["restarts"], cfg["steps"], k, d)
     return cfg
-
-
-def dense_bytes(k: int, d: int, batch: int, itemsize: int) -> float:
-    """Peak working memory of the dense annealing: two K×K matrices and the vectors, per start."""
-    return itemsize * batch * (2.0 * k * k + 8.0 * k * d)
-
-
-def resolve_neighbours(d: int, k: int, device: torch.device, neighbours, max_memory) -> int:
-    """m for the neighbour-list path, or 0 for the dense one (see :func:`tammes_defaults`)."""
-    if neighbours is not None:
-        return min(check_int("neighbours", neighbours, 0), k - 1)
-    itemsize = 4 if device.type == "cuda" or float(k) ** 2 * d > 2e6 else 8
-    if k > NEIGHBOUR_MIN_K or dense_bytes(k, d, 1, itemsize) > memory_limit(str(device), max_memory):
-        return neighbour_defaults(d, k)["neighbours"]
-    return 0
 
 
 #: K·d up to which the LP rounds of the polish get at least 1e8 units of work.
