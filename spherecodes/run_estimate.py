@@ -1,6 +1,6 @@
-"""The whole of a ``generate`` run estimated before any work: candidates, statistics and certificate.
+"""The phases of a ``generate`` run estimated before any work: candidates, statistics and certificate.
 
-:func:`estimate_run` times each phase on a sample of its own work on this
+:meth:`spherecodes.run.RunPlan.estimate` assembles them: each phase is timed on a sample of its own work on this
 machine (the optimisers through :func:`spherecodes.solvers.tammes_estimate`,
 the certificate through :func:`spherecodes.certificate.certificate_estimate`,
 the float64 statistics by a block of their products), so that the command
