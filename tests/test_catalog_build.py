@@ -141,9 +141,9 @@ def test_effort_reaches_the_tammes_tasks_only(tmp_path, monkeypatch):
     real = cb.generate
     seen = {}
 
-    def recording(d, k, method, **kwargs):
-        seen[method] = kwargs.get("effort")
-        return real(d, k, method, **kwargs)
+    def recording(d, k, method, options, **kwargs):
+        seen[method] = getattr(options, "effort", None)
+        return real(d, k, method, options, **kwargs)
 
     monkeypatch.setattr(cb, "generate", recording)
     report = build_catalog(parse_grid("d=3 k=7"), ["tammes", "softmax"], tmp_path / "cat", workers=1,
