@@ -35,11 +35,27 @@ EXTRA = ((3, 120), (6, 86), (6, 98), (7, 28), (8, 3000), (12, 40), (64, 999), (1
 
 
 def grid() -> list[tuple[int, int]]:
-    """The sizes of the table: those where :func:`spherecodes.bounds.max_cos_lower_bound` runs the LP."""
-    from spherecodes.bounds import sharp_optimum
+    """The sizes of the table: those where :func:`spherecodes.bounds.max_cos_lower_bound` runs the LP.
 
-    sizes = sorted({(d, k) for d in D_GRID for k in K_GRID} | set(EXTRA))
+    The grid, :data:`EXTRA`, and every size with a published best-known code
+    (:func:`spherecodes.records.published_records`), whose report compares the code with that value and the bound.
+    """
+    from spherecodes.bounds import sharp_optimum
+    from spherecodes.records import published_records
+
+    sizes = sorted({(d, k) for d in D_GRID for k in K_GRID} | set(EXTRA) | set(published_records()))
     return [(d, k) for d, k in sizes if d >= 3 and k > 2 * d and sharp_optimum(d, k) is None]
+
+
+def stored_row(size: tuple[int, int], table: dict) -> tuple | None:
+    """An entry of ``table`` (:func:`spherecodes.lp_store.read_table`) taken over as it stands, if its polynomial
+    still proves its value (:func:`spherecodes.bounds.verify_lp_bound`, the check every reader makes)."""
+    from spherecodes.bounds import verify_lp_bound
+
+    record = table.get(size)
+    if record is None or not verify_lp_bound(*size, record.value, record.coefficients):
+        return None
+    return (*size, record.value, list(record.coefficients), 0, 0.0)
 
 
 def compute(size: tuple[int, int]) -> tuple[int, int, float, list, int, float]:
@@ -86,19 +102,31 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="Write the table here.")
     parser.add_argument("--jobs", type=int, default=1, help="Sizes computed at once.")
     parser.add_argument("--limit", type=int, default=None, help="Only the first N sizes (a quick run).")
+    parser.add_argument("--missing", action="store_true",
+                        help="Search only the sizes that the shipped table lacks (or whose entry no longer verifies); "
+                             "keep its other entries as they are.")
     args = parser.parse_args()
     sizes = grid()[:args.limit]
     print(f"{len(sizes)} sizes; load average {os.getloadavg()[0]:.2f}", flush=True)
     began = time.perf_counter()
-    rows = []
+    kept = {}
+    if args.missing:
+        from spherecodes import lp_store
+
+        table = lp_store.read_table()
+        kept = {size: row for size in sizes if (row := stored_row(size, table)) is not None}
+        print(f"{len(kept)} entries of the table kept, {len(sizes) - len(kept)} to search", flush=True)
+    rows = list(kept.values())
     with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-        for row in pool.imap(compute, sizes):
+        for row in pool.imap(compute, [size for size in sizes if size not in kept]):
             rows.append(row)
             print(f"d={row[0]} K={row[1]}: {row[2]!r} ({row[4]} LPs, {row[5]:.2f} s)", flush=True)
+    rows.sort(key=lambda row: row[:2])
     if args.out is not None:
         write_table(args.out, rows)
-    seconds = [row[5] for row in rows]
-    solves = [row[4] for row in rows]
+    searched = [row for row in rows if row[:2] not in kept]
+    seconds = [row[5] for row in searched] or [0.0]
+    solves = [row[4] for row in searched] or [0]
     from spherecodes import lp_store
     from spherecodes.bounds import verify_lp_bound
 
@@ -116,7 +144,7 @@ def main() -> None:
         verify_lp_bound(d, k, record.value, record.coefficients)
         verify.append(time.perf_counter() - start)
     print(f"\n| what | median | slowest |\n|---|---|---|\n"
-          f"| the search, per size ({len(rows)} sizes, {args.jobs} at once) | {statistics.median(seconds):.2f} s "
+          f"| the search, per size ({len(searched)} sizes, {args.jobs} at once) | {statistics.median(seconds):.2f} s "
           f"| {max(seconds):.2f} s |\n"
           f"| LPs solved per size | {statistics.median(solves):.0f} | {max(solves)} |\n"
           + (f"| reading the table ({len(table)} entries), once per process | {parse * 1e3:.1f} ms | |\n"

@@ -783,3 +783,11 @@ def test_certify_lines_past_a_day_is_refused_before_it_starts(tmp_path, monkeypa
     assert result.exit_code == 1, result.output
     assert re.search(r"all 1,999,000 pairs of 2,000 lines in R\^2: estimated at ~.*; not started",
                      one_error_line(result.stderr)), result.stderr
+
+
+def test_the_table_is_large_enough():
+    """The tables of the five themes together hold at least the 150 cases that the single table was held to."""
+    import importlib
+
+    themes = ("inputs", "banks", "downloads", "signals", "names")
+    assert sum(len(importlib.import_module(f"test_hostile_{theme}").CASES) for theme in themes) >= 150
