@@ -171,6 +171,7 @@ class RunPlan:
         ['start-up', 'bound', 'candidates', 'statistics', 'certificate', 'writing']
         """
         context, d, k = self.context, self.d, self.k
+        self._check_inputs()
         if self.auto is not None:
             context.say(describe_plan(self.auto, k))
         # What cannot fit in memory is refused first: the optimiser's working set, or the exact code as it is built.
@@ -203,6 +204,12 @@ class RunPlan:
         self.optimiser_time_limit = limit if self.optimises else None
         self._estimate = RunEstimate(d, k, (*fixed, first, *phases), context.time_limit, self.optimiser_time_limit)
         return self._estimate
+
+    def _check_inputs(self) -> None:
+        """The method's own refusals of its inputs (the embeddings of ``privileged``), before any of its work:
+        the options may be completed after planning (files read once the destination is checked)."""
+        if self.entry.check is not None:
+            self.entry.check(self)
 
     def _certified_points(self):
         """The rows the certificate will see: the best exact code built, else a random code of the size."""
@@ -251,6 +258,7 @@ class RunPlan:
         Ctrl-C during an optimiser keeps its best code so far (``interrupted``);
         during the certificate or the bound it ends them and keeps the code.
         """
+        self._check_inputs()
         code = self.entry.run(self)
         result = RunResult(code, code.settings.get("stop_reason") == "interrupted")
         try:
@@ -355,11 +363,8 @@ def plan_run(d: int, k: int, method: str = "auto", options=None, *, seed: int = 
         auto = plan_auto(d, k, steps=options.steps, restarts=options.restarts, time_limit=context.time_limit,
                          neighbours=options.neighbours, max_memory=context.max_memory, catalog=options.catalog,
                          seed=seed)
-    plan = RunPlan(d, k, resolved, options, seed, rotation, name, None if labels is None else list(labels), context,
+    return RunPlan(d, k, resolved, options, seed, rotation, name, None if labels is None else list(labels), context,
                    auto)
-    if plan.entry.check is not None:
-        plan.entry.check(plan)
-    return plan
 
 
 def generate(d: int, k: int, method: str = "auto", options=None, *, seed: int = 0, rotation: str = "auto",
