@@ -34,19 +34,19 @@ def compare(d: int, k: int, threads: int) -> dict:
     import torch
 
     torch.set_num_threads(threads)
-    from spherecodes import generate
+    from spherecodes import RunContext, generate
     from spherecodes.catalog import fetch
     from spherecodes.best_of import bundled_entry
     from spherecodes.structured import best_structured_code
 
     start = time.perf_counter()
-    auto = generate(d, k, device="cpu")
+    auto = generate(d, k, context=RunContext(device="cpu"))
     auto_seconds = time.perf_counter() - start
     winner = auto.settings.get("auto", {}).get("winner", auto.method)
     winner_seconds = next((c["seconds"] for c in auto.settings.get("auto", {}).get("candidates", [])
                            if c["label"] == winner), auto_seconds)
     start = time.perf_counter()
-    alone = generate(d, k, "tammes", device="cpu")
+    alone = generate(d, k, "tammes", context=RunContext(device="cpu"))
     tammes_seconds = time.perf_counter() - start
     code = best_structured_code(d, k)
     structured = float(code.max_cos_for(k)) if code is not None else None

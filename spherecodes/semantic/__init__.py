@@ -17,8 +17,8 @@ Four pieces, all behind ``spherecodes generate --method privileged``,
 * **the privileged optimiser** (:mod:`.privileged`) — :func:`privileged`
   minimises ``L_HP + w · L_PI`` of Mettes, van der Pol & Snoek (2019),
   Hyperspherical Prototype Networks (Eq. 5 + Eq. 6) over the triplets of
-  :class:`RankingTriplets`; :func:`spherecodes.generation.generate` with
-  ``method="privileged"`` makes it a labelled code.
+  :class:`RankingTriplets`; :func:`spherecodes.generate` with
+  ``method="privileged"`` (:class:`spherecodes.options.PrivilegedOptions`) makes it a labelled code.
 
 Conventions: a code's ``labels[i]`` is the class of prototype row ``i``.  An
 assignment is an ``order`` array: prototype row ``i`` goes to class

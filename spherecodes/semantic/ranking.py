@@ -5,7 +5,7 @@
 ``L_PI`` of Mettes, van der Pol & Snoek (2019), Hyperspherical Prototype
 Networks (NeurIPS), Eq. 6, over the triplets of :class:`RankingTriplets`, as
 far as a max-cos tolerance allows;
-:func:`spherecodes.generation.generate` with ``method="privileged"`` makes it
+:func:`spherecodes.generate` with ``method="privileged"`` (:class:`spherecodes.options.PrivilegedOptions`) makes it
 a labelled code.  It runs on the public descent loop of
 :mod:`spherecodes.solvers`.
 """
