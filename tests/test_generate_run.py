@@ -312,3 +312,19 @@ def test_an_option_another_method_takes_is_refused_in_one_line(run):
         plan_run(3, 7, "softmax", TammesOptions(neighbours=4))
     result = run("generate", "--d", 3, "--k", 7, "--method", "softmax", "--neighbours", 4)
     assert result.exit_code == 2 and "--neighbours applies to the tammes or auto method, not 'softmax'" in result.output
+
+
+def test_a_run_cut_short_never_replaces_a_stored_code(tmp_path):
+    from spherecodes.bank import read_code
+    from spherecodes.run import RunResult, destination
+
+    plan = plan_run(11, 12, context=RunContext(device="cpu"))
+    finished = plan.execute(certify=True)
+    assert plan.store(finished, destination(tmp_path / "b.h5", plan.name))
+    with pytest.raises(SpherecodesError, match="already exists in .*; pass --overwrite"):
+        destination(tmp_path / "b.h5", plan.name)
+    again = destination(tmp_path / "b.h5", plan.name, overwrite=True)
+    cut = RunResult(plan_run(11, 12, rotation="random", name=plan.name).execute().code, interrupted=True)
+    assert not plan.store(cut, again)  # kept: the stored code is the finished run's, in canonical coordinates
+    assert np.array_equal(read_code(tmp_path / "b.h5").prototypes, finished.code.prototypes)
+    assert read_code(tmp_path / "b.h5").certificate.rho_certified
