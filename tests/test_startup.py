@@ -53,9 +53,9 @@ def test_the_light_commands_load_no_heavy_package(tmp_path):
         ["report", "f.h5"],
         ["export", "f.h5", "--out", "p.npy"],
         ["generate", "--d", "64", "--k", "1000", "--out", "g.h5"],
-        # The extended Golay code: an exact winner at a size the optimiser table does not measure, so auto
-        # predicts the optimiser's cost from its default budget (spherecodes.budget), without the solvers.
-        ["generate", "--d", "24", "--k", "4096", "--out", "h.h5"],
+        # The extended BCH code again, at a size the optimiser table does not measure: auto predicts the
+        # optimiser's cost from its default budget (spherecodes.budget), without the solvers.
+        ["generate", "--d", "64", "--k", "999", "--out", "h.h5"],
         ["report", "g.h5", "--json"],
         ["cache", "list"],
     ]
