@@ -283,13 +283,13 @@ def plans(monkeypatch):
 
 def test_auto_is_planned_once_per_run_from_python_and_from_the_command_line(plans, run):
     # The library: plan, estimate with a time limit (the optimisers' share re-budgets the plan), run.
-    plan = plan_run(64, 1000, context=RunContext(device="cpu", time_limit=600))
+    plan = plan_run(64, 1000, context=RunContext(device="cpu", time_limit=5))
     plan.estimate()
     assert plan.execute().code.settings["auto"]["winner_kind"] == "structured" and len(plans) == 1
     generate(64, 1000)
     assert len(plans) == 2
     # The command line: the estimate, the refusals, the run and the certificate share one plan.
-    result = run("generate", "--d", 64, "--k", 1000, "--time-limit", 600, "--out", "b.h5")
+    result = run("generate", "--d", 64, "--k", 1000, "--time-limit", 5, "--out", "b.h5")
     assert result.exit_code == 0, result.output
     assert len(plans) == 3
 
