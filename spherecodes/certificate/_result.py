@@ -8,6 +8,7 @@ certificate's ``progress`` callable receives.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -17,7 +18,7 @@ from ..orbit import OrbitPrefix, SignOrbit, moved_vectors
 from ..rotated import Rotated
 from ..z4orbit import Z4Orbit
 
-__all__ = ["CertificateProgress", "OneVsRestCertificate"]
+__all__ = ["CertificateOutOfTime", "CertificateProgress", "OneVsRestCertificate", "orbit_witness_certificate"]
 
 
 @dataclass(frozen=True)
@@ -287,3 +288,19 @@ class OneVsRestCertificate:
             ]
         return out
 
+
+def orbit_witness_certificate(lo, hi, indices, weights, features, nearest, orbit, tol, rattler_tol, started,
+                              progress=None) -> OneVsRestCertificate | None:
+    """The certificate of (the first K words of) an orbit from witnesses of the whole orbit's class 0, or None
+    where it does not certify ρ (classes whose moved witness leaves the rows may keep wider intervals, but ρ's
+    own interval must be within ``tol``).  ``progress`` gets a :class:`CertificateProgress` once, at the end."""
+    cert = OneVsRestCertificate(
+        lo=lo, hi=hi, tol=float(tol), rattler_tol=float(rattler_tol), support_indices=indices,
+        support_weights=weights, features=features, duplicates=[], rounds=1, device="cpu",
+        wall_time=time.perf_counter() - started, orbit=orbit, nearest=nearest,
+    )
+    if not cert.rho_certified:
+        return None
+    if progress is not None:
+        progress(CertificateProgress(cert.k, cert.k, time.perf_counter() - started))
+    return cert

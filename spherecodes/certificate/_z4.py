@@ -34,7 +34,7 @@ from .. import memory
 from ..errors import SpherecodesError
 from ..memory import Estimate, memory_limit, require_memory
 from ..z4orbit import Z4Orbit, z4_orbit
-from ._result import CertificateProgress, OneVsRestCertificate
+from ._result import OneVsRestCertificate, orbit_witness_certificate
 from ._shell import SHELL_TOL, shell_block_bytes, shell_bounds
 
 __all__ = ["z4_bounds", "z4_bytes", "z4_certificate", "z4_estimate", "z4_interval", "z4_witnesses"]
@@ -105,16 +105,8 @@ def z4_certificate(w: np.ndarray, orbit: Z4Orbit, tol: float, rattler_tol: float
     for j, (words, mix) in enumerate(kept):
         indices[j, : len(words)], weights[j, : len(words)] = words, mix
     lo, hi, features = z4_bounds(w, orbit, indices, weights, nearest)
-    cert = OneVsRestCertificate(
-        lo=lo, hi=hi, tol=float(tol), rattler_tol=float(rattler_tol), support_indices=indices,
-        support_weights=weights, features=features, duplicates=[], rounds=1, device="cpu",
-        wall_time=time.perf_counter() - started, orbit=orbit, nearest=nearest,
-    )
-    if not cert.rho_certified:
-        return None
-    if progress is not None:
-        progress(CertificateProgress(k, k, time.perf_counter() - started))
-    return cert
+    return orbit_witness_certificate(lo, hi, indices, weights, features, nearest, orbit, tol, rattler_tol, started,
+                                     progress)
 
 
 def z4_bounds(w: np.ndarray, orbit: Z4Orbit, indices: np.ndarray, weights: np.ndarray, nearest: np.ndarray,
