@@ -15,7 +15,7 @@ from .. import __version__
 from ..errors import SpherecodesError
 from ..memory import format_bytes, require_memory
 from ..orbit import OrbitPrefix, SignOrbit
-from ..z4orbit import Z4Orbit
+from ..z4orbit import Z4_GROUP, Z4Orbit
 
 __all__ = [
     "COMPRESS_UP_TO_BYTES", "FORMAT_NAME", "ORBIT_SCHEMA_VERSION", "ORBIT_WITNESS", "PLAIN_SCHEMA_VERSION",
@@ -39,29 +39,25 @@ ORBIT_SCHEMA_VERSION = 2
 #: The schema version of a bank with the first K words of an orbit of sign changes, and no orbit of Z4 translations.
 PREFIX_SCHEMA_VERSION = 3
 
-#: ``orbit`` attribute ``group`` of a code that is (the first K words of) an orbit of Z4 translations (a Kerdock code).
-Z4_GROUP = "Z4 translations"
-
 #: ``certificate`` attribute ``witness`` of a certificate that keeps class 0's
 #: witness alone, every other class's being its image under the code's orbit.
-ORBIT_WITNESS = "class 0, moved by the orbit"
+ORBIT_WITNESS = SignOrbit.certificate_witness
 
 #: ``certificate`` attribute ``witness`` of the certificate of the first K
 #: words of an orbit: the whole orbit's class 0's witness (words of the
 #: orbit), moved to each class where it stays among the rows, else the
 #: class's ``nearest`` row.
-PREFIX_WITNESS = "class 0 of the whole orbit, moved where it stays among the rows, else the nearest row"
+PREFIX_WITNESS = OrbitPrefix.certificate_witness
 
 #: ``certificate`` attribute ``witness`` of the certificate of (the first K
 #: words of) an orbit of Z4 translations: witnesses of the whole orbit's
 #: class 0, each class taking one moved (``nearest`` −1 − j) or its nearest row.
-Z4_WITNESS = "witnesses of class 0 of the whole orbit of Z4 translations, moved where they stay among the rows, else " \
-             "the nearest row"
+Z4_WITNESS = Z4Orbit.certificate_witness
 
-#: The structure each kind of certificate that keeps class 0's witness needs, and its name in messages.
-WITNESS_STRUCTURES = {ORBIT_WITNESS: (SignOrbit, "one orbit of sign changes"),
-                       PREFIX_WITNESS: (OrbitPrefix, "the first K words of an orbit of sign changes"),
-                       Z4_WITNESS: (Z4Orbit, "(the first K words of) an orbit of Z4 translations")}
+#: What the code must be for each kind of certificate that keeps class 0's witness, in messages.
+WITNESS_STRUCTURES = {ORBIT_WITNESS: "one orbit of sign changes",
+                      PREFIX_WITNESS: "the first K words of an orbit of sign changes",
+                      Z4_WITNESS: "(the first K words of) an orbit of Z4 translations"}
 
 #: Rows checked at a time when a code is read (unit norms, nearest cosines): 64 MiB at d = 128.
 READ_ROWS = 65536

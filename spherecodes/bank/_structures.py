@@ -13,9 +13,9 @@ from ..checks import SEED_LIMIT
 from ..code import Code
 from ..errors import SpherecodesError
 from ..inputs import read_json
-from ..orbit import OrbitPrefix, orbit_prefix, resolve_orbit, sign_orbit
-from ..rotated import ROTATION_KIND, Rotated, rotated_structure
-from ..z4orbit import Z4Orbit, z4_orbit
+from ..orbit import orbit_prefix, resolve_orbit, sign_orbit
+from ..rotated import rotated_structure
+from ..z4orbit import z4_orbit
 from ._schema import ORBIT_WITNESS, PREFIX_WITNESS, WITNESS_STRUCTURES, Z4_GROUP, Z4_WITNESS, Fields, shown
 
 __all__ = ["read_certificate", "read_orbit", "write_certificate", "write_orbit"]
@@ -84,12 +84,12 @@ def read_certificate(fields: Fields, prototypes: np.ndarray, sha256: str, orbit)
                              "witness stored)")
     by_prefix = witness in (PREFIX_WITNESS, Z4_WITNESS)
     by_orbit = witness == ORBIT_WITNESS or by_prefix
-    rotated = orbit if isinstance(orbit, Rotated) else None
+    rotated = orbit if orbit is not None and orbit.unturned is not orbit else None
     if rotated is not None and by_orbit:  # the witness is the structured rows', carried through the rotation
         orbit, prototypes = rotated.structure, rotated.coordinates
-    structure, what = WITNESS_STRUCTURES.get(witness, (None, ""))
-    if by_orbit and not isinstance(orbit, structure):
-        raise fields.damaged("certificate", f"keeps class 0's witness alone, but the code is not {what}")
+    if by_orbit and (orbit is None or orbit.certificate_witness != witness):
+        raise fields.damaged("certificate", f"keeps class 0's witness alone, but the code is not "
+                             f"{WITNESS_STRUCTURES[witness]}")
     stored = fields.member("support_indices")
     if isinstance(stored, h5py.Dataset) and stored.ndim == 2 and stored.shape[1] > k:
         # A support draws on the other K - 1 prototypes: a wider (compressed) array would only cost decompressing.
@@ -100,7 +100,7 @@ def read_certificate(fields: Fields, prototypes: np.ndarray, sha256: str, orbit)
         raise fields.damaged("certificate/support_indices", "hold no witness")
     weights = fields.array("support_weights", "f", indices.shape)
     # A prefix's witness names words of the whole orbit, not only rows.
-    bound = orbit.words if by_prefix else k
+    bound = orbit.witness_words if by_orbit else k
     if indices.size and (indices.min() < -1 or indices.max() >= bound):
         raise fields.damaged("certificate/support_indices", f"hold indices outside [-1, {bound})")
     nearest = fields.array("nearest", "i", (k,)).astype(np.int64) if by_prefix else None
@@ -150,30 +150,11 @@ def read_certificate(fields: Fields, prototypes: np.ndarray, sha256: str, orbit)
 
 
 def write_orbit(orbit: h5py.Group, structure) -> None:
-    """Store a code's proved structure in its ``orbit`` group: the generators (and pairs) a reader checks the
-    rows against, and for a turned code the rotation's seed."""
-    rotated = structure
-    if isinstance(structure, Rotated):
-        structure = structure.structure
-        orbit.attrs["rotation_seed"] = np.int64(rotated.seed)
-        orbit.attrs["rotation_kind"] = ROTATION_KIND
-        orbit.attrs["rotation_meaning"] = (
-            "the prototypes are these structured rows turned by the rotation of rotation_seed "
-            "(spherecodes.sphere.random_rotation): snap_rows(prototypes @ Q.T) are the rows the generators describe")
-    stored = {"generators": structure.generators.astype(np.uint8)}
-    if isinstance(structure, Z4Orbit):
-        orbit.attrs["group"] = Z4_GROUP
-        orbit.attrs["meaning"] = ("row i's quaternary symbols relative to row 0's (pair j: the columns pairs[j], "
-                                  "signs (+,+), (+,-), (-,-), (-,+) for 0, 1, 2, 3) are the sum mod 4 of the "
-                                  "generators chosen by the bits of i: the first K words of their orbit")
-        stored = structure.stored()
-    elif isinstance(structure, OrbitPrefix):
-        orbit.attrs["meaning"] = ("row i's signs XOR row 0's are the sum over GF(2) of the generators (1: the "
-                                  "sign flips) chosen by the bits of i: the first K words of their orbit")
-    else:
-        orbit.attrs["meaning"] = ("row i's signs XOR row 0's are the sum over GF(2) of the generators (1: the "
-                                  "sign flips) chosen by row i's signs at the generators' first flipped columns")
-    for key, value in stored.items():
+    """Store a code's proved structure (:class:`spherecodes.symmetry.Symmetry`) in its ``orbit`` group: what its
+    arrays mean (and for a turned code the rotation's seed) and the arrays a reader proves it again from."""
+    for key, value in structure.stored_attributes().items():
+        orbit.attrs[key] = value
+    for key, value in structure.stored().items():
         orbit.create_dataset(key, data=value)
 
 
@@ -198,11 +179,10 @@ def write_certificate(group: h5py.Group, code: Code) -> None:
         if code.orbit is None or not np.array_equal(cert.orbit.generators, code.orbit.generators):
             raise SpherecodesError("the certificate keeps class 0's witness for an orbit of sign changes that is not "
                                    "the code's")
-        structure = cert.orbit.structure if isinstance(cert.orbit, Rotated) else cert.orbit
-        a["witness"] = {OrbitPrefix: PREFIX_WITNESS, Z4Orbit: Z4_WITNESS}.get(type(structure), ORBIT_WITNESS)
-        if isinstance(cert.orbit, Rotated):
+        a["witness"] = cert.orbit.unturned.certificate_witness
+        if cert.orbit.unturned is not cert.orbit:
             a["carried"] = "through the rotation of orbit/rotation_seed, from the structured rows' witness"
-    if isinstance(cert.orbit.structure if isinstance(cert.orbit, Rotated) else cert.orbit, (OrbitPrefix, Z4Orbit)):
+    if cert.orbit is not None and cert.orbit.unturned.whole_orbit_bounds:
         group.create_dataset("nearest", data=cert.nearest, compression="gzip", shuffle=True)
     group.create_dataset("lo", data=cert.lo)
     group.create_dataset("hi", data=cert.hi)

@@ -11,8 +11,9 @@ This package's face; the work is done in its modules:
 
 * :mod:`._driver`: :func:`one_vs_rest_distances` (the nearest-shell pass, the
   Gram pass, then the QP) and :func:`carried_certificate` (through a rotation);
-* :mod:`._orbits`, :mod:`._z4`: codes that are (the first K words of) one
-  orbit of sign changes or of Z4 translations, certified from class 0;
+* :mod:`._orbits`: codes with a proved symmetry (one orbit of sign changes,
+  the first K words of an orbit of sign changes or of Z4 translations),
+  certified from class 0;
 * :mod:`._solve`, :mod:`._distributed`: the QP's blocks of classes, on this
   machine's threads or as tasks on a Dask cluster;
 * :mod:`._estimate`: :func:`certificate_estimate`, memory and time measured
@@ -26,10 +27,9 @@ from ._blocks import host_memory
 from ._budget import DEFAULT_TOL, SHELL_BLOCK_BYTES, SHELL_SUPPORT_BYTES
 from ._driver import carried_certificate, one_vs_rest_distances
 from ._estimate import QP_TIMING_REPEAT_BELOW, QP_TIMING_SECONDS, SHELL_SAMPLE, SHELL_TIMING_SECONDS, certificate_estimate
-from ._orbits import prefix_bytes
+from ._orbits import prefix_bytes, z4_bytes
 from ._result import CertificateOutOfTime, CertificateProgress, OneVsRestCertificate
 from ._solve import MAX_QP_WORKERS, qp_workers
-from ._z4 import z4_bytes
 from .witness import WITNESS_SLACK, prefix_bounds, support_residuals, verify_witness
 
 __all__ = [

@@ -76,19 +76,17 @@ import numpy as np
 from ..devices import resolve_device
 from ..errors import SpherecodesError
 from ..memory import require_memory
-from ..orbit import OrbitPrefix, resolve_orbit
+from ..orbit import resolve_orbit
 from ..rotated import Rotated
 from ..rows import equal_rows
 from ..stats import RATTLER_TOL, validate_prototypes
-from ..z4orbit import Z4Orbit
 from ._blocks import assemble_supports, host_memory
 from ._budget import DEFAULT_TOL, as_array, gram_fits, max_support, orbit_bytes, shell_block_budget
 from ._gram import GramPass
-from ._orbits import prefix_bytes, prefix_certificate, sign_orbit_certificate
+from ._orbits import orbit_words_certificate, sign_orbit_certificate
 from ._result import CertificateProgress, OneVsRestCertificate
 from ._shell import shell_bounds
 from ._solve import solve_rest
-from ._z4 import z4_certificate
 from .witness import support_residuals
 
 if TYPE_CHECKING:
@@ -135,8 +133,9 @@ def one_vs_rest_distances(
         Default: a safe fraction of what is free.
     progress : callable, optional
         Called with a :class:`CertificateProgress` after every block of classes.
-    orbit : SignOrbit, OrbitPrefix, Z4Orbit, None or "auto"
-        The code's orbit of sign changes when already proved
+    orbit : Symmetry, None or "auto"
+        The code's symmetry (:class:`spherecodes.symmetry.Symmetry`) when
+        already proved.  An orbit of sign changes
         (:func:`spherecodes.orbit.sign_orbit`): class 0 is certified and the
         group gives every other class, and the result holds class 0's
         witness with the orbit.  For the first K words of an orbit
@@ -206,7 +205,7 @@ def one_vs_rest_distances(
         # the shells settle.
         resolve_device(device)
     orbit = resolve_orbit(w_np, orbit)
-    if isinstance(orbit, Rotated):
+    if orbit is not None and orbit.unturned is not orbit:  # a structured code turned: certified as built, carried
         options = dict(tol=tol, device=device, candidates=candidates, rattler_tol=rattler_tol, max_memory=max_memory,
                        progress=progress, client=client, deadline=deadline)
         inner = one_vs_rest_distances(orbit.coordinates, orbit=orbit.structure, **options)
@@ -215,20 +214,12 @@ def one_vs_rest_distances(
             # stored rows, as for any code.
             return one_vs_rest_distances(w_np, orbit=None, **options)
         return carried_certificate(inner, orbit, time.perf_counter() - started)
-    if isinstance(orbit, OrbitPrefix):
-        require_memory(prefix_bytes(k, d, orbit.words, max_memory), f"the certificate's inputs and results (K={k}, "
-                       f"d={d})", "cpu", limit=max_memory)
-        cert = prefix_certificate(w_np, orbit, tol, rattler_tol, max_memory, started, progress)
+    if orbit is not None and orbit.whole_orbit_bounds:  # the first K words of an orbit: ._orbits
+        cert = orbit_words_certificate(w_np, orbit, tol, rattler_tol, max_memory, started, progress)
         if cert is not None:
             return cert
         # The whole orbit does not pin ρ down (its nearest shell is not balanced, or no moved witness stays
         # among the rows, where ρ may exceed the orbit's distance): every class against the K rows.
-        orbit = None
-    if isinstance(orbit, Z4Orbit):  # the same for an orbit of Z4 translations (a Kerdock code): ._z4
-        cert = z4_certificate(w_np, orbit, tol, rattler_tol, max_memory, shell_block_budget(max_memory),
-                              max_support(k, max_memory), started, progress)
-        if cert is not None:
-            return cert
         orbit = None
     require_memory(
         host_memory(k, d) if orbit is None else orbit_bytes(k, d, max_memory),

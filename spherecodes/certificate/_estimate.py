@@ -12,18 +12,15 @@ import numpy as np
 from .. import heavy, memory
 from ..devices import resolve_device
 from ..memory import Estimate, memory_limit, require_memory
-from ..orbit import OrbitPrefix, SignOrbit, resolve_orbit
-from ..rotated import Rotated
+from ..orbit import resolve_orbit
 from ..stats import validate_prototypes
-from ..z4orbit import Z4Orbit
 from . import _blocks
 from ._blocks import host_memory, per_class_bytes
 from ._budget import DEFAULT_TOL, as_array, gram_fits, linalg_threads, max_support, orbit_bytes, shell_block_budget
 from ._gram import GramPass, gram_block_bytes, gram_bytes
-from ._orbits import prefix_estimate
+from ._orbits import orbit_words_estimate
 from ._shell import classes_before_giving_up, shell_block_bytes, shell_bounds
 from ._solve import qp_workers, scan_threads
-from ._z4 import z4_estimate
 
 if TYPE_CHECKING:
     import torch
@@ -93,17 +90,16 @@ def certificate_estimate(
     if w is not None:
         started = time.perf_counter()
         resolved = resolve_orbit(w, orbit)
-        if isinstance(resolved, Rotated):
+        if resolved is not None and resolved.unturned is not resolved:  # turned: estimated as built
             inner = certificate_estimate(resolved.coordinates, device=device, max_memory=max_memory,
                                          orbit=resolved.structure)
             return replace(inner, what=inner.what[:-1] + ", carried through the rotation)",
                            nbytes=inner.nbytes + 8.0 * k * d)
-        found = prefix_estimate(w, resolved, max_memory) if isinstance(resolved, OrbitPrefix) else z4_estimate(
-            w, resolved, DEFAULT_TOL, max_memory, shell_block_budget(max_memory), max_support(k, max_memory)
-        ) if isinstance(resolved, Z4Orbit) else None
+        found = orbit_words_estimate(w, resolved, max_memory) if resolved is not None and \
+            resolved.whole_orbit_bounds else None
         if found is not None:
             return found
-        if isinstance(resolved, SignOrbit):
+        if resolved is not None and resolved.moves_witnesses:
             # Class 0 against all K prototypes: every other class is its image.
             require_memory(orbit_bytes(k, d, max_memory), f"the certificate's inputs and results (K={k}, d={d})",
                            "cpu", limit=max_memory)
