@@ -671,7 +671,7 @@ def lift(points: np.ndarray, native_d: int, seed: int) -> np.ndarray:
     >>> bool(abs(moved[:, 8:]).min() > 0), bool(np.allclose((moved ** 2).sum(axis=1), 1))
     (True, True)
     """
-    from .solvers._core import estimated_angle
+    from .solvers import estimated_angle
     from .sphere import normalise_rows
 
     k, d = points.shape

@@ -32,6 +32,7 @@ Examples
 
 from ._core import (
     ADAM_DEFAULTS, DTYPES, EXP_FLOOR, HISTORY_COLUMNS, Clock, Progress, SolverResult, descend_on_sphere,
+    estimated_angle,
 )
 from ._options import EFFORTS, MaxsepOptions, SoftmaxOptions, TammesOptions, tammes_defaults
 from .lines import line_packing
@@ -42,7 +43,6 @@ from .tammes import tammes, tammes_estimate, tammes_memory
 
 __all__ = [
     "ADAM_DEFAULTS", "DTYPES", "EFFORTS", "EXP_FLOOR", "HISTORY_COLUMNS", "Clock", "MaxsepOptions", "Progress",
-    "SoftmaxOptions", "SolverResult", "TammesOptions", "descend_on_sphere", "line_packing", "maxsep", "record_search", "softmax_code",
-    "tammes",
-    "tammes_defaults", "tammes_estimate", "tammes_memory",
+    "SoftmaxOptions", "SolverResult", "TammesOptions", "descend_on_sphere", "estimated_angle", "line_packing",
+    "maxsep", "record_search", "softmax_code", "tammes", "tammes_defaults", "tammes_estimate", "tammes_memory",
 ]
