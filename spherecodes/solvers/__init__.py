@@ -35,7 +35,7 @@ from ._core import (
     estimated_angle,
 )
 from ._options import EFFORTS, MaxsepOptions, SoftmaxOptions, TammesOptions, tammes_defaults
-from .lines import line_packing
+from .line_packing import line_packing
 from .maxsep import maxsep
 from .record_search import record_search
 from .softmax import softmax_code

@@ -26,13 +26,13 @@ from spherecodes.structured.binary import (
     golay_code,
     reed_muller_code,
 )
-from spherecodes.structured.catalog import (
+from spherecodes.structured.selection import (
     available_codes,
     best_structured_code,
     describe,
     native_codes,
 )
-from spherecodes.structured.code import StructuredCode
+from spherecodes.structured.description import StructuredCode
 from spherecodes.structured.derived import (
     classical_derived_code,
     classical_derived_keys,

@@ -20,7 +20,7 @@ import numpy as np
 
 from spherecodes.errors import SpherecodesError
 from spherecodes.structured.binary import golay_rows, reed_muller_rows
-from spherecodes.structured.code import PointSetConstruction, StructuredCode, derive_points
+from spherecodes.structured.description import PointSetConstruction, StructuredCode, derive_points
 from spherecodes.structured.gf2 import encode_messages, pack_rows, unpack_signs
 
 CONWAY_SLOANE = "Conway & Sloane (1999), Sphere Packings, Lattices and Groups, 3rd ed."
