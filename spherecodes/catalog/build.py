@@ -32,7 +32,7 @@ from ..code import default_code_name
 from ..constructions import optimal_closed_form
 from ..errors import SpherecodesError
 from ..generation import METHOD_OPTIONS, NEEDS_CLASS_DATA, OPTIMISERS, generate
-from .publish import publish as publish_registry
+from .publishing import publish as publish_registry
 
 #: Most (d, K) pairs one grid may hold: a build runs one task per pair and method.
 MAX_GRID_PAIRS = 10_000

@@ -40,7 +40,7 @@ import numpy as np
 
 from spherecodes.errors import SpherecodesError
 from spherecodes.memory import format_bytes, physical_memory_bytes, require_memory
-from spherecodes.structured.code import PointSetConstruction, StructuredCode, gram_points, gram_points_by_blocks
+from spherecodes.structured.description import PointSetConstruction, StructuredCode, gram_points, gram_points_by_blocks
 from spherecodes.structured.gfq import finite_field, prime_power
 from spherecodes.structured.lattices import golay_codewords
 
@@ -143,7 +143,7 @@ def eigenspace_points(adjacency, params: SRGParameters, theta: int, progress=Non
     whole. The Gram matrix of the code, I + (θ/k)·A + (−(1 + θ)/(v − k − 1))·(J − I − A),
     is formed exactly from the two inner products and factored by pivoted
     Cholesky (whole up to :data:`MAX_GRAM_BYTES`, in blocks beyond:
-    :func:`~spherecodes.structured.code.gram_points_by_blocks`, memory
+    :func:`~spherecodes.structured.description.gram_points_by_blocks`, memory
     estimated first); a rank other than m_θ, or rows that are not unit
     vectors, mean the graph is not SRG(v, k, λ, μ), and raise.
     ``progress``, if given, is called with the fraction built (large graphs).
@@ -639,7 +639,7 @@ def isotropic_code(q: int) -> StructuredCode:
     configuration, universally optimal. Listed for every prime power q whose points this machine's
     memory could hold (:func:`isotropic_orders`: q ≤ 19 on 24 GiB); from q = 7 on the Gram matrix is not
     formed (:data:`MAX_GRAM_BYTES`); building takes seconds from q = 11 and about a minute for q = 16 on
-    two cores (:meth:`~spherecodes.structured.code.StructuredCode.build_cost` estimates it).
+    two cores (:meth:`~spherecodes.structured.description.StructuredCode.build_cost` estimates it).
 
     Examples
     --------
