@@ -29,7 +29,8 @@ def linalg_threads(dev):
 
     Batched Cholesky of many ~100×100 matrices gains nothing from threads
     inside each factorisation, and on a busy machine the spinning worker
-    threads slowed it down by up to 50× in measurements.  The products with
+    threads wait for cores at every call (figures in docs/certificate.md,
+    "2.1 The QP").  The products with
     all K prototypes run with the process's thread count instead.
     """
     return torch_threads(1 if dev.type == "cpu" else None)

@@ -42,8 +42,9 @@ QP_TIMING_SECONDS = 4.0
 #: A QP block that :func:`certificate_estimate` times in less than this
 #: many seconds is timed a second time (the faster run kept): the first run
 #: also meets its arrays' first page faults, which only a short run notices.
-#: A longer one is timed once (at (256, 2000) a block takes about a second
-#: of CPU, which the whole certificate would otherwise pay once more).
+#: A longer one is timed once: its page faults weigh little, and a second
+#: timing would add the cost of a whole block to the certificate's (figures
+#: in benchmarks/README.md, "Certificate: blocks, workers, the restart").
 QP_TIMING_REPEAT_BELOW = 0.5
 
 #: Seconds after which :func:`certificate_estimate` stops timing a slow

@@ -23,8 +23,8 @@ __all__ = ["MAX_QP_WORKERS", "collect_blocks", "qp_workers", "scan_threads", "so
 
 #: Most QP blocks certified at once on a CPU.  A block's QP is many small
 #: torch operations, each paying Python time under the interpreter lock, so
-#: worker threads stop scaling early.  Measured at (64, 20,000) on a 16-core
-#: CPU: 4 workers 34 s, 16 workers and 1 worker each over 45 s.
+#: worker threads stop scaling early; 4 was the fastest count measured
+#: (docs/certificate.md, "2.1 The QP").
 MAX_QP_WORKERS = 4
 
 
