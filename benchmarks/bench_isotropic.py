@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from spherecodes.structured import srg
-from spherecodes.structured.code import gram_points_by_blocks
+from spherecodes.structured.description import gram_points_by_blocks
 
 
 def by_columns(gram_block, n: int, rank: int) -> np.ndarray:

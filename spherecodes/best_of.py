@@ -343,7 +343,7 @@ def bundled_entry(d: int, k: int):
     >>> bundled_entry(16, 100).name, bundled_entry(17, 100)
     ('tammes-d16-k100', None)
     """
-    from .catalog.bundled import bundled_catalog
+    from .registry import bundled_catalog
 
     entries = [e for e in bundled_catalog().entries if (e.d, e.k) == (d, k)]
     return min(entries, key=lambda e: e.max_cos, default=None)
@@ -683,7 +683,7 @@ def stored_candidate(entry) -> Candidate:
     >>> c.label, c.kind, c.prototypes.shape
     ('bundled tammes-d16-k100', 'catalog', (100, 16))
     """
-    from .catalog.bundled import read_bundled
+    from .registry import read_bundled
 
     start = time.perf_counter()
     code, _ = read_bundled(entry)
@@ -707,7 +707,7 @@ def lift(points: np.ndarray, native_d: int, seed: int) -> np.ndarray:
     >>> bool(abs(moved[:, 8:]).min() > 0), bool(np.allclose((moved ** 2).sum(axis=1), 1))
     (True, True)
     """
-    from .solvers._core import estimated_angle
+    from .solvers import estimated_angle
     from .sphere import normalise_rows
 
     k, d = points.shape

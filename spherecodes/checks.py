@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .errors import SpherecodesError
 
 __all__ = ["check_choice", "check_fraction", "check_int", "check_options", "check_positive", "check_seed", "check_sizes"]
@@ -20,11 +18,17 @@ __all__ = ["check_choice", "check_fraction", "check_int", "check_options", "chec
 SEED_LIMIT = 2**63
 
 
+# NumPy is imported where a value is checked, not with this module: the command-line tool's group reads
+# SEED_LIMIT, and 'spherecodes --help' loads nothing else that needs NumPy.
 def _is_integer(value) -> bool:
+    import numpy as np
+
     return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, np.integer))
 
 
 def _is_number(value) -> bool:
+    import numpy as np
+
     return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating))
 
 
@@ -33,6 +37,7 @@ def check_int(name: str, value, minimum: int) -> int:
 
     Examples
     --------
+    >>> import numpy as np
     >>> check_int("steps", np.int64(5), 1)
     5
     >>> check_int("steps", True, 1)
@@ -91,6 +96,7 @@ def check_sizes(d, k) -> tuple[int, int]:
 
     Examples
     --------
+    >>> import numpy as np
     >>> check_sizes(np.int64(3), 12)
     (3, 12)
     >>> check_sizes(3, 1)
@@ -112,6 +118,7 @@ def check_seed(seed) -> int:
 
     Examples
     --------
+    >>> import numpy as np
     >>> check_seed(np.uint32(7))
     7
     >>> check_seed(2**64)

@@ -24,8 +24,8 @@ __all__ = ["SMALL_WORK", "cuda_possible", "default_threads", "resolve_device", "
 #: Per-step work (multiply-adds of one pairwise product, summed over a batch)
 #: below which the solvers run single-threaded by default: on matrices this
 #: small, OpenMP threads cost more in synchronisation than they save, and on a
-#: busy machine a thread waiting for a core stalls every step (measured: 0.35 s
-#: with one thread against 4-18 s with two for 64 starts of K = 8 in R^3).
+#: busy machine a thread waiting for a core stalls every step (figures in
+#: docs/optimisers.md, "Threads").
 SMALL_WORK = 4e6
 
 

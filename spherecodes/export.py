@@ -31,10 +31,8 @@ from .checks import check_choice, check_seed
 from .code import Code, default_code_name, make_code
 from .constructions import CLOSED_FORMS, ROTATIONS
 from .errors import SpherecodesError
-from .orbit import OrbitPrefix
-from .rotated import Rotated, turn_rows
+from .rotated import turn_rows
 from .sphere import random_rotation
-from .z4orbit import Z4Orbit
 
 #: File name endings :func:`export_code` writes, and what they hold.
 EXPORT_FORMATS = {
@@ -109,7 +107,7 @@ def rotate_code(code: Code, seed: int, *, name: str | None = None) -> Code:
     seed = check_seed(seed)
     q = random_rotation(code.d, seed)
     # A structured code (an orbit of sign changes, or its prefix) keeps its structure through the rotation.
-    structure = None if isinstance(code.orbit, Rotated) else code.orbit
+    structure = code.orbit if code.orbit is None or code.orbit.unturned is code.orbit else None
     rotated, carried = turn_rows(code.prototypes, seed, structure, rotation=q)
     if name is None:
         name = default_code_name(code.method, code.d, code.k, seed) if code.method in CLOSED_FORMS \
@@ -124,7 +122,7 @@ def rotate_code(code: Code, seed: int, *, name: str | None = None) -> Code:
         cert = code.certificate
         out.certificate = one_vs_rest_distances(out.prototypes, tol=cert.tol, rattler_tol=cert.rattler_tol,
                                                 device="cpu", orbit=carried)
-    elif not isinstance(getattr(code.certificate.orbit, "structure", code.certificate.orbit), (OrbitPrefix, Z4Orbit)):
+    elif code.certificate.orbit is None or not code.certificate.orbit.unturned.whole_orbit_bounds:
         cert = code.certificate.expanded(code.prototypes)  # every class's witness, checked on the turned rows
         lo, hi = verify_witness(out.prototypes, cert, where=f"code {name!r}", orbit=None)
         out.certificate = dataclasses.replace(cert, lo=lo, hi=hi, features=cert.features @ q)

@@ -33,7 +33,6 @@ from .devices import resolve_device
 from .constructions import CLOSED_FORMS, applicable_closed_forms, construct, random_rotation
 from .errors import SpherecodesError
 from .memory import require_memory
-from .orbit import OrbitPrefix
 from .sphere import random_start
 from .stats import max_cos
 from .structured import native_codes
@@ -217,9 +216,8 @@ def next_points(code: Code, m: int) -> tuple[str, np.ndarray] | None:
         turned = "random" if rotation == "random" else "canonical"
         built = construct(code.method, d, k + m, rotation=turned, seed=code.seed or 0)
         what = f"the {code.method}"
-    elif isinstance(code.orbit, OrbitPrefix) and k + m <= code.orbit.words:
-        return (f"next words of the orbit of {code.orbit.words:,} words",
-                code.orbit.rows_of(code.prototypes, np.arange(k, k + m)))
+    elif code.orbit is not None and (following := code.orbit.extension(code.prototypes, m)) is not None:
+        return following  # the structure's next words (the first K words of an orbit: its next ones)
     if built is None or not np.allclose(built[:k], code.prototypes, rtol=0.0, atol=_SAME_ROWS):
         return None
     return f"next points of {what}", built[k:]

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .rotated import Rotated
-from .z4orbit import Z4Orbit, z4_orbit
+from .symmetry import OrbitWords, Symmetry
+from .z4orbit import z4_orbit
 
 __all__ = ["ORBIT_MIN_K", "OrbitPrefix", "SignOrbit", "moved_vectors", "describe_orbit", "orbit_prefix", "resolve_orbit",
            "sign_orbit"]
@@ -54,9 +54,12 @@ ORBIT_MIN_K = 256
 #: Rows examined at a time when checking the magnitudes (bounded memory: 64 MiB of rows at d = 128).
 _ROWS = 65536
 
+#: Words of moved witnesses checked at a time by :meth:`OrbitPrefix.fits` (int64 and a mask each).
+_FIT_ELEMENTS = 2**20
+
 
 @dataclass(frozen=True)
-class SignOrbit:
+class SignOrbit(Symmetry):
     """The rows of a code that is one orbit of sign changes, numbered by their coordinates over GF(2).
 
     Row i's signs XOR row 0's are ``Σ_b coordinates[i]_b · generators[b]``
@@ -82,6 +85,9 @@ class SignOrbit:
     rows: np.ndarray
     rank: int
     generators: np.ndarray
+
+    moves_witnesses = True
+    certificate_witness = "class 0, moved by the orbit"
 
     @property
     def k(self) -> int:
@@ -109,6 +115,53 @@ class SignOrbit:
         (2, None)
         """
         return sign_orbit(w, self.generators)
+
+    def nearest(self, w: np.ndarray, cosines: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+        """Every row's nearest cosine and nearest row, and the smallest cosine of two rows: O(K·d).
+
+        The sign changes are isometries of the code that act transitively:
+        every row sees row 0's cosines, so one row of the Gram matrix gives
+        all the statistics.  ``cosines``, where given, is ``w @ w[0]``
+        already computed (not changed).
+
+        Examples
+        --------
+        >>> w = np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]]) / np.sqrt(2)
+        >>> best, index, low = sign_orbit(w).nearest(w)
+        >>> (best.round(12) + 0.0).tolist(), index.tolist(), round(float(low), 12)
+        ([0.0, 0.0, 0.0, 0.0], [1, 0, 3, 2], -1.0)
+        """
+        k = len(w)
+        cosines = w @ w[0] if cosines is None else cosines.copy()
+        cosines[0] = -np.inf
+        nearest = int(np.argmax(cosines))
+        nearest_cos = np.full(k, cosines[nearest])
+        nearest_index = self.moved(nearest, np.arange(k))
+        cosines[0] = np.inf
+        return nearest_cos, nearest_index, cosines.min()
+
+    def pair_cosines(self, w: np.ndarray) -> list[tuple[np.ndarray, int]]:
+        """The K(K − 1)/2 pairs are row 0's K − 1 cosines, each K/2 times (K = 2^r is even)."""
+        return [(w[1:] @ w[0], len(w) // 2)]
+
+    def describe_statistics(self) -> str:
+        """How the statistics are computed, in words.
+
+        Examples
+        --------
+        >>> w = np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]]) / np.sqrt(2)
+        >>> sign_orbit(w).describe_statistics()
+        'one orbit of sign changes, the float64 cosines of one class'
+        """
+        return "one orbit of sign changes, the float64 cosines of one class"
+
+    def stored(self) -> dict:
+        """The generators (0 or 1 per column: whether each generating sign change flips it)."""
+        return {"generators": self.generators.astype(np.uint8)}
+
+    def stored_attributes(self) -> dict:
+        return {"meaning": "row i's signs XOR row 0's are the sum over GF(2) of the generators (1: the sign flips) "
+                           "chosen by row i's signs at the generators' first flipped columns"}
 
 
 def moved_vectors(w: np.ndarray, vector: np.ndarray, rows=slice(None)) -> np.ndarray:
@@ -180,7 +233,7 @@ def sign_orbit(w: np.ndarray, generators: np.ndarray | None = None) -> SignOrbit
     return _orbit_of(words, basis, d)
 
 
-def resolve_orbit(w: np.ndarray, orbit="auto") -> SignOrbit | OrbitPrefix | Z4Orbit | None:
+def resolve_orbit(w: np.ndarray, orbit="auto") -> Symmetry | None:
     """The structure that statistics and certificates use: ``orbit`` itself, or proved here when it is ``"auto"``.
 
     ``"auto"`` proves it when K >= :data:`ORBIT_MIN_K` (below, the scans are
@@ -203,14 +256,14 @@ def resolve_orbit(w: np.ndarray, orbit="auto") -> SignOrbit | OrbitPrefix | Z4Or
             return None
         found = sign_orbit(w) if len(w) & (len(w) - 1) == 0 else orbit_prefix(w)
         return found if found is not None else z4_orbit(w)
-    if orbit is not None and (not isinstance(orbit, (SignOrbit, OrbitPrefix, Z4Orbit, Rotated)) or orbit.k != len(w)):
+    if orbit is not None and (not isinstance(orbit, Symmetry) or orbit.k != len(w)):
         raise ValueError(f"orbit must be 'auto', None or the SignOrbit, OrbitPrefix, Z4Orbit or Rotated of these "
                          f"{len(w)} rows, got {orbit!r}")
     return orbit
 
 
-def describe_orbit(orbit: SignOrbit | OrbitPrefix | Z4Orbit | Rotated) -> str:
-    """How the statistics of a code with this structure are computed, in words.
+def describe_orbit(orbit: Symmetry) -> str:
+    """How the statistics of a code with this structure are computed, in words (:meth:`Symmetry.describe_statistics`).
 
     Examples
     --------
@@ -218,18 +271,11 @@ def describe_orbit(orbit: SignOrbit | OrbitPrefix | Z4Orbit | Rotated) -> str:
     >>> describe_orbit(sign_orbit(w))
     'one orbit of sign changes, the float64 cosines of one class'
     """
-    if isinstance(orbit, Rotated):
-        return f"{describe_orbit(orbit.structure)}, carried through the rotation"
-    if isinstance(orbit, OrbitPrefix):
-        return (f"the first {orbit.k:,} of the {orbit.words:,} words of one orbit of sign changes, the float64 "
-                "cosines of one class of the orbit and a tree of their block maxima")
-    if isinstance(orbit, Z4Orbit):
-        return f"{orbit.describe()}, the float64 cosines of one class of the orbit and trees of their block maxima"
-    return "one orbit of sign changes, the float64 cosines of one class"
+    return orbit.describe_statistics()
 
 
 @dataclass(frozen=True)
-class OrbitPrefix:
+class OrbitPrefix(OrbitWords):
     """K rows that are words 0 … K−1, in order, of an orbit of 2^t words under sign changes (2^(t−1) < K < 2^t).
 
     Word u of the orbit is ``x_u = D_u w_0``, where ``D_u`` changes the signs
@@ -252,10 +298,8 @@ class OrbitPrefix:
     rank: int
     generators: np.ndarray
 
-    @property
-    def words(self) -> int:
-        """2^t, the words of the whole orbit."""
-        return 1 << self.rank
+    group = "sign changes"
+    certificate_witness = "class 0 of the whole orbit, moved where it stays among the rows, else the nearest row"
 
     def reprove(self, w: np.ndarray) -> "OrbitPrefix | None":
         """The same prefix proved for other rows ``w`` (:func:`orbit_prefix` with these generators), or None.
@@ -306,9 +350,73 @@ class OrbitPrefix:
         out[self.k :] = w[self.k - half : half] @ (self.signs(w) * vector)
         return out
 
-    def cosines(self, w: np.ndarray) -> np.ndarray:
-        """``f(u) = <w_0, x_u>`` for u < 2^t: the cosine of rows m, m' is ``f(m ⊕ m')``."""
-        return self.products(w, w[0])
+    def moved(self, rows, to) -> np.ndarray:
+        """The words that ``D_to`` makes of the words ``rows``: ``rows ⊕ to`` (broadcast; may be ≥ K)."""
+        return np.asarray(rows) ^ to
+
+    def fits(self, classes, words) -> np.ndarray:
+        """For each class i of ``classes``, whether the orbit's words ``i ⊕ u``, u in ``words``, are all rows (below K).
+
+        Examples
+        --------
+        >>> w = np.array([[1, 1], [1, -1], [-1, 1]]) / np.sqrt(2)
+        >>> orbit_prefix(w, check_size=False).fits(np.arange(3), np.array([1])).tolist()  # 2 ⊕ 1 = 3 ≥ K
+        [True, True, False]
+        """
+        classes, words = np.asarray(classes, dtype=np.int64), np.asarray(words, dtype=np.int64)
+        fits = np.empty(len(classes), dtype=bool)
+        step = max(1, _FIT_ELEMENTS // max(1, len(words)))
+        for start in range(0, len(classes), step):
+            part = classes[start : start + step]
+            fits[start : start + step] = ((part[:, None] ^ words[None, :]) < self.k).all(axis=1)
+        return fits
+
+    def witness_candidates(self, shell: np.ndarray):
+        """The words of the nearest shell below 2^s for s = 1, 2, …, then those below K, then the whole shell.
+
+        A witness of words below 2^s moves with class i to words below K for
+        every i below K rounded down to a multiple of 2^s: the smaller the
+        witness's words, the more classes it certifies.  Sets of fewer than
+        two words, or no larger than the last, are skipped.
+        """
+        tried = set()
+        for bound in [1 << s for s in range(1, self.rank)] + [self.k, self.words]:
+            near = shell[shell < bound]
+            if len(near) < 2 or len(near) in tried:
+                continue
+            tried.add(len(near))
+            yield near
+
+    def describe(self) -> str:
+        """The structure in words.
+
+        Examples
+        --------
+        >>> w = np.array([[1, 1], [1, -1], [-1, 1]]) / np.sqrt(2)
+        >>> orbit_prefix(w, check_size=False).describe()
+        'the first 3 of the 4 words of one orbit of sign changes'
+        """
+        return f"the first {self.k:,} of the {self.words:,} words of one orbit of {self.group}"
+
+    def describe_statistics(self) -> str:
+        return f"{self.describe()}, the float64 cosines of one class of the orbit and a tree of their block maxima"
+
+    def stored(self) -> dict:
+        """The generators (0 or 1 per column: whether each generating sign change flips it)."""
+        return {"generators": self.generators.astype(np.uint8)}
+
+    def stored_attributes(self) -> dict:
+        return {"meaning": "row i's signs XOR row 0's are the sum over GF(2) of the generators (1: the sign flips) "
+                           "chosen by the bits of i: the first K words of their orbit"}
+
+    def extension(self, w: np.ndarray, m: int) -> tuple[str, np.ndarray] | None:
+        """The orbit's next M words, where the orbit holds them (K + M <= 2^t)."""
+        if self.k + m > self.words:
+            return None
+        return f"next words of the orbit of {self.words:,} words", self.rows_of(w, np.arange(self.k, self.k + m))
+
+    def checked_on_read(self) -> dict:
+        return {"orbit_prefix": True, "orbit_z4": False}
 
     def pair_counts(self) -> np.ndarray:
         """For every u < 2^t, the pairs of rows i < j with ``i ⊕ j = u`` (their cosine is ``f(u)``): O(2^t · b²).

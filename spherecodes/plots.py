@@ -28,8 +28,6 @@ from .checks import check_sizes
 from .code import Code
 from .constructions import closed_form_rho
 from .errors import SpherecodesError
-from .orbit import OrbitPrefix, SignOrbit
-from .z4orbit import Z4Orbit
 from .report import printable
 from .sphere import gram_tiles
 
@@ -114,13 +112,9 @@ def _pair_tiles(prototypes: np.ndarray, orbit):
     translations, by their differences (:meth:`spherecodes.z4orbit.Z4Orbit.pair_counts`);
     else the Gram tiles.
     """
-    if isinstance(orbit, SignOrbit):
-        yield prototypes[1:] @ prototypes[0], len(prototypes) // 2
-        return
-    if isinstance(orbit, (OrbitPrefix, Z4Orbit)):
-        cosines, pairs = orbit.cosines(prototypes)[1:], orbit.pair_counts()[1:]
-        for count in np.unique(pairs[pairs > 0]):
-            yield cosines[pairs == count], int(count)
+    pairs = None if orbit is None else orbit.pair_cosines(prototypes)
+    if pairs is not None:
+        yield from pairs
         return
     for r, c, g in gram_tiles(prototypes):
         yield (g[np.triu_indices(g.shape[0], k=1)] if r == c else g), 1

@@ -20,7 +20,6 @@ from .records import compare_with_record
 from .code import Code
 from .lines import line_report
 from .memory import format_bytes, format_duration
-from .rotated import Rotated
 from .stats import Span, spanned_dimensions
 
 __all__ = [
@@ -135,8 +134,8 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
         "auto": code.settings.get("auto"),
         "lines": line_report(code) if code.method == "lines" else None,
         "dimensions": _span(code).to_dict(),
-        "carried": code.orbit.describe() if isinstance(code.orbit, Rotated) else None,
-        "cosine_error": code.orbit.cosine_error if isinstance(code.orbit, Rotated) else None,
+        "carried": None if code.orbit is None else code.orbit.carried,
+        "cosine_error": None if code.orbit is None else code.orbit.cosine_error,
     }
     if cert is not None:
         report["rho"] = {
@@ -164,10 +163,7 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
 
 def _span(code: Code):
     """The dimensions the prototypes span; a structured code turned by a rotation spans at most its live columns."""
-    most = None
-    if isinstance(code.orbit, Rotated):
-        most = int(code.orbit.coordinates.any(axis=0).sum())
-    return spanned_dimensions(code.prototypes, most)
+    return spanned_dimensions(code.prototypes, None if code.orbit is None else code.orbit.span_bound)
 
 
 def _exact_max_cos(settings: dict) -> str | None:

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .sphere import random_rotation
+from .symmetry import Symmetry
 
 __all__ = ["ROTATION_KIND", "Rotated", "orthogonality_error", "rotated_structure", "snap_rows", "turn_rows"]
 
@@ -118,14 +119,16 @@ def snap_rows(y: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class Rotated:
+class Rotated(Symmetry):
     """Rows ``W`` proved to be a structured code ``X`` turned by the rotation of ``seed``, with the bounds that
     carry statistics and certificates from ``X`` to ``W``.
 
     Attributes
     ----------
-    structure : SignOrbit, OrbitPrefix or another proved structure
-        The symmetry of ``X`` (proved on ``coordinates``).
+    structure : Symmetry
+        The symmetry of ``X`` (proved on ``coordinates``): a
+        :class:`~spherecodes.orbit.SignOrbit`, :class:`~spherecodes.orbit.OrbitPrefix`
+        or :class:`~spherecodes.z4orbit.Z4Orbit`.
     coordinates : ndarray, shape (K, d)
         ``X``: the structured rows, float64.
     seed : int
@@ -142,7 +145,7 @@ class Rotated:
         being measured from the rows (a bank read back).
     """
 
-    structure: object
+    structure: Symmetry
     coordinates: np.ndarray = field(repr=False)
     seed: int
     row_error: float
@@ -159,6 +162,55 @@ class Rotated:
     def generators(self) -> np.ndarray:
         """The generators of the structure of ``X`` (what a bank stores)."""
         return self.structure.generators
+
+    @property
+    def unturned(self) -> Symmetry:
+        """The structure of ``X``: certificates are its, carried."""
+        return self.structure
+
+    @property
+    def witness_words(self) -> int:
+        return self.structure.witness_words
+
+    @property
+    def carried(self) -> str:
+        return self.describe()
+
+    @property
+    def span_bound(self) -> int:
+        """``X``'s live columns: ``W`` spans at most as many dimensions."""
+        return int(self.coordinates.any(axis=0).sum())
+
+    def reprove(self, w: np.ndarray) -> "Rotated | None":
+        """The same structure proved for rows ``w`` turned back by the same rotation (:func:`rotated_structure`)."""
+        return rotated_structure(w, self.seed, self.structure.reprove)
+
+    def moved(self, rows, to) -> np.ndarray:
+        return self.structure.moved(rows, to)
+
+    def nearest(self, w: np.ndarray, cosines: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+        """The statistics of ``X`` (``w`` is not read): its cosines are ``W``'s within :attr:`cosine_error`."""
+        return self.structure.nearest(self.coordinates)
+
+    def describe_statistics(self) -> str:
+        return f"{self.structure.describe_statistics()}, carried through the rotation"
+
+    def stored(self) -> dict:
+        return self.structure.stored()
+
+    def stored_attributes(self) -> dict:
+        return {"rotation_seed": np.int64(self.seed), "rotation_kind": ROTATION_KIND,
+                "rotation_meaning": "the prototypes are these structured rows turned by the rotation of rotation_seed "
+                                    "(spherecodes.sphere.random_rotation): snap_rows(prototypes @ Q.T) are the rows "
+                                    "the generators describe",
+                **self.structure.stored_attributes()}
+
+    def checked_on_read(self) -> dict:
+        return {"rotated": {"seed": self.seed, "row_error": self.row_error,
+                            "orthogonality_error": self.orthogonality_error}, **self.structure.checked_on_read()}
+
+    def same_group(self, other) -> bool:
+        return type(other) is type(self) and other.seed == self.seed and self.structure.same_group(other.structure)
 
     @property
     def cosine_error(self) -> float:

@@ -65,8 +65,9 @@ def random_rotation(d: int, seed: int) -> np.ndarray:
     """
     require_memory(3 * 8.0 * d * d, f"a random {d}x{d} rotation")
     gaussian = np.random.default_rng(seed).standard_normal((d, d))
-    # LAPACK's QR synchronises its BLAS threads at every column of a panel: on a busy machine two threads took
-    # 45 s at d = 2048 where one takes 2 s.  One thread also makes Q the same bits whatever the thread count.
+    # LAPACK's QR synchronises its BLAS threads at every column of a panel, so on a busy machine threads waiting
+    # for cores make it many times slower than one thread (benchmarks/README.md, "Random rotations").  One thread
+    # also makes Q the same bits whatever the thread count.
     with threadpool_limits(limits=1, user_api="blas"):
         q, r = np.linalg.qr(gaussian)
     # Kept for the next call (a run's estimate times the rotation the run then applies; O(d³) at d = 2048 is
@@ -260,8 +261,10 @@ def _row_topk(scores, m: int):
     g slabs of G columns, a top-m of the G maxima, and a top-m of the m·g
     scores of the chosen groups give the same values as a top-m of the whole
     row; exact ties at the m-th value may be broken differently.  CPU
-    ``topk`` scans a row several times over, so this is 1.3–2.5× faster on
-    rows of 3·10⁴–10⁵ scores (measured for m = 4 to 256; g = 8–16 best).
+    ``topk`` scans a row several times over, so this is faster on long rows;
+    g grows with the row's length up to 16, timings having found g = 8–16
+    best (docs/certificate.md, "2.1 The QP"; benchmarks/README.md,
+    "Certificate: blocks, workers, the restart").
     """
     torch = heavy.torch()
 

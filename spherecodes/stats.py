@@ -26,10 +26,8 @@ import numpy as np
 from . import heavy
 from .errors import SpherecodesError
 from .memory import memory_limit, require_memory
-from .orbit import OrbitPrefix, resolve_orbit
-from .rotated import Rotated
+from .orbit import resolve_orbit
 from .sphere import DEFAULT_TILE, gram_tiles, nearest_others, random_start
-from .z4orbit import Z4Orbit
 
 #: Largest allowed deviation of a row norm from 1 for a matrix to count as a code.
 UNIT_TOL = 1e-9
@@ -273,8 +271,10 @@ def separation_statistics(
         fraction of what is available.
     progress : callable, optional
         Called with a :class:`StatisticsProgress` after each block of rows.
-    orbit : SignOrbit, OrbitPrefix, Z4Orbit, None or "auto"
-        The code's orbit of sign changes when already proved
+    orbit : Symmetry, None or "auto"
+        The code's symmetry (:class:`spherecodes.symmetry.Symmetry`, its
+        :meth:`~spherecodes.symmetry.Symmetry.nearest`) when already proved:
+        an orbit of sign changes
         (:func:`spherecodes.orbit.sign_orbit`; its statistics then come from
         one row of cosines) or the orbit it is the prefix of
         (:func:`spherecodes.orbit.orbit_prefix`: two rows and a tree of
@@ -305,12 +305,10 @@ def separation_statistics(
     tile = _tile_size(k, d, tile, dev, max_memory, "separation statistics")
     report = _reporter(progress, k)
     orbit = resolve_orbit(w, orbit)
-    if isinstance(orbit, Rotated):
-        # A structured code turned by a rotation: its cosines are those of the
-        # structured rows X, to within the rotation's proved cosine_error.
-        nearest_cos, nearest_index, min_cos = _structured_nearest(orbit.coordinates, orbit.structure)
-    elif orbit is not None:
-        nearest_cos, nearest_index, min_cos = _structured_nearest(w, orbit)
+    if orbit is not None:
+        # Through the symmetry; a structured code turned by a rotation has the cosines of its structured rows,
+        # to within the rotation's proved cosine_error.
+        nearest_cos, nearest_index, min_cos = orbit.nearest(w)
     elif dev is None:
         nearest_cos, nearest_index, min_cos = _numpy_tiles(w, tile, report)
     else:
@@ -332,26 +330,6 @@ def separation_statistics(
         rattlers=rattlers,
         rattler_tol=float(rattler_tol),
     )
-
-
-def _structured_nearest(w: np.ndarray, orbit) -> tuple[np.ndarray, np.ndarray, float]:
-    """Every row's nearest cosine and row, and the smallest cosine, of a code with a proved structure."""
-    if isinstance(orbit, (OrbitPrefix, Z4Orbit)):
-        # The first K words of an orbit (of sign changes, or of Z4
-        # translations): the cosines of one class of the whole orbit and
-        # trees of their block maxima give every row's.
-        return orbit.nearest(w)
-    # One orbit of sign changes (isometries of the code that act
-    # transitively): every row sees row 0's cosines, so one row of the
-    # Gram matrix gives all the statistics.
-    k = len(w)
-    cosines = w @ w[0]
-    cosines[0] = -np.inf
-    nearest = int(np.argmax(cosines))
-    nearest_cos = np.full(k, cosines[nearest])
-    nearest_index = orbit.moved(nearest, np.arange(k))
-    cosines[0] = np.inf
-    return nearest_cos, nearest_index, cosines.min()
 
 
 #: Largest K·d·min(K, d) for which :func:`spanned_dimensions` takes the singular values of all the rows.

@@ -37,7 +37,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Z4Orbit", "z4_orbit"]
+from .symmetry import OrbitWords
+
+__all__ = ["Z4_GROUP", "Z4Orbit", "z4_orbit"]
+
+#: What a bank calls the group of a code that is (the first K words of) an orbit of Z4 translations.
+Z4_GROUP = "Z4 translations"
 
 #: Numbers read at a time when the rows are checked (64 MiB of float64).
 _ELEMENTS = 2**23
@@ -47,7 +52,7 @@ _SUMS = 2**20
 
 
 @dataclass(frozen=True)
-class Z4Orbit:
+class Z4Orbit(OrbitWords):
     """K rows that are words 0 … K−1, in order, of an orbit of 2^t words under ℤ₄ translations (2^(t−1) < K ≤ 2^t).
 
     Word u of the orbit is ``x_u = T_{φ(u)} x_0`` with ``φ(u) = Σ_b u_b g_b``
@@ -79,10 +84,11 @@ class Z4Orbit:
     pairs: np.ndarray
     carries: np.ndarray
 
-    @property
-    def words(self) -> int:
-        """2^t, the words of the whole orbit."""
-        return 1 << self.rank
+    group = Z4_GROUP
+    several_witnesses = True
+    tree_numbers = 9
+    certificate_witness = ("witnesses of class 0 of the whole orbit of Z4 translations, moved where they stay among "
+                           "the rows, else the nearest row")
 
     @property
     def block_bits(self) -> int:
@@ -105,6 +111,29 @@ class Z4Orbit:
     def stored(self) -> dict:
         """The arrays that :func:`z4_orbit` checks the rows against: ``generators`` and ``pairs``."""
         return {"generators": self.generators, "pairs": self.pairs}
+
+    def stored_attributes(self) -> dict:
+        return {"group": Z4_GROUP,
+                "meaning": "row i's quaternary symbols relative to row 0's (pair j: the columns pairs[j], signs (+,+), "
+                           "(+,-), (-,-), (-,+) for 0, 1, 2, 3) are the sum mod 4 of the generators chosen by the bits "
+                           "of i: the first K words of their orbit"}
+
+    def checked_on_read(self) -> dict:
+        return {"orbit_prefix": False, "orbit_z4": True}
+
+    def witness_candidates(self, shell: np.ndarray):
+        """The words of the nearest shell in the blocks of the orbit (:attr:`block_bits`): row 0's, then those at 2^j.
+
+        A class in block M moves the witness of block B to block ``M ⊕ B``.
+        For a Kerdock code the blocks are its orthonormal bases and their
+        negatives, and the shell's words in one other basis average to a
+        multiple of ``x_0``: a balanced witness.
+        """
+        q = self.block_bits
+        for block in [0] + [1 << j for j in range(self.rank - q)]:
+            near = shell[(shell >> q) == block]
+            if len(near):
+                yield near
 
     def reprove(self, w: np.ndarray) -> "Z4Orbit | None":
         """The same orbit proved for other rows ``w`` (:func:`z4_orbit` with these generators and pairs), or None.
@@ -237,10 +266,6 @@ class Z4Orbit:
         back = self.turned(vector, (4 - self.generators[-1].astype(np.int64)) % 4)
         out[self.k :] = w[self.k - half : half] @ back
         return out
-
-    def cosines(self, w: np.ndarray) -> np.ndarray:
-        """``f(u) = <x_0, x_u>`` for u < 2^t: the cosine of rows m and j is ``f(j − m)``."""
-        return self.products(w, w[0])
 
     def pair_counts(self) -> np.ndarray:
         """For every word u < 2^t, the pairs of rows {i, j} with ``j − i = u`` (their cosine is ``f(u)``): O(2^t·t).

@@ -7,7 +7,7 @@ import h5py
 import numpy as np
 import pytest
 
-import spherecodes.bank as bank_module
+from spherecodes.bank import _writing as bank_module
 from spherecodes.bank import (
     FORMAT_NAME,
     PLAIN_SCHEMA_VERSION,

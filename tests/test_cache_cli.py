@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from spherecodes.bank import read_code
 from spherecodes.cache import cached_files
-from spherecodes.catalog.bundled import bundled_catalog, read_bundled
+from spherecodes.registry import bundled_catalog, read_bundled
 from spherecodes.cli import main
 
 CATALOG_FOLDER = "example.org-banks-058a01479c2e"

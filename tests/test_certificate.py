@@ -404,7 +404,7 @@ def test_blocks_shared_among_threads_give_the_certificate_of_one_thread(monkeypa
     # the same intervals as one worker (whose blocks and thread count differ,
     # so up to rounding), and bit for bit the same on every run, whichever
     # worker happens to take which block.
-    import spherecodes.certificate as certificate
+    from spherecodes.certificate import _solve as certificate
 
     w = random_code(600, 6, seed=9)
     monkeypatch.setattr(certificate, "qp_workers", lambda dev: 1)

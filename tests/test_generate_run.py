@@ -166,7 +166,7 @@ def test_the_exact_code_is_built_once_for_the_estimate_and_the_run(run, monkeypa
 
 
 def test_the_certificate_estimate_stops_timing_at_its_cap(monkeypatch):
-    import spherecodes.certificate as certificate
+    from spherecodes.certificate import _estimate as certificate
 
     # A random code in R^16 needs the QP (no balanced nearest shell); with no time for it the timing is cut
     # and the estimate says that its time is a lower bound.
@@ -179,7 +179,7 @@ def test_the_certificate_estimate_stops_timing_at_its_cap(monkeypatch):
 
 
 def test_a_slow_shell_pass_is_timed_class_by_class_within_its_cap(monkeypatch):
-    import spherecodes.certificate as certificate
+    from spherecodes.certificate import _estimate as certificate
 
     # With no time for the shell timing, one class is timed and scaled: the 600-cell's nearest shells
     # settle every class (a symmetric code), so no QP either way.

@@ -607,7 +607,7 @@ def _file_size_limit(nbytes):
 
 _WRITE_PAST_THE_CHECK = """
 import sys
-import spherecodes.bank as bank
+from spherecodes.bank import _writing as bank
 from spherecodes.cli import main
 bank._check_room = lambda path, adding: None  # as if the disk filled up while the bank was written
 main(sys.argv[1:], prog_name="spherecodes")
@@ -699,7 +699,7 @@ def test_damaged_entries_in_a_bank_can_be_removed_and_the_other_codes_kept(tmp_p
 @pytest.mark.parametrize("command", [["rm", "--code", "auto-d3-k10-s0"], ["certify", "--write", "-q"]])
 def test_a_bank_rewritten_in_place_in_a_read_only_directory_is_refused_with_what_to_do(tmp_path, monkeypatch,
                                                                                         command):
-    import spherecodes.bank as bank_module
+    from spherecodes.bank import _writing as bank_module
 
     bank_file = tmp_path / "b.h5"
     assert CliRunner().invoke(main, ["generate", "--d", "3", "--k", "10", "--out", str(bank_file), "-q"]).exit_code == 0
@@ -750,7 +750,7 @@ def test_an_option_that_would_be_ignored_is_refused(tmp_path, args, says):
 
 
 def test_a_read_only_bank_is_not_replaced(tmp_path, monkeypatch):
-    import spherecodes.bank as bank_module
+    from spherecodes.bank import _writing as bank_module
 
     bank_file = tmp_path / "b.h5"
     assert CliRunner().invoke(main, ["generate", "--d", "3", "--k", "10", "--out", str(bank_file), "-q"]).exit_code == 0

@@ -186,7 +186,7 @@ def test_ctrl_c_at_any_moment_of_generate_keeps_a_valid_bank(tmp_path, delay):
 
 _SLOW_WRITER = """
 import sys
-import spherecodes.bank as bank
+from spherecodes.bank import _writing as bank
 from spherecodes.cli import main
 rewrite = bank._rewrite
 
@@ -437,7 +437,7 @@ def test_hostile_input_gets_one_line_and_changes_nothing(name, tmp_path, web, mo
 
 _HALF_WRITTEN = """
 import sys
-import spherecodes.bank as bank
+from spherecodes.bank import _writing as bank
 from spherecodes.cli import main
 write_bank = bank._write_bank
 

@@ -19,7 +19,7 @@ from spherecodes.lines import (
     welch_bound,
 )
 from spherecodes.solvers import line_packing
-from spherecodes.solvers.lines import LineCosines
+from spherecodes.solvers.line_packing import LineCosines
 
 from conftest import random_code
 

@@ -6,6 +6,8 @@ import hashlib
 import http.server
 import json
 import shutil
+import subprocess
+import sys
 import threading
 from functools import partial
 from importlib import resources
@@ -22,17 +24,8 @@ from spherecodes.bounds import max_cos_lower_bound
 from spherecodes.certificate import one_vs_rest_distances
 from spherecodes.cli import main
 from spherecodes.errors import SpherecodesError
-from spherecodes.catalog import (
-    REGISTRY_FILE,
-    CatalogEntry,
-    bundled_catalog,
-    catalog_cache_dir,
-    fetch_bank,
-    file_sha256,
-    open_catalog,
-    parse_registry,
-    publish,
-)
+from spherecodes.catalog import catalog_cache_dir, fetch_bank, open_catalog, publish
+from spherecodes.registry import REGISTRY_FILE, CatalogEntry, bundled_catalog, file_sha256, parse_registry
 from spherecodes.certificate import verify_witness
 from spherecodes.stats import separation_statistics
 
@@ -301,6 +294,29 @@ def test_pyproject_packages_every_subpackage_and_the_banks():
     assert config["package-dir"]["spherecodes.banks"] == "banks"
     assert {"*.json", "*.h5"} <= set(config["package-data"]["spherecodes.banks"])
 
+
+
+def test_the_registry_and_the_catalog_names_load_without_the_catalog_machinery():
+    # generate reads the bundled catalog through spherecodes.registry; neither that nor a name the catalog
+    # package re-exports from it loads the fetching and building modules (which call generate themselves).
+    script = ("import sys\nfrom spherecodes.registry import bundled_catalog\nbundled_catalog()\n"
+              "import spherecodes.catalog\nspherecodes.catalog.REGISTRY_FILE, spherecodes.catalog.CatalogEntry\n"
+              "print(sorted(m for m in sys.modules if m.startswith('spherecodes.catalog') or m.endswith('generation')))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["['spherecodes.catalog']"]
+
+
+def test_the_catalog_names_are_the_functions_even_where_a_module_is_named_alike():
+    import spherecodes.catalog
+    import spherecodes.catalog.build  # loads the module that writes registries as well
+    from spherecodes.catalog import publishing
+
+    assert spherecodes.catalog.publish is publishing.publish and callable(spherecodes.catalog.publish)
+    assert spherecodes.catalog.bundled_catalog is bundled_catalog
+    assert set(spherecodes.catalog.__all__) <= set(dir(spherecodes.catalog))
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        spherecodes.catalog.nothing
 
 # --------------------------------------------------------------------------- HTTP catalogs
 

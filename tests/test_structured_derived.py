@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from spherecodes.structured import classical_derived_code, classical_derived_keys, derived_code, e8_roots
-from spherecodes.structured.code import blocked_max_cos, derive_points, exact_fraction, spectrum_of_rows
+from spherecodes.structured.description import blocked_max_cos, derive_points, exact_fraction, spectrum_of_rows
 from spherecodes.structured.derived import derived_bound
 
 # (d, N, max-cos) from Conway & Sloane (1999), ch. 1 and ch. 14, Levenshtein (1992) and

@@ -14,7 +14,7 @@ from spherecodes.structured import (
     leech_lattice,
     root_system_d,
 )
-from spherecodes.structured.code import blocked_max_cos
+from spherecodes.structured.description import blocked_max_cos
 from spherecodes.structured.lattices import bw16_integer_points, e8_integer_points, leech_integer_points
 
 

@@ -21,7 +21,7 @@ from spherecodes.structured import (
     shortened_punctured_codes,
 )
 from spherecodes.structured.binary import bch_chain
-from spherecodes.structured.code import blocked_max_cos, exact_fraction
+from spherecodes.structured.description import blocked_max_cos, exact_fraction
 from spherecodes.structured.gf2 import enumerate_weights
 
 

@@ -24,7 +24,7 @@ from spherecodes.cli import main
 
 from spherecodes.errors import SpherecodesError
 from spherecodes.structured import best_structured_code
-from spherecodes.structured.code import blocked_max_cos, spectrum_of_rows
+from spherecodes.structured.description import blocked_max_cos, spectrum_of_rows
 from spherecodes.structured import srg
 from spherecodes.structured.gfq import finite_field, prime_power
 from spherecodes.structured.srg import (

@@ -1,89 +1,48 @@
-"""Catalogs of precomputed banks: the bundled one, remote ones, publishing, fetching and building.
+"""Catalogs of precomputed banks: remote ones, publishing, fetching and building.
 
 A **catalog** is a folder of banks plus a ``registry.json`` that lists them
-(:mod:`._schema`).  :mod:`.publish` writes the registry of a folder of
-certified banks, :mod:`.download` reads catalogs (bundled, a directory, or
-HTTP(S) through pooch into a per-user cache) and fetches verified codes, and
-:mod:`.build` computes a catalog as tasks on Dask distributed; :mod:`.on_demand`
-lists the structured codes that beat the banks, built on demand by ``fetch``.  Text for the
-entries is :func:`spherecodes.report.format_entries`.
+(:mod:`spherecodes.registry`, which also reads the bundled catalog).
+:mod:`.publishing` writes the registry of a folder of certified banks,
+:mod:`.download` reads catalogs (bundled, a directory, or HTTP(S) through pooch
+into a per-user cache) and fetches verified codes, and :mod:`.build` computes a
+catalog as tasks on Dask distributed; :mod:`.on_demand` lists the structured
+codes that beat the banks, built on demand by ``fetch``.  Text for the entries
+is :func:`spherecodes.report.format_entries`.  Each name below is loaded from
+its module on first use, so that reading a catalog does not load the build.
 """
 
-from ._schema import (
-    CATALOG_FORMAT,
-    CATALOG_SCHEMA_VERSION,
-    METHOD_PREFERENCE,
-    REGISTRY_FILE,
-    Catalog,
-    CatalogEntry,
-    catalog_name,
-    file_sha256,
-    parse_registry,
-    registry_document,
-)
-from .build import BuildReport, BuildTask, build_bank, build_catalog, parse_grid, parse_methods, plan_build
-from .bundled import bundled_catalog
-from .download import (
-    CACHE_ENV,
-    REGISTRY_LIMIT_BYTES,
-    TIMEOUT_S,
-    URL_ENV,
-    Fetched,
-    cache_dir,
-    catalog_entries,
-    catalog_cache_dir,
-    catalogs,
-    check_location,
-    configured_url,
-    fetch,
-    fetch_bank,
-    find_entry,
-    open_catalog,
-)
-from .on_demand import StructuredOffer, parse_structured_name, structured_name, structured_offers
-from .publish import entry_for_code, fit_budget, publish, scan_directory, select_best
+from importlib import import_module as _import_module
 
-__all__ = [
-    "CACHE_ENV",
-    "CATALOG_FORMAT",
-    "CATALOG_SCHEMA_VERSION",
-    "METHOD_PREFERENCE",
-    "REGISTRY_FILE",
-    "REGISTRY_LIMIT_BYTES",
-    "TIMEOUT_S",
-    "URL_ENV",
-    "BuildReport",
-    "BuildTask",
-    "Catalog",
-    "CatalogEntry",
-    "Fetched",
-    "StructuredOffer",
-    "build_bank",
-    "build_catalog",
-    "bundled_catalog",
-    "cache_dir",
-    "catalog_entries",
-    "catalog_cache_dir",
-    "catalog_name",
-    "catalogs",
-    "check_location",
-    "configured_url",
-    "entry_for_code",
-    "fetch",
-    "fetch_bank",
-    "file_sha256",
-    "find_entry",
-    "fit_budget",
-    "open_catalog",
-    "parse_grid",
-    "parse_methods",
-    "parse_registry",
-    "parse_structured_name",
-    "plan_build",
-    "publish",
-    "registry_document",
-    "scan_directory",
-    "select_best",
-    "structured_name",
-    "structured_offers",
-]
+#: The module of each public name, relative to this package.
+_HOMES = {
+    "CATALOG_FORMAT": "..registry", "CATALOG_SCHEMA_VERSION": "..registry", "METHOD_PREFERENCE": "..registry",
+    "REGISTRY_FILE": "..registry", "Catalog": "..registry", "CatalogEntry": "..registry",
+    "bundled_catalog": "..registry", "catalog_name": "..registry", "file_sha256": "..registry",
+    "parse_registry": "..registry", "registry_document": "..registry",
+    "BuildReport": ".build", "BuildTask": ".build", "build_bank": ".build", "build_catalog": ".build",
+    "parse_grid": ".build", "parse_methods": ".build", "plan_build": ".build",
+    "CACHE_ENV": ".download", "REGISTRY_LIMIT_BYTES": ".download", "TIMEOUT_S": ".download", "URL_ENV": ".download",
+    "Fetched": ".download", "cache_dir": ".download", "catalog_entries": ".download",
+    "catalog_cache_dir": ".download", "catalogs": ".download", "check_location": ".download",
+    "configured_url": ".download", "fetch": ".download", "fetch_bank": ".download", "find_entry": ".download",
+    "open_catalog": ".download",
+    "StructuredOffer": ".on_demand", "parse_structured_name": ".on_demand", "structured_name": ".on_demand",
+    "structured_offers": ".on_demand",
+    "entry_for_code": ".publishing", "fit_budget": ".publishing", "publish": ".publishing",
+    "scan_directory": ".publishing", "select_best": ".publishing",
+}
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_import_module(_HOMES[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *_HOMES})
+
+
+__all__ = list(_HOMES)

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from ..errors import SpherecodesError
-from ._schema import redact_text, redact_url
+from ..registry import redact_text, redact_url
 
 __all__ = ["CHUNK_BYTES", "stream_download"]
 

@@ -34,7 +34,7 @@ from ..errors import SpherecodesError
 from ..context import RunContext
 from ..generation import NEEDS_CLASS_DATA, OPTIMISERS, options_kinds
 from ..run import generate
-from .publish import publish as publish_registry
+from .publishing import publish as publish_registry
 
 #: Most (d, K) pairs one grid may hold: a build runs one task per pair and method.
 MAX_GRID_PAIRS = 10_000

@@ -30,7 +30,6 @@ import shutil
 import stat
 import tempfile
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,18 +40,21 @@ from ..code import Code
 from ..constructions import CLOSED_FORMS, applicable_closed_forms, optimal_closed_form
 from ..errors import SpherecodesError
 from ..run import generate
-from ._http import stream_download
-from .bundled import bundled_catalog, check_bank_file, read_bundled, read_entry
-from .on_demand import beats, parse_structured_name, structured_for
-from ._schema import (
+from ..registry import (
     REGISTRY_FILE,
     Catalog,
     CatalogEntry,
+    bundled_catalog,
+    check_bank_file,
     is_http,
     method_rank,
     parse_registry,
+    read_bundled,
+    read_entry,
     redact_url,
 )
+from ._http import stream_download
+from .on_demand import beats, parse_structured_name, structured_for
 
 #: Environment variable naming the catalog to use after the bundled one.
 URL_ENV = "SPHERECODES_BANK_URL"
@@ -147,7 +149,9 @@ def local_path(location: str) -> Path:
     """The directory of a ``file://`` URL or a plain path; any other scheme is refused."""
     parts = urllib.parse.urlsplit(location)
     if parts.scheme.lower() == "file":
-        return Path(urllib.request.url2pathname(parts.path))
+        from urllib.request import url2pathname  # here: it loads http.client, which the bundled catalog never needs
+
+        return Path(url2pathname(parts.path))
     if parts.scheme and len(parts.scheme) > 1:
         raise SpherecodesError(
             f"cannot read a catalog from {redact_url(location)!r}: give an http(s):// URL, a file:// URL or a "

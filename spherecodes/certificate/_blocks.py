@@ -27,9 +27,8 @@ BLOCK_BUDGET_BYTES = {"cpu": 256 * 2**20, "cuda": 4 * 2**30}
 #: Prototypes per tile of the products of a block with all K prototypes, so
 #: that a block holds ``block × COLUMN_TILE`` similarities, not ``block × K``.
 #: On a CPU, wide tiles make the top-m selections cheaper per score (fewer
-#: merges, larger column groups in ``sphere.top_matches``): measured at
-#: (64, 10^5) on 2 cores, the certificate took 72.7 s with tiles of 32,768
-#: and 61.4 s with tiles of 131,072 (2 workers, 256 MiB blocks each).
+#: merges, larger column groups in ``sphere.top_matches``); the two sizes
+#: compared are in docs/certificate.md, "2.1 The QP".
 COLUMN_TILE = {"cpu": 131072, "cuda": 32768}
 
 #: Candidates that join a class's candidate set per failed global check.
@@ -86,8 +85,8 @@ def block_size(k: int, d: int, m: int, dev, max_memory: float | None = None, wor
     per_class = per_class_bytes(k, d, m, tile)
     # The budget is per block, so per worker: dividing one budget among the
     # workers would shrink the blocks as cores are added, and every block
-    # streams all K prototypes (measured at K = 10^5 with 16 workers: blocks
-    # of 14 classes, each paying a full pass over the prototypes).
+    # streams all K prototypes, so many small blocks each pay a full pass over
+    # them (see benchmarks/README.md, "Certificate: blocks, workers, the restart").
     budget = min(BLOCK_BUDGET_BYTES["cuda" if dev.type == "cuda" else "cpu"] * workers,
                  0.25 * memory.available_memory_bytes(str(dev)))
     if max_memory is not None:

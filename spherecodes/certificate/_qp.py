@@ -67,9 +67,10 @@ IPM_EXTRA_PER_ROOT_DIM = 8.0
 #: Woodbury identity with a d × d one.  The m × m Cholesky factor costs
 #: about m³/3 a step against m·d² for forming the d × d matrix (plus the
 #: products with the m × d points every solve needs), so the m × m form
-#: costs less up to about m = √3·d.  Measured on a CPU, blocks of 33
-#: classes of Tammes-optimised codes: at d = 256, m = 384 the QP took 10 %
-#: less time with the m × m form; at d = 64, m = 128, 20 % more.
+#: costs less up to about m = √3·d.  The threshold sits just below, between
+#: the ratios where timings on Tammes-optimised codes found the m × m form
+#: faster (m = 1.5 d) and slower (m = 2 d) (benchmarks/README.md,
+#: "Certificate: blocks, workers, the restart").
 IPM_NORMAL_PER_DIM = 1.7
 
 #: Candidates whose interior-point weight is below this fraction of the

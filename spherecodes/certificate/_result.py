@@ -13,11 +13,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import SpherecodesError
-from ..orbit import OrbitPrefix, SignOrbit, moved_vectors
-from ..rotated import Rotated
-from ..z4orbit import Z4Orbit
+from ..orbit import moved_vectors
+from ..symmetry import Symmetry
 
-__all__ = ["CertificateProgress", "OneVsRestCertificate"]
+__all__ = ["CertificateOutOfTime", "CertificateProgress", "OneVsRestCertificate"]
 
 
 @dataclass(frozen=True)
@@ -87,8 +86,9 @@ class OneVsRestCertificate:
         Where the solver ran.
     wall_time : float
         Seconds spent.
-    orbit : SignOrbit, OrbitPrefix, Z4Orbit or None
-        For a code that is one orbit of sign changes
+    orbit : Symmetry or None
+        The code's symmetry (:class:`spherecodes.symmetry.Symmetry`) where
+        the certificate holds class 0's witnesses.  For a code that is one orbit of sign changes
         (:mod:`spherecodes.orbit`): the witness, weights and feature of class
         0 only are held, and class c's are class 0's moved by the sign change
         that takes ``w_0`` to ``w_c`` (:meth:`weights_of`, :meth:`expanded`),
@@ -120,7 +120,7 @@ class OneVsRestCertificate:
     rounds: int
     device: str
     wall_time: float
-    orbit: SignOrbit | OrbitPrefix | None = None
+    orbit: Symmetry | None = None
     nearest: np.ndarray | None = None
 
     @property
@@ -203,16 +203,15 @@ class OneVsRestCertificate:
         >>> sorted(idx.tolist()), w.round(12).tolist()
         ([1, 5], [0.5, 0.5])
         """
-        structure = self.orbit.structure if isinstance(self.orbit, Rotated) else self.orbit
-        if isinstance(structure, (OrbitPrefix, Z4Orbit)) and self.nearest[k] >= 0:
+        structure = None if self.orbit is None else self.orbit.unturned
+        if structure is not None and structure.whole_orbit_bounds and self.nearest[k] >= 0:
             return np.array([self.nearest[k]]), np.array([1.0])
-        row = -1 - self.nearest[k] if isinstance(structure, Z4Orbit) else 0 if structure is not None else k
+        # The witness this class takes: its own, class 0's, or for the first K words of an orbit the one it names.
+        row = k if structure is None else -1 - self.nearest[k] if structure.whole_orbit_bounds else 0
         keep = self.support_indices[row] >= 0
         indices = self.support_indices[row][keep]
-        if isinstance(structure, OrbitPrefix):
-            indices = indices ^ k  # words of the orbit, all rows for this class
-        elif structure is not None:
-            indices = structure.moved(indices, k)
+        if structure is not None:
+            indices = structure.moved(indices, k)  # words of the orbit, all rows for this class
         return indices, self.support_weights[row][keep]
 
     def expanded(self, prototypes: np.ndarray) -> "OneVsRestCertificate":
@@ -235,12 +234,12 @@ class OneVsRestCertificate:
         """
         if self.orbit is None:
             return self
-        if isinstance(self.orbit, Rotated):
-            # Class c's witness is class 0's moved by the structure of the rows before the rotation.
+        if self.orbit.unturned is not self.orbit:
+            # Turned by a rotation: class c's witness is class 0's moved by the structure of the rows before the rotation.
             inner = replace(self, orbit=self.orbit.structure, features=self.features @ self.orbit.rotation.T)
             inner = inner.expanded(self.orbit.coordinates)
             return replace(inner, features=self.orbit.turn(inner.features))
-        if isinstance(self.orbit, (OrbitPrefix, Z4Orbit)):
+        if self.orbit.whole_orbit_bounds:
             raise SpherecodesError("the certificate of the first K words of an orbit bounds its classes through the "
                                    "whole orbit and has no witness per class; certify the changed code again")
         k = self.k

@@ -12,8 +12,8 @@ are class 0's moved by the group, one row of it, after the orbit itself is
 checked against the rows (O(K·d)); for the first K words of such an orbit,
 the whole orbit's class 0 against its 2^t words by two products with the
 rows, and every class's bound from its moved witness or its nearest row
-(:func:`prefix_bounds`, O(K·(d + s))); the same for an orbit of Z4
-translations (a Kerdock code, :mod:`._z4`).
+(:meth:`spherecodes.symmetry.OrbitWords.witness_bounds`, O(K·(d + s)));
+the same for an orbit of Z4 translations (a Kerdock code).
 """
 
 from __future__ import annotations
@@ -23,12 +23,9 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import SpherecodesError
-from ..orbit import OrbitPrefix, SignOrbit, orbit_prefix, resolve_orbit, sign_orbit
-from ..rotated import Rotated, rotated_structure
-from ..z4orbit import Z4Orbit
-from ._z4 import z4_interval
+from ..orbit import OrbitPrefix, resolve_orbit
 
-__all__ = ["PAIR_ELEMENTS", "WITNESS_SLACK", "moved_witness_fits", "prefix_bounds", "support_residuals", "verify_witness"]
+__all__ = ["WITNESS_SLACK", "prefix_bounds", "support_residuals", "verify_witness"]
 
 #: Largest difference allowed between a stored interval end and the one
 #: recomputed from its witness (both are float64 evaluations of the same sums).
@@ -101,98 +98,34 @@ def support_residuals(prototypes: np.ndarray, indices: np.ndarray, weights: np.n
     return residuals
 
 
-#: Words of moved witnesses checked at a time (int64 and a mask each).
-_FIT_ELEMENTS = 2**20
-
-#: Numbers of the pairs ``w_i − w_nearest`` formed at a time by :func:`prefix_bounds` (16 MiB).
-PAIR_ELEMENTS = 2**21
-
-
-def moved_witness_fits(k: int, words: np.ndarray) -> np.ndarray:
-    """For each class i < K, whether the orbit's words ``i ⊕ u``, u in ``words``, are all rows (below K).
-
-    Examples
-    --------
-    >>> moved_witness_fits(5, np.array([1, 2])).tolist()  # class 3 would need word 3 ⊕ 2 = 1 and 3 ⊕ 1 = 2: yes
-    [True, True, True, True, False]
-    """
-    fits = np.empty(k, dtype=bool)
-    step = max(1, _FIT_ELEMENTS // max(1, len(words)))
-    for start in range(0, k, step):
-        classes = np.arange(start, min(start + step, k), dtype=np.int64)
-        fits[classes] = ((classes[:, None] ^ words[None, :]) < k).all(axis=1)
-    return fits
-
-
 def prefix_bounds(w: np.ndarray, prefix: OrbitPrefix, indices: np.ndarray, weights: np.ndarray,
                   nearest: np.ndarray, where: str = "the code") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every class's interval for the first K words of an orbit (:class:`spherecodes.orbit.OrbitPrefix`), from
-    a witness of the orbit's class 0: (lo, hi, feature).
+    one witness of the orbit's class 0 (``indices`` and ``weights`` of shape (s,)): (lo, hi, feature).
 
-    The whole orbit F (2^t words) is one orbit of isometries, so every class
-    of F has the distance ``dist_0(F)``, and the prototypes other than
-    ``w_i`` are part of F's others: ``dist_i >= dist_0(F) >= lo_0``, the dual
-    bound of the witness's direction ``h`` against all 2^t words (two
-    products with the rows, :meth:`~spherecodes.orbit.OrbitPrefix.products`).
-    The witness moved to class i (words ``i ⊕ u``) is a point of the hull
-    of the others where all its words are below K (``nearest[i] = −1``):
-    ``hi_i = ‖r_0‖``, bit for bit.  Elsewhere ``hi_i = ‖w_i − w_{nearest[i]}‖``,
-    a point of that hull too.  O(K·(d + s)).
+    The witness moved to class i (words ``i ⊕ u``) is a point of the hull of
+    the others where all its words are below K (``nearest[i] = −1``), else
+    ``hi_i = ‖w_i − w_{nearest[i]}‖``; the witness's dual bound against all
+    2^t words bounds every class from below
+    (:meth:`spherecodes.symmetry.OrbitWords.witness_bounds`).
 
-    Parameters
-    ----------
-    w : ndarray, shape (K, d)
-    prefix : OrbitPrefix
-        Proved for these rows.
-    indices, weights : ndarray, shape (s,)
-        The witness of the orbit's class 0: words of the orbit (below 2^t,
-        not 0; padded with −1) and their weights (a point of the simplex).
-    nearest : ndarray of int, shape (K,)
-        −1 where the moved witness is used, else the row that bounds the class.
-    where : str
-        How error messages name the code.
+    Examples
+    --------
+    The cube's first five vertices (messages 0 … 4): the hull of vertex 0's
+    three neighbours (words 1, 2, 4) is at distance 2/3 from it, and moved
+    to class 0 only does that witness stay among the rows; the other
+    classes are bounded by their nearest row (at distance 2/√3).
 
-    Raises
-    ------
-    SpherecodesError
-        A witness that is not a point of the simplex over the orbit's other
-        words, a moved witness claimed where it leaves the rows, or a
-        nearest row outside [0, K) or the class itself.
+    >>> import itertools
+    >>> from spherecodes.orbit import orbit_prefix
+    >>> w = np.array(list(itertools.product([1, -1], repeat=3)))[:5] / np.sqrt(3)
+    >>> lo, hi, _ = prefix_bounds(w, orbit_prefix(w), np.array([1, 2, 4]), np.full(3, 1 / 3), [-1, 0, 0, 1, 0])
+    >>> lo.round(6).tolist(), hi.round(6).tolist()
+    ([0.666667, 0.666667, 0.666667, 0.666667, 0.666667], [0.666667, 1.154701, 1.154701, 1.154701, 1.154701])
     """
-    k = len(w)
-    indices, weights = np.asarray(indices, dtype=np.int64), np.asarray(weights, dtype=np.float64)
-    nearest = np.asarray(nearest, dtype=np.int64)
-    used = indices >= 0
-    words = indices[used]
-    if nearest.shape != (k,) or indices.ndim != 1 or weights.shape != indices.shape or not used.any():
-        raise SpherecodesError(f"{where}: the certificate's witness has the wrong shape")
-    if (words >= prefix.words).any() or (words == 0).any() or (weights < 0).any() or (weights[~used] != 0).any() \
-            or abs(weights.sum() - 1) > 1e-12:
-        raise SpherecodesError(f"{where}: the certificate's witness is not a point of the simplex over the orbit's "
-                               "other words (bad word or weight)")
-    classes = np.arange(k)
-    if ((nearest < -1) | (nearest >= k) | (nearest == classes)).any():
-        raise SpherecodesError(f"{where}: the certificate names a nearest row outside [0, {k}) or the class itself")
-    moved = nearest < 0
-    if not moved_witness_fits(k, words)[moved].all():
-        raise SpherecodesError(f"{where}: the certificate moves the orbit's witness to a class where it leaves the "
-                               "rows")
-    residual = w[0] - weights[used] @ prefix.rows_of(w, words)
-    norm = float(np.sqrt(residual @ residual))
-    feature = residual / norm if norm > 0 else np.full_like(residual, np.nan)
-    hi = np.full(k, norm)
-    rows = max(1, PAIR_ELEMENTS // w.shape[1])
-    for start in range(0, k, rows):
-        part = slice(start, start + rows)
-        pairs = np.flatnonzero(~moved[part]) + start
-        difference = w[pairs] - w[nearest[pairs]]
-        hi[pairs] = np.sqrt(np.einsum("nd,nd->n", difference, difference))
-    if norm == 0:  # a word repeated in the orbit: distance 0, no direction separates it
-        return np.zeros(k), hi, feature
-    scores = prefix.products(w, feature)
-    scores[0] = -np.inf
-    lo = min(float(w[0] @ feature - scores.max()), norm)
-    return np.minimum(lo, hi), hi, feature
+    lo, hi, features = prefix.witness_bounds(w, np.asarray(indices)[None, :], np.asarray(weights)[None, :], nearest,
+                                             where)
+    return lo, hi, features[0]
 
 
 def _moved_from_first(orbit, idx: np.ndarray) -> bool:
@@ -219,14 +152,25 @@ def _certificate_orbit(w: np.ndarray, cert, orbit, where: str):
     if claimed is None:
         orbit = resolve_orbit(w, orbit)
         idx, wt = cert.support_indices, cert.support_weights
-        moved = isinstance(orbit, SignOrbit) and (wt == wt[0]).all() and _moved_from_first(orbit, np.asarray(idx))
+        moved = orbit is not None and orbit.moves_witnesses and (wt == wt[0]).all() \
+            and _moved_from_first(orbit, np.asarray(idx))
         return orbit if moved else None
-    if not (isinstance(orbit, type(claimed)) and np.array_equal(orbit.generators, claimed.generators)):
-        orbit = sign_orbit(w, claimed.generators)
+    if not claimed.same_group(orbit):
+        orbit = claimed.reprove(w)
     if orbit is None or not np.array_equal(orbit.coordinates, claimed.coordinates):
         raise SpherecodesError(f"{where}: the certificate's witnesses are class 0's moved by sign changes that do "
                                "not map the prototypes onto themselves")
     return orbit
+
+
+def _interval_of(w: np.ndarray, cert, orbit, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every class's interval recomputed from a certificate, as its symmetry holds its witnesses."""
+    claimed = getattr(cert, "orbit", None)
+    if claimed is not None and claimed.unturned is not claimed:
+        return _rotated_interval(w, cert, orbit, where)
+    if claimed is not None and claimed.whole_orbit_bounds:
+        return _orbit_words_interval(w, cert, orbit, where)
+    return _interval(w, cert, orbit, where)
 
 
 def _interval(w: np.ndarray, cert, orbit, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -279,20 +223,19 @@ def _interval(w: np.ndarray, cert, orbit, where: str) -> tuple[np.ndarray, np.nd
     return lo, hi
 
 
-def _prefix_interval(w: np.ndarray, cert, orbit, where: str) -> tuple[np.ndarray, np.ndarray]:
+def _orbit_words_interval(w: np.ndarray, cert, orbit, where: str) -> tuple[np.ndarray, np.ndarray]:
     """Every class's interval recomputed from the certificate of the first K words of an orbit: the orbit checked
-    from its generators (unless ``orbit`` is that one, already proved), then :func:`prefix_bounds`."""
+    from what it stores (unless ``orbit`` is that one, already proved), then
+    :meth:`~spherecodes.symmetry.OrbitWords.witness_bounds`.  O(K·d + 2^t·d)."""
     claimed = cert.orbit
-    if not (isinstance(orbit, OrbitPrefix) and np.array_equal(orbit.generators, claimed.generators)):
-        orbit = orbit_prefix(w, claimed.generators)
+    if not claimed.same_group(orbit):
+        orbit = claimed.reprove(w)
     if orbit is None:
         raise SpherecodesError(f"{where}: the certificate's witness is the orbit's class 0's, but the prototypes are "
-                               "not the first K words of that orbit of sign changes")
-    idx, wt = np.asarray(cert.support_indices), np.asarray(cert.support_weights, dtype=np.float64)
-    if idx.ndim != 2 or idx.shape[0] != 1 or wt.shape != idx.shape or np.shape(cert.lo) != (len(w),) \
-            or np.shape(cert.hi) != (len(w),) or cert.nearest is None:
-        raise SpherecodesError(f"{where}: the certificate's witness has the wrong shape {idx.shape}")
-    lo, hi, _ = prefix_bounds(w, orbit, idx[0], wt[0], cert.nearest, where)
+                               f"not the first K words of that orbit of {claimed.group}")
+    if np.shape(cert.lo) != (len(w),) or np.shape(cert.hi) != (len(w),) or cert.nearest is None:
+        raise SpherecodesError(f"{where}: the certificate's witness has the wrong shape")
+    lo, hi, _ = orbit.witness_bounds(w, cert.support_indices, cert.support_weights, cert.nearest, where)
     return lo, hi
 
 
@@ -301,20 +244,12 @@ def _rotated_interval(w: np.ndarray, cert, orbit, where: str) -> tuple[np.ndarra
     recovered from ``w`` and proved (unless ``orbit`` is that structure, already proved for these rows), their
     intervals recomputed from the witness, and carried to ``w`` (:meth:`spherecodes.rotated.Rotated.distance_bounds`)."""
     claimed = cert.orbit
-    if not (isinstance(orbit, Rotated) and orbit.seed == claimed.seed
-            and np.array_equal(orbit.generators, claimed.generators)):
-        orbit = rotated_structure(w, claimed.seed, claimed.structure.reprove)
+    if not claimed.same_group(orbit):
+        orbit = claimed.reprove(w)
     if orbit is None:
         raise SpherecodesError(f"{where}: the certificate is carried through the rotation of seed {claimed.seed}, "
                                "but the prototypes are not the structured code turned by that rotation")
-    inner = replace(cert, orbit=orbit.structure)
-    x = orbit.coordinates
-    if isinstance(orbit.structure, OrbitPrefix):
-        lo, hi = _prefix_interval(x, inner, orbit.structure, where)
-    elif isinstance(orbit.structure, Z4Orbit):
-        lo, hi = z4_interval(x, inner, orbit.structure, where)
-    else:
-        lo, hi = _interval(x, inner, orbit.structure, where)
+    lo, hi = _interval_of(orbit.coordinates, replace(cert, orbit=orbit.structure), orbit.structure, where)
     return orbit.distance_bounds(lo, hi)
 
 
@@ -333,13 +268,14 @@ def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the cod
         Anything with ``lo``, ``hi``, ``support_indices`` and ``support_weights``.
     where : str
         How error messages name the code (e.g. ``"code 'tammes-d3-k12'"``).
-    orbit : SignOrbit, OrbitPrefix, Z4Orbit, None or "auto"
-        The code's orbit of sign changes (or the one it is the first K words
-        of) when already proved for these rows
-        (:func:`spherecodes.orbit.sign_orbit`, :func:`spherecodes.orbit.orbit_prefix`),
-        None for a generic code, ``"auto"`` to prove it here.  A certificate
-        that holds only class 0's witness has its orbit checked against the
-        rows in any case; a prefix's is re-derived by :func:`prefix_bounds`.
+    orbit : Symmetry, None or "auto"
+        The code's symmetry (:class:`spherecodes.symmetry.Symmetry`: an
+        orbit of sign changes or of Z4 translations, the first K words of
+        one, such a code turned) when already proved for these rows, None
+        for a generic code, ``"auto"`` to prove it here.  A certificate that
+        holds only class 0's witnesses has its symmetry proved again from
+        what it stores (:meth:`~spherecodes.symmetry.Symmetry.reprove`)
+        unless ``orbit`` is that one.
 
     Returns
     -------
@@ -366,15 +302,9 @@ def verify_witness(prototypes: np.ndarray, certificate, *, where: str = "the cod
     if cert is None:
         raise SpherecodesError(f"{where} has no certificate; run spherecodes certify BANK --write first")
     w = np.asarray(prototypes, dtype=np.float64)
-    carried = isinstance(getattr(cert, "orbit", None), Rotated)
-    if carried:
-        lo, hi = _rotated_interval(w, cert, orbit, where)
-    elif isinstance(getattr(cert, "orbit", None), OrbitPrefix):
-        lo, hi = _prefix_interval(w, cert, orbit, where)
-    elif isinstance(getattr(cert, "orbit", None), Z4Orbit):
-        lo, hi = z4_interval(w, cert, orbit, where)
-    else:
-        lo, hi = _interval(w, cert, orbit, where)
+    claimed = getattr(cert, "orbit", None)
+    carried = claimed is not None and claimed.unturned is not claimed
+    lo, hi = _interval_of(w, cert, orbit, where)
     slack = WITNESS_SLACK
     # A carried interval is re-derived with the row error measured from the stored rows, which may be below
     # the a-priori bound the run stored: a smaller upper end still proves the stored one.

@@ -18,9 +18,6 @@ from ..cluster import check_scheduler_trust
 from ..claims import check_claims
 from ..errors import SpherecodesError
 from ..memory import ABSURD_SECONDS
-from ..orbit import OrbitPrefix
-from ..rotated import Rotated
-from ..z4orbit import Z4Orbit
 from ..report import code_report, format_code_report, format_duration, printable
 
 
@@ -134,13 +131,8 @@ def read_with_certificate_check(bank, name: str | None, *, max_memory: float | N
     verified = {"checksum_seconds": time.perf_counter() - began, "certificate": None, "certificate_seconds": 0.0,
                 "orbit": code.orbit is not None, "certificate_by_orbit": code.certificate is not None
                 and code.certificate.orbit is not None}
-    structure = code.orbit
-    if isinstance(structure, Rotated):
-        verified["rotated"] = {"seed": structure.seed, "row_error": structure.row_error,
-                               "orthogonality_error": structure.orthogonality_error}
-        structure = structure.structure
-    verified["orbit_prefix"] = isinstance(structure, OrbitPrefix)
-    verified["orbit_z4"] = isinstance(structure, Z4Orbit)
+    verified.update(code.orbit.checked_on_read() if code.orbit is not None else {"orbit_prefix": False,
+                                                                                "orbit_z4": False})
     bad_certificate = None
     if code.certificate is not None:
         began = time.perf_counter()

@@ -32,9 +32,10 @@ Examples
 
 from ._core import (
     ADAM_DEFAULTS, DTYPES, EXP_FLOOR, HISTORY_COLUMNS, Clock, Progress, SolverResult, descend_on_sphere,
+    estimated_angle,
 )
 from ._options import EFFORTS, MaxsepSettings, SoftmaxSettings, TammesSettings, tammes_defaults
-from .lines import line_packing
+from .line_packing import line_packing
 from .maxsep import maxsep
 from .record_search import record_search
 from .softmax import softmax_code
@@ -42,7 +43,6 @@ from .tammes import tammes, tammes_estimate, tammes_memory
 
 __all__ = [
     "ADAM_DEFAULTS", "DTYPES", "EFFORTS", "EXP_FLOOR", "HISTORY_COLUMNS", "Clock", "MaxsepSettings", "Progress",
-    "SoftmaxSettings", "SolverResult", "TammesSettings", "descend_on_sphere", "line_packing", "maxsep", "record_search", "softmax_code",
-    "tammes",
-    "tammes_defaults", "tammes_estimate", "tammes_memory",
+    "SoftmaxSettings", "SolverResult", "TammesSettings", "descend_on_sphere", "estimated_angle", "line_packing",
+    "maxsep", "record_search", "softmax_code", "tammes", "tammes_defaults", "tammes_estimate", "tammes_memory",
 ]

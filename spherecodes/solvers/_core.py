@@ -382,8 +382,8 @@ class PolishBudget:
     """What the polish may spend: simplex work (deterministic) and, if asked, seconds.
 
     The work of an LP is its non-zeros times HiGHS's simplex iterations, which
-    predicts its solve time well (1.0–1.4e-8 s per unit on the development
-    CPU, over LPs from 2e6 to 4e7 units) and, unlike seconds, does not depend
+    is close to proportional to its solve time (benchmarks/README.md,
+    "tammes: estimates and budgets") and, unlike seconds, does not depend
     on how busy the machine is: the same seed and settings give the same code.
     ``polish_time`` adds a wall-clock cap for those who prefer a bound on time
     to reproducibility.

@@ -68,8 +68,8 @@ STEP_CHUNK_BYTES = {"cpu": 64 * 2**20, "cuda": 512 * 2**20}
 
 #: Time kept out of a schedule under a deadline for the work after the last
 #: step, in units of the first refresh: the closing refresh (one) and the
-#: float64 re-measurement of the result in ``tammes`` (measured at 0.7 of a
-#: refresh at (64, 10⁵) on a CPU: 10.6 s against 15 s).
+#: float64 re-measurement of the result in ``tammes``, which takes less than
+#: a refresh (figures in benchmarks/README.md, "tammes: estimates and budgets").
 CLOSING_REFRESHES = 2
 
 #: Under a deadline, the steps between refreshes take at most this fraction

@@ -213,7 +213,7 @@ CONTACT_MARGINS = (1e-4, 1e-5, 1e-6, 1e-7)
 #: the dense normal equations (a Cholesky factorisation of at most 1024^2
 #: entries, milliseconds) instead of by LSQR, which needs thousands of
 #: iterations on the ill-conditioned Jacobians of codes with near-rattlers
-#: (2 s per code at (3, 200)).
+#: (docs/optimisers.md, "`tammes`: the algorithm", step 6, the contact solve).
 DENSE_CONTACTS = 1024
 
 
@@ -252,8 +252,8 @@ def solve_contacts(w: np.ndarray, *, iterations: int = 20, work: float = 5e7) ->
     to halve the residual.  ``work`` bounds the LSQR iterations times the
     Jacobian's non-zeros over the whole call (a second or two on a CPU; the Higman–Sims code needs
     3e7), so large codes whose near-contacts are many but not yet a contact
-    graph do not spend minutes for little (at (32, 200) the unbounded solve
-    took 14 s to gain 1.4e-5); like the polish's budget it is counted, not
+    graph do not spend minutes for little (docs/optimisers.md, "`tammes`:
+    the algorithm", step 6, the contact solve); like the polish's budget it is counted, not
     timed, so runs are reproducible.
 
     Examples

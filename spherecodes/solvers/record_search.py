@@ -45,8 +45,9 @@ from .tammes import tammes
 __all__ = ["CHAIN_EFFORT", "ChainResult", "SearchProgress", "chain_seed", "record_search", "run_chain"]
 
 #: The effort of :func:`spherecodes.solvers.tammes` that each chain runs: in R^3 up to
-#: 130 points, 512 starts then up to 300 perturbation rounds (about two minutes of
-#: one core at N = 80-130), elsewhere four times the default starts and 40 rounds.
+#: 130 points, 512 starts then up to 300 perturbation rounds, elsewhere four times the
+#: default starts and 40 rounds (the CPU time a chain takes: docs/optimisers.md,
+#: "Record tables").
 CHAIN_EFFORT = "high"
 
 

@@ -153,8 +153,8 @@ def softmax_code(
         Seed of the starting code.
     steps : int, optional
         Ascent steps (default: 300 for K*d <= 20,000, else 50).  Each costs one
-        certificate: about 1.5 s at (d, K) = (64, 1000) and 45 s at (256, 1000)
-        on two CPU cores, growing like K d^2.5; ``time_limit`` caps the total.
+        certificate, growing like K d^2.5 (timings in docs/optimisers.md,
+        "`softmax_code`"); ``time_limit`` caps the total.
     restarts : int, optional
         Starts of the :func:`tammes` run that gives the starting code.
     time_limit : float, optional

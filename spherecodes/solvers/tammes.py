@@ -203,8 +203,8 @@ def tammes(
     plan = tammes_memory(d, k, cfg, dev)
     clock = Clock(time_limit, progress, cfg.restarts, begin)
     # The polish's linear algebra runs in NumPy's BLAS: on a busy machine its
-    # threads wait on each other (a 601 x 601 Cholesky factorisation took
-    # 0.05-0.4 s on two threads and 0.01 s on one at a load of 5 on 2 cores).
+    # threads wait on each other, so it gets the same thread count as torch
+    # (figures in docs/optimisers.md, "Threads").
     with torch_threads(cfg.threads), threadpool_limits(cfg.threads, user_api="blas"):
         settings["threads"] = torch.get_num_threads()
         result = _run_tammes(d, k, seed, cfg, dev, clock, plan, init, frozen)
@@ -299,8 +299,8 @@ def tammes_estimate(
     itemsize = 4 if cfg.dtype == "float32" else 8
     what = f"tammes, all pairs, {runs}" + (", then the polish" if cfg.polish else "")
     # A perturbation round re-anneals a batch (spherecodes.solvers._basin) and polishes its best
-    # code, which takes about as long again (0.1-0.3 s each from (3, 20) to (3, 130), at (5, 41)
-    # and at (22, 100)). The rounds are an upper bound: they stop early once they stop gaining.
+    # code, which takes about as long again (figures in benchmarks/README.md, "tammes: estimates and
+    # budgets"). The rounds are an upper bound: they stop early once they stop gaining.
     perturbing = 2 * cfg.perturb_rounds * round_batch(k) * LOCAL_STEPS if cfg.polish else 0
     if perturbing:
         what += f", then up to {cfg.perturb_rounds} perturbation rounds"
@@ -315,10 +315,10 @@ def _seconds_per_start_step(d: int, k: int, cfg: TammesSettings, dev: torch.devi
     :func:`_anneal_batch` itself runs a few steps on random starts (up to
     1024 points, scaled by K² above) in a batch of ``cfg.batch_size``: a
     small code's step costs little more in a batch of hundreds than alone,
-    so timing one start overestimated its runs several-fold ((3, 20): 2.8 s
-    predicted for a run of 0.6 s), and timing the products alone, without
-    the step's other passes over the K x K matrices, underestimated them
-    (0.1 s for the same run).
+    so timing one start would overestimate its runs several-fold, and timing
+    the products alone, without the step's other passes over the K x K
+    matrices, would underestimate them (predictions against runs in
+    docs/optimisers.md, "The result").
     """
     n = min(k, 1024)
     batch = batch_size(n, cfg.batch_size)

@@ -26,13 +26,13 @@ from spherecodes.structured.binary import (
     golay_code,
     reed_muller_code,
 )
-from spherecodes.structured.catalog import (
+from spherecodes.structured.selection import (
     available_codes,
     best_structured_code,
     describe,
     native_codes,
 )
-from spherecodes.structured.code import StructuredCode
+from spherecodes.structured.description import StructuredCode
 from spherecodes.structured.derived import (
     classical_derived_code,
     classical_derived_keys,
@@ -42,6 +42,7 @@ from spherecodes.structured.etf import etf_code, etf_codes
 from spherecodes.structured.kerdock import kerdock_code
 from spherecodes.structured.lattices import (
     barnes_wall_16,
+    cross_polytope,
     e6_roots,
     e7_roots,
     e8_roots,
@@ -54,37 +55,6 @@ from spherecodes.structured.punctured import (
     shortened_punctured_codes,
 )
 from spherecodes.structured.srg import isotropic_code, srg_code, srg_codes
-
-
-def cross_polytope(d: int) -> StructuredCode:
-    """The 2d points ±e_i in R^d (max-cos 0; D_n's orthogonal frame, RM(1, m) up to rotation).
-
-    Examples
-    --------
-    >>> cross_polytope(2).points().tolist()
-    [[1.0, 0.0], [0.0, 1.0], [-1.0, -0.0], [-0.0, -1.0]]
-    """
-    import numpy as np
-    from fractions import Fraction
-
-    from spherecodes.structured.code import PointSetConstruction
-
-    def build():
-        eye = np.eye(d)
-        return np.concatenate([eye, -eye])
-
-    return StructuredCode(
-        name=f"cross-polytope in R^{d}",
-        family="lattice",
-        d=d,
-        size=2 * d,
-        max_cos=Fraction(0),
-        native_d=d,
-        transitive=True,
-        orbits=1,
-        citation="Conway & Sloane (1999), Sphere Packings, Lattices and Groups, ch. 1",
-        construction=PointSetConstruction(build=build, max_cos=Fraction(0), distance_invariant=True),
-    )
 
 
 __all__ = [

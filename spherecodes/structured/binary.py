@@ -21,7 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from spherecodes.errors import SpherecodesError
-from spherecodes.structured.code import StructuredCode
+from spherecodes.structured.description import StructuredCode
 from spherecodes.structured.gf2 import (
     clmul,
     cyclotomic_cosets,

@@ -29,7 +29,7 @@ from functools import lru_cache
 import numpy as np
 
 from spherecodes.errors import SpherecodesError
-from spherecodes.structured.code import (
+from spherecodes.structured.description import (
     PointSetConstruction,
     StructuredCode,
     blocked_max_cos,

@@ -46,7 +46,7 @@ from functools import lru_cache
 import numpy as np
 
 from spherecodes.errors import SpherecodesError
-from spherecodes.structured.code import PointSetConstruction, StructuredCode, gram_points
+from spherecodes.structured.description import PointSetConstruction, StructuredCode, gram_points
 from spherecodes.structured.gfq import finite_field, prime_power
 from spherecodes.structured.surd import Surd, exact_sqrt
 

@@ -26,7 +26,7 @@ from functools import lru_cache
 import numpy as np
 
 from spherecodes.errors import SpherecodesError
-from spherecodes.structured.code import StructuredCode
+from spherecodes.structured.description import StructuredCode
 from spherecodes.structured.gf2 import galois_ring_trace_sequence
 
 KERDOCK_CITATION = (

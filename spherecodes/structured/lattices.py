@@ -1,7 +1,7 @@
 """Lattice shells: the minimal vectors of D_n, E6, E7, E8, BW16 and the Leech lattice, normalised.
 
-Every code here has max-cos 1/2 (minimal vectors of a lattice are at least 60°
-apart) and a symmetry group (the lattice's automorphism group, or the Weyl group
+Every shell here has max-cos 1/2 (minimal vectors of a lattice are at least 60°
+apart; the cross-polytope, the frame ±e_i of Z^n, has max-cos 0) and a symmetry group (the lattice's automorphism group, or the Weyl group
 of the root system) that is transitive on its points (Conway & Sloane 1999,
 ch. 4 and ch. 8). Coordinates are built as integers (after scaling), so the
 inner products can be checked exactly; E6 and E7 are E8 roots in a subspace,
@@ -20,7 +20,7 @@ import numpy as np
 
 from spherecodes.errors import SpherecodesError
 from spherecodes.structured.binary import golay_rows, reed_muller_rows
-from spherecodes.structured.code import PointSetConstruction, StructuredCode, derive_points
+from spherecodes.structured.description import PointSetConstruction, StructuredCode, derive_points
 from spherecodes.structured.gf2 import encode_messages, pack_rows, unpack_signs
 
 CONWAY_SLOANE = "Conway & Sloane (1999), Sphere Packings, Lattices and Groups, 3rd ed."
@@ -304,4 +304,30 @@ def root_system_d(n: int) -> StructuredCode:
         orbits=1,
         citation=CONWAY_SLOANE + ", ch. 4 §7.1",
         construction=RootSystemDConstruction(n=n),
+    )
+
+
+def cross_polytope(d: int) -> StructuredCode:
+    """The 2d points ±e_i in R^d (max-cos 0; D_n's orthogonal frame, RM(1, m) up to rotation).
+
+    Examples
+    --------
+    >>> cross_polytope(2).points().tolist()
+    [[1.0, 0.0], [0.0, 1.0], [-1.0, -0.0], [-0.0, -1.0]]
+    """
+    def build():
+        eye = np.eye(d)
+        return np.concatenate([eye, -eye])
+
+    return StructuredCode(
+        name=f"cross-polytope in R^{d}",
+        family="lattice",
+        d=d,
+        size=2 * d,
+        max_cos=Fraction(0),
+        native_d=d,
+        transitive=True,
+        orbits=1,
+        citation="Conway & Sloane (1999), Sphere Packings, Lattices and Groups, ch. 1",
+        construction=PointSetConstruction(build=build, max_cos=Fraction(0), distance_invariant=True),
     )

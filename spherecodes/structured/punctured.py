@@ -59,7 +59,7 @@ from spherecodes.structured.binary import (
     golay_rows,
     linear_code,
 )
-from spherecodes.structured.code import MAX_POINTS_BYTES, StructuredCode
+from spherecodes.structured.description import MAX_POINTS_BYTES, StructuredCode
 
 # s + p up to which the minimum distance of an exact parent stays exact: the
 # transitivity of its symmetry group (see the module docstring).
@@ -355,7 +355,7 @@ def _codes_fitting(d: int) -> tuple[StructuredCode, ...]:
             break  # a code of dimension t has length ≥ t
         # Codes too long for 2^(t−1) + 1 points in memory are left out at every d.
         best = _best_candidate(t, min(d, longest))
-        # A parent itself (nothing deleted) is listed as such by the catalog.
+        # A parent itself (nothing deleted) is listed as such by the selection (structured/selection.py).
         if best is not None and best[-2:] != (0, 0) and best[3:] not in chosen:
             chosen.append(best[3:])
     m = d.bit_length()

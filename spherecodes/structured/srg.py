@@ -40,7 +40,7 @@ import numpy as np
 
 from spherecodes.errors import SpherecodesError
 from spherecodes.memory import format_bytes, physical_memory_bytes, require_memory
-from spherecodes.structured.code import PointSetConstruction, StructuredCode, gram_points, gram_points_by_blocks
+from spherecodes.structured.description import PointSetConstruction, StructuredCode, gram_points, gram_points_by_blocks
 from spherecodes.structured.gfq import finite_field, prime_power
 from spherecodes.structured.lattices import golay_codewords
 
@@ -49,8 +49,9 @@ BROUWER = "Brouwer & Van Maldeghem (2022), Strongly Regular Graphs, ch. 10"
 DGS = "Delsarte, Goethals & Seidel (1977), Spherical codes and designs, §9"
 
 #: Largest Gram matrix (bytes) formed whole and factored by LAPACK (v² float64: every named graph, and the
-#: isotropic codes up to q = 5, 756 points); a larger code is built in blocks (faster from q = 7 on: q = 9 in
-#: about 1 s instead of 5–9 s, and without its 426 MB Gram matrix).
+#: isotropic codes up to q = 5, 756 points); a larger code is built in blocks, which is faster from q = 7 on and
+#: never forms its v² Gram matrix (426 MB at q = 9).  The threshold lies where blocked building becomes the
+#: faster; build times are in docs/structured.md, "Families" (the isotropic-subspaces codes).
 MAX_GRAM_BYTES = 2**25
 #: Multiply-adds (v·m²) from which building a code in blocks takes seconds: its cost is estimated and shown.
 SLOW_BUILD_WORK = 10**10
@@ -143,7 +144,7 @@ def eigenspace_points(adjacency, params: SRGParameters, theta: int, progress=Non
     whole. The Gram matrix of the code, I + (θ/k)·A + (−(1 + θ)/(v − k − 1))·(J − I − A),
     is formed exactly from the two inner products and factored by pivoted
     Cholesky (whole up to :data:`MAX_GRAM_BYTES`, in blocks beyond:
-    :func:`~spherecodes.structured.code.gram_points_by_blocks`, memory
+    :func:`~spherecodes.structured.description.gram_points_by_blocks`, memory
     estimated first); a rank other than m_θ, or rows that are not unit
     vectors, mean the graph is not SRG(v, k, λ, μ), and raise.
     ``progress``, if given, is called with the fraction built (large graphs).
@@ -638,8 +639,9 @@ def isotropic_code(q: int) -> StructuredCode:
     Inner products −1/q and 1/q² (Cohn & Kumar 2007, Table 1): a sharp
     configuration, universally optimal. Listed for every prime power q whose points this machine's
     memory could hold (:func:`isotropic_orders`: q ≤ 19 on 24 GiB); from q = 7 on the Gram matrix is not
-    formed (:data:`MAX_GRAM_BYTES`); building takes seconds from q = 11 and about a minute for q = 16 on
-    two cores (:meth:`~spherecodes.structured.code.StructuredCode.build_cost` estimates it).
+    formed (:data:`MAX_GRAM_BYTES`); building a large one takes seconds to minutes
+    (:meth:`~spherecodes.structured.description.StructuredCode.build_cost` estimates it; measured build times
+    in docs/structured.md, "Families").
 
     Examples
     --------

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from ...catalog import catalog_entries
 from ...checks import check_sizes
 from ...plots import check_plot_path, plot_bounds
 from ...report import bounds_report, format_bounds_report
@@ -41,6 +40,8 @@ def bounds(d, k, as_json, plot, url, offline):
             raise click.UsageError("--plot draws the bounds against d: give a range such as --d 8..512")
         check_plot_path(plot)
         check_sizes(d[0], k)
+        from ...catalog import catalog_entries  # here: the catalogs (and generate, which they call) only for --plot
+
         entries = catalog_entries(url, offline=offline)
         plot_bounds(k, range(d[0], d[1] + 1), plot, entries=entries)
         shown = sum(1 for e in entries if e.k == k and d[0] <= e.d <= d[1])

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from ...catalog import REGISTRY_FILE, build_catalog, parse_grid, parse_methods
-from ...catalog import catalog_entries, structured_offers
+from ...catalog import build_catalog, catalog_entries, parse_grid, parse_methods, structured_offers
 from ...catalog import publish as publish_catalog
 from ...memory import parse_size
+from ...registry import REGISTRY_FILE
 from ...report import format_bytes, format_entries, format_offers
 from .._common import SCHEDULER_HELP, TRUST_SCHEDULER_HELP, BuildProgress, check_scheduler, print_json
 from ..main import EFFORT, MAX_THREADS, SECONDS, SEED, URL_HELP, CatalogLocation, SchedulerAddress, main

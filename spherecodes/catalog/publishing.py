@@ -20,8 +20,7 @@ from ..certificate import verify_witness
 from ..code import Code
 from ..errors import SpherecodesError
 from ..memory import format_bytes
-from ..stats import separation_statistics
-from ._schema import (
+from ..registry import (
     FILE_PATTERN,
     REGISTRY_FILE,
     Catalog,
@@ -32,6 +31,7 @@ from ._schema import (
     parse_registry,
     registry_document,
 )
+from ..stats import separation_statistics
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -1,4 +1,5 @@
-"""The catalog: best_structured_code meets the target table, fast, and every tabulated parameter is rebuilt."""
+"""The selection of structured codes: best_structured_code meets the target table, fast, and every tabulated
+parameter is rebuilt."""
 
 from fractions import Fraction
 
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 
 from spherecodes.structured import available_codes, best_structured_code, native_codes
-from spherecodes.structured.code import blocked_max_cos, exact_fraction
+from spherecodes.structured.description import blocked_max_cos, exact_fraction
 from spherecodes.structured.surd import Surd
 
 TARGETS = [
@@ -53,7 +54,7 @@ def test_target_points_measured():
 
 def test_decisions_at_large_sizes_come_from_the_parameters_alone():
     """Deciding builds nothing (its speed is a benchmark's question): each choice holds K points in R^d and no
-    code of the catalog with K points has a smaller bound on their max-cos."""
+    structured code with K points has a smaller bound on their max-cos."""
     for d in (64, 256, 1024, 4096):
         for k in (100, 10_000, 1_000_000):
             code = best_structured_code(d, k)

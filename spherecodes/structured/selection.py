@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from spherecodes.errors import SpherecodesError
 from spherecodes.structured.binary import bch_chain, bch_code, golay_code, reed_muller_code
-from spherecodes.structured.code import StructuredCode
+from spherecodes.structured.description import StructuredCode
 from spherecodes.structured.derived import classical_derived_code, classical_derived_keys
 from spherecodes.structured.etf import etf_codes
 from spherecodes.structured.kerdock import KERDOCK_LENGTHS, kerdock_code
@@ -30,7 +30,7 @@ from spherecodes.structured.srg import srg_codes
 MAX_BINARY_M = 12
 
 #: Derived codes that a graph of :data:`~spherecodes.structured.srg.GRAPHS` builds from its definition: the
-#: catalog lists them under the graph's name (the derived construction stays, a second method the tests compare).
+#: selection lists them under the graph's name (the derived construction stays, a second method the tests compare).
 BUILT_FROM_GRAPHS = {"leech-275": "mclaughlin", "leech-162": "mclaughlin-2"}
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..bank import read_code
 from ..code import Code
 from ..errors import SpherecodesError
-from ._schema import REGISTRY_FILE, Catalog, CatalogEntry, file_sha256, parse_registry
+from .schema import REGISTRY_FILE, Catalog, CatalogEntry, file_sha256, parse_registry
 
 
 def bundled_catalog() -> Catalog:

@@ -4,7 +4,8 @@ A **catalog** is a folder of banks plus a ``registry.json`` that lists them,
 one entry per code: its name (``<method>-d<d>-k<k>``), size, how it was made,
 the SHA-256 and byte size of its bank file, and the numbers a user chooses by
 (max-cos, the certified interval on ρ, the gap to the best lower bound on
-max-cos).  Shared by the other modules of :mod:`spherecodes.catalog`.
+max-cos).  Read by ``auto`` (the bundled code as a candidate), and shared by
+:mod:`spherecodes.catalog` (fetching, publishing, building).
 """
 
 from __future__ import annotations
