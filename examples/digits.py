@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from spherecodes.constructions import applicable_closed_forms
-from spherecodes.generation import generate
+from spherecodes.run import generate
 from spherecodes.nn import (
     CosineCrossEntropyLoss,
     DotRegressionLoss,

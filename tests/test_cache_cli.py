@@ -70,12 +70,13 @@ def test_an_empty_or_missing_cache_lists_nothing(tmp_path, monkeypatch):
 def test_a_bundled_winner_keeps_its_checked_certificate(tmp_path, monkeypatch):
     # (3, 100): auto picks the bundled tammes code, whose bank holds a certificate; the run checks it against its
     # witness as the bank is read and stores it, instead of certifying the code again.
-    import spherecodes.cli.commands.generate as generate_command
+    import spherecodes.run as run_module
 
     def no_certificate(*args, **kwargs):
         raise AssertionError("the bundled code was certified again")
 
-    monkeypatch.setattr(generate_command, "certify_code", no_certificate)
+    monkeypatch.setattr(run_module, "certify_within", no_certificate)
+    monkeypatch.setattr(run_module, "one_vs_rest_distances", no_certificate)
     out = tmp_path / "b.h5"
     result = invoke("generate", "--d", 3, "--k", 100, "--out", out, "-q")
     assert result.exit_code == 0, result.output
