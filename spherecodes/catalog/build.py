@@ -22,7 +22,6 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import heavy
 from ..atomic import replace_atomically
 from ..bank import check_writable_destination, list_codes, read_code, write_code
 from ..certificate import one_vs_rest_distances
@@ -32,6 +31,7 @@ from ..code import default_code_name
 from ..constructions import optimal_closed_form
 from ..errors import SpherecodesError
 from ..context import RunContext
+from ..devices import set_cpu_threads
 from ..generation import NEEDS_CLASS_DATA, OPTIMISERS, options_kinds
 from ..run import generate
 from .publishing import publish as publish_registry
@@ -262,9 +262,7 @@ def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: i
         return {**summary, "status": "skipped", "seconds": 0.0, "max_cos": code.stats.max_cos,
                 "rho_lower": code.certificate.rho_lower}
     if threads is not None:
-        torch = heavy.torch()
-
-        torch.set_num_threads(max(1, int(threads)))
+        set_cpu_threads(threads, torch_only=True)
     started, cpu_started = time.perf_counter(), time.process_time()
     # auto leaves the bundled catalog out: the catalog is what it builds.
     kind = options_kinds()[method]

@@ -16,9 +16,11 @@ from ..bank import check_writable_destination, read_code, read_estimate
 from ..certificate import DEFAULT_TOL, certificate_estimate, one_vs_rest_distances, verify_witness
 from ..cluster import check_scheduler_trust
 from ..claims import check_claims
+from ..context import RunContext
 from ..errors import SpherecodesError
 from ..memory import ABSURD_SECONDS
 from ..report import code_report, format_code_report, format_duration, printable
+from .main import THREADS_KEY
 
 
 #: What --scheduler's help says of trust and deadlines (certify, catalog build).
@@ -75,6 +77,16 @@ def lock_notice(enabled: bool):
 def default_bank_path(d: int, k: int) -> Path:
     """Bank file used when ``--out`` is not given: ``spherecodes_d<d>_k<k>.h5``."""
     return Path(f"spherecodes_d{d}_k{k}.h5")
+
+
+def run_context(flags: dict, started: float | None = None, progress=None, announce=None) -> RunContext:
+    """The command's :class:`spherecodes.context.RunContext` from its flags (``--device``, ``--max-memory``,
+    ``--time-limit``, those it has) and the thread count ``--threads`` set."""
+    meta = click.get_current_context().meta
+    return RunContext(device=flags.get("device", "auto"), max_memory=flags.get("max_memory"),
+                      time_limit=flags.get("time_limit"),
+                      started=time.perf_counter() if started is None else started, progress=progress,
+                      announce=announce, threads=meta.get(THREADS_KEY))
 
 
 def tell(quiet: bool, as_json: bool) -> bool:
