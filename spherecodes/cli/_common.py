@@ -14,7 +14,7 @@ import click
 
 from ..bank import check_writable_destination, read_code, read_estimate
 from ..certificate import DEFAULT_TOL, certificate_estimate, one_vs_rest_distances, verify_witness
-from ..cluster import check_scheduler_trust
+from ..cluster import check_cluster
 from ..claims import check_claims
 from ..context import RunContext
 from ..errors import SpherecodesError
@@ -35,14 +35,11 @@ TRUST_SCHEDULER_HELP = ("Connect to a --scheduler on another machine over a plai
                         "run any code in this process. Give it only for a scheduler and a network you trust.")
 
 
-def check_scheduler(scheduler: str | None, trusted: bool) -> None:
-    """Refuse, as bad usage and before any work, a --scheduler that may not be trusted with this process."""
-    if scheduler is None:
-        if trusted:
-            raise click.UsageError("--trust-scheduler applies to --scheduler")
-        return
+def check_cluster_flags(workers: int | None, scheduler: str | None, trusted: bool) -> None:
+    """Refuse, as bad usage and before any work, --workers with --scheduler, and a --scheduler that may not be trusted
+    with this process (:func:`spherecodes.cluster.check_cluster`)."""
     try:
-        check_scheduler_trust(scheduler, trusted)
+        check_cluster(workers, scheduler, trusted)
     except SpherecodesError as err:
         raise click.UsageError(err.for_cli()) from None
 
