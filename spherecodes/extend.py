@@ -178,7 +178,8 @@ def _packaged(code: Code, extended: np.ndarray, name: str, labels, placed: str, 
                 "added": len(extended) - code.k, "placed_by": placed,
                 "new_old_max_cos": new_old_max_cos(extended, code.k), **more}
     return make_code(extended, method="extend", name=name, labels=labels, settings=settings, seed=seed,
-                     device=device, wall_time=time.perf_counter() - began, max_memory=max_memory)
+                     device=device, wall_time=time.perf_counter() - began,
+                     context=RunContext(device="cpu", max_memory=max_memory))
 
 
 def _joined_labels(code: Code, m: int, labels) -> list[str] | None:
