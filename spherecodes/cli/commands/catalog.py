@@ -8,11 +8,10 @@ import click
 
 from ...catalog import BankOptions, build_catalog, catalog_entries, parse_grid, parse_methods, structured_offers
 from ...catalog import publish as publish_catalog
-from ...context import RunContext
 from ...memory import parse_size
 from ...registry import REGISTRY_FILE
 from ...report import format_bytes, format_entries, format_offers
-from .._common import SCHEDULER_HELP, TRUST_SCHEDULER_HELP, BuildProgress, check_cluster_flags, print_json
+from .._common import SCHEDULER_HELP, TRUST_SCHEDULER_HELP, BuildProgress, check_cluster_flags, print_json, run_context
 from ..main import EFFORT, MAX_THREADS, SECONDS, SEED, URL_HELP, CatalogLocation, SchedulerAddress, main
 
 @main.group(name="catalog")
@@ -146,8 +145,7 @@ def catalog_build(**flags):
     progress = BuildProgress(enabled=not flags["quiet"])
     try:
         result = build_catalog(pairs, method_list, flags["out"], options,
-                               context=RunContext(device=flags["device"], time_limit=flags["time_limit"],
-                                                  progress=progress),
+                               context=run_context(flags, progress=progress),
                                workers=flags["workers"], scheduler=flags["scheduler"],
                                trust_scheduler=flags["trust_scheduler"], publish=flags["publish"])
     finally:
