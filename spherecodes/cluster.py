@@ -33,7 +33,7 @@ import time
 from . import heavy
 from .errors import SpherecodesError
 
-__all__ = ["CONNECT_TIMEOUT_S", "RESULT_TIMEOUT_S", "WORKERS_TIMEOUT_S", "check_scheduler_address",
+__all__ = ["CONNECT_TIMEOUT_S", "RESULT_TIMEOUT_S", "WORKERS_TIMEOUT_S", "check_cluster", "check_scheduler_address",
            "check_scheduler_trust", "dask_client", "next_result"]
 
 #: Seconds to connect to an existing scheduler and complete its handshake.
@@ -149,6 +149,31 @@ def check_scheduler_trust(address: str, trust: bool = False) -> str:
     raise SpherecodesError(f"{why}; a scheduler on another machine is reached without asking only over tls:// with "
                            "Dask's TLS configuration; pass trust=True if you trust it and every machine on the way",
                            flags=flags)
+
+
+def check_cluster(workers: int | None, scheduler: str | None, trust: bool = False) -> None:
+    """Refuse, before a cluster starts, a Dask cluster asked for both ways, a bad worker count, or a scheduler that
+    may not be trusted (:func:`check_scheduler_trust`).
+
+    Examples
+    --------
+    >>> check_cluster(2, None)
+    >>> check_cluster(2, "tcp://127.0.0.1:8786")
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: give either workers=N (local cluster) or scheduler=ADDRESS (existing cluster), not both
+    """
+    spelled = {"trust=True": "--trust-scheduler", "workers=N": "--workers", "scheduler=ADDRESS": "--scheduler"}
+    if workers is not None and scheduler is not None:
+        raise SpherecodesError("give either workers=N (local cluster) or scheduler=ADDRESS (existing cluster), not "
+                               "both", flags=spelled)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise SpherecodesError(f"workers must be an integer >= 1, got {workers!r}")
+    if scheduler is None:
+        if trust:
+            raise SpherecodesError("trust=True applies to scheduler=ADDRESS", flags=spelled)
+        return
+    check_scheduler_trust(scheduler, trust)
 
 
 def _connect(scheduler: str):

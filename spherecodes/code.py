@@ -20,6 +20,7 @@ import numpy as np
 
 from . import __version__
 from .checks import check_seed
+from .context import RunContext
 from .errors import SpherecodesError
 from .orbit import OrbitPrefix, SignOrbit, resolve_orbit
 from .stats import SeparationStats, separation_statistics, validate_prototypes
@@ -183,10 +184,8 @@ def make_code(
     seed: int | None = None,
     device: str = "cpu",
     wall_time: float = 0.0,
-    stats_device=None,
-    max_memory: float | None = None,
-    progress=None,
     orbit="auto",
+    context: RunContext | None = None,
 ) -> Code:
     """Package prototypes as a :class:`Code`, computing statistics and checksum.
 
@@ -207,17 +206,15 @@ def make_code(
         Where the code was computed.
     wall_time : float
         Seconds spent computing it.
-    stats_device : str, optional
-        Where the float64 statistics are computed (see
-        :func:`spherecodes.stats.separation_statistics`); default the CPU.
-    max_memory : float, optional
-        Bytes the statistics may use (``--max-memory``).
-    progress : callable, optional
-        Receives the statistics' :class:`spherecodes.stats.StatisticsProgress`.
     orbit : SignOrbit, OrbitPrefix, None or "auto"
         The code's orbit of sign changes (or its prefix) if the caller proved it already
         (None: known not to be one); ``"auto"`` proves it here
         (:func:`spherecodes.orbit.resolve_orbit`).  Kept as :attr:`Code.orbit`.
+    context : spherecodes.context.RunContext, optional
+        How the float64 statistics are computed
+        (:func:`spherecodes.stats.separation_statistics`): on its device,
+        within its memory limit, reporting to its ``progress``.  Default: on
+        the CPU, within what is free, silently.
 
     Examples
     --------
@@ -225,6 +222,9 @@ def make_code(
     >>> code = make_code(simplex_etf(3), method="etf")
     >>> code.name, code.k, code.d, round(code.stats.max_cos, 12)
     ('etf-d2-k3', 3, 2, -0.5)
+    >>> from spherecodes.context import RunContext
+    >>> make_code(simplex_etf(3), method="etf", context=RunContext(device="cpu", max_memory=2**20)).stats.max_cos < 0
+    True
     """
     w = np.ascontiguousarray(validate_prototypes(prototypes))
     k, d = w.shape
@@ -237,11 +237,13 @@ def make_code(
     except TypeError as err:
         raise SpherecodesError(f"settings must be JSON-serialisable: {err}") from None
     orbit = resolve_orbit(w, orbit)
+    statistics = context if context is not None else RunContext(device="cpu")
     return Code(
         name=name,
         prototypes=w,
         method=str(method),
-        stats=separation_statistics(w, device=stats_device, max_memory=max_memory, progress=progress, orbit=orbit),
+        stats=separation_statistics(w, device=statistics.device, max_memory=statistics.max_memory,
+                                    progress=statistics.progress, orbit=orbit),
         sha256=prototype_checksum(w),
         labels=labels,
         settings=settings,

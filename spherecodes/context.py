@@ -1,8 +1,9 @@
-"""Where and within what a run works: its device, memory limit, deadline and what it reports to.
+"""Where and within what a run works: its device, memory limit, deadline, CPU threads and what it reports to.
 
 One :class:`RunContext` is passed to :func:`spherecodes.generate` (and
 :func:`spherecodes.run.plan_run`) instead of the device, the memory limit,
-the time limit and the progress and announce callbacks one by one.  It is
+the time limit, the thread count and the progress and announce callbacks
+one by one.  It is
 frozen: a run that needs another (a share of the time limit for the
 optimisers) makes one with :func:`dataclasses.replace`.
 """
@@ -13,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .checks import check_positive
+from .checks import check_int, check_positive
 from .errors import SpherecodesError
 
 __all__ = ["RunContext"]
@@ -43,6 +44,11 @@ class RunContext:
         Receives the optimisers', the statistics' and the certificate's progress updates.
     announce : callable or None
         Called with one line of text as each phase starts.
+    threads : int or None
+        CPU threads the run may use: what the command line's ``--threads`` set for the process (through
+        :func:`spherecodes.devices.set_cpu_threads`), or a catalog worker's share of the cores, which
+        :func:`spherecodes.catalog.build_bank` gives its torch pool.  None: the process's thread count as it is
+        (by default the cores this process may use).
 
     Examples
     --------
@@ -51,6 +57,10 @@ class RunContext:
     True
     >>> RunContext().deadline is None
     True
+    >>> RunContext(threads=0)
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: threads must be ...
     """
 
     device: str = "auto"
@@ -59,6 +69,7 @@ class RunContext:
     started: float = field(default_factory=time.perf_counter)
     progress: Callable | None = field(default=None, repr=False, compare=False)
     announce: Callable | None = field(default=None, repr=False, compare=False)
+    threads: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.device, str):
@@ -67,6 +78,8 @@ class RunContext:
             object.__setattr__(self, "max_memory", check_positive("max_memory", self.max_memory))
         if self.time_limit is not None:
             object.__setattr__(self, "time_limit", check_positive("time_limit", self.time_limit))
+        if self.threads is not None:
+            object.__setattr__(self, "threads", check_int("threads", self.threads, 1))
 
     @property
     def deadline(self) -> float | None:

@@ -84,7 +84,7 @@ def _cgroup_quota(root: str = "/sys/fs/cgroup") -> float | None:
         return None
 
 
-def set_cpu_threads(threads: int | None = None) -> int:
+def set_cpu_threads(threads: int | None = None, *, torch_only: bool = False) -> int:
     """Use ``threads`` CPU threads for the rest of the process (default :func:`usable_cores`).
 
     Applies to torch (now if it is loaded, else through ``OMP_NUM_THREADS``
@@ -92,7 +92,11 @@ def set_cpu_threads(threads: int | None = None) -> int:
     wait for work are made to sleep instead of spinning (``OMP_WAIT_POLICY=
     PASSIVE``, effective when torch has not been loaded yet): on a machine
     shared with other work, spinning workers take the cores that the working
-    threads need.
+    threads need.  This is the one place a run's thread count
+    (:attr:`spherecodes.context.RunContext.threads`) is applied.
+
+    With ``torch_only`` only torch's pool is set (loading torch): a task on a
+    Dask worker, whose environment and BLAS pool are the worker's.
 
     Returns
     -------
@@ -107,6 +111,9 @@ def set_cpu_threads(threads: int | None = None) -> int:
     n = usable_cores() if threads is None else int(threads)
     if n < 1:
         raise SpherecodesError(f"threads must be a positive integer, got {threads!r}")
+    if torch_only:
+        heavy.torch().set_num_threads(n)
+        return n
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ["OMP_NUM_THREADS"] = str(n)
     os.environ["MKL_NUM_THREADS"] = str(n)

@@ -30,9 +30,11 @@ import numpy as np
 
 from .code import Code, check_code_name, check_labels, make_code
 from .devices import resolve_device
+from .context import RunContext
 from .constructions import CLOSED_FORMS, applicable_closed_forms, construct, random_rotation
 from .errors import SpherecodesError
 from .memory import require_memory
+from .options import TammesOptions, given_options
 from .sphere import random_start
 from .stats import max_cos
 from .structured import native_codes
@@ -45,6 +47,9 @@ __all__ = ["EXTEND_METHODS", "extend", "farthest_points", "new_old_max_cos", "ne
 #: for a code that is not the start of one; ``tammes``: the optimiser.
 EXTEND_METHODS = ("auto", "next-points", "tammes")
 
+#: The optimiser's options that extend passes on only where given (None is not the solver's default for them).
+NEIGHBOUR_OPTIONS = ("neighbours", "refresh")
+
 #: Rows of the old code compared with the new ones at a time (memory: M x this many cosines).
 _BLOCK = 65536
 
@@ -55,22 +60,8 @@ _START_WORK = 2e10
 _SAME_ROWS = 1e-12
 
 
-def extend(
-    code: Code,
-    m: int,
-    *,
-    labels=None,
-    name: str | None = None,
-    method: str = "auto",
-    seed: int = 0,
-    device: str = "auto",
-    steps: int | None = None,
-    restarts: int | None = None,
-    time_limit: float | None = None,
-    effort: str = "default",
-    max_memory: float | None = None,
-    progress=None,
-) -> Code:
+def extend(code: Code, m: int, *, labels=None, name: str | None = None, method: str = "auto", seed: int = 0,
+           options: TammesOptions | None = None, context: RunContext | None = None) -> Code:
     """The code with M rows added, as far as possible from its K rows and from each other.
 
     Parameters
@@ -89,9 +80,15 @@ def extend(
         Name of the new code; default ``<name>+<M>``.
     method : {"auto", "next-points", "tammes"}
         See :data:`EXTEND_METHODS`.
-    seed, device, steps, restarts, time_limit, effort, max_memory, progress
-        Passed to :func:`spherecodes.solvers.tammes` when the optimiser runs
-        (``seed`` also draws its farthest-point start).
+    seed : int
+        Seed of the optimiser and of its farthest-point start.
+    options : spherecodes.options.TammesOptions, optional
+        The optimiser's steps, restarts, effort and neighbour lists when it
+        runs (its start is the old rows and the new ones' start: no ``init``).
+    context : spherecodes.context.RunContext, optional
+        The optimiser's device and progress; its ``time_limit`` stops the
+        optimiser, which keeps the best rows found; ``max_memory`` bounds the
+        optimiser and the statistics.
 
     Returns
     -------
@@ -112,8 +109,27 @@ def extend(
     >>> bigger = extend(generate(d=64, k=1000), 24)
     >>> bigger.k, bigger.max_cos, bigger.settings["placed_by"]
     (1024, 0.125, 'next points of extended BCH [64,10,28]')
+
+    Where no construction continues the code, the optimiser places the new
+    rows with the old ones frozen:
+
+    >>> from spherecodes.context import RunContext
+    >>> from spherecodes.options import TammesOptions
+    >>> wider = extend(generate(3, 5, "tammes", TammesOptions(steps=50, restarts=1)), 2,
+    ...                options=TammesOptions(steps=50, restarts=1), context=RunContext(device="cpu"))
+    >>> wider.k, wider.settings["placed_by"]
+    (7, 'tammes with the 5 old rows frozen')
     """
     began = time.perf_counter()
+    options = options if options is not None else TammesOptions()
+    context = context if context is not None else RunContext()
+    if not isinstance(options, TammesOptions):
+        raise SpherecodesError(f"extend's options are TammesOptions (the optimiser's), got {type(options).__name__}")
+    unused = [key for key in ("init", "workers", "scheduler") if getattr(options, key) is not None]
+    if unused:
+        raise SpherecodesError(f"extend runs one optimiser from the old rows and the new rows' start: {unused[0]} "
+                               "does not apply")
+    max_memory, device = context.max_memory, context.device
     if not isinstance(code, Code):
         raise SpherecodesError(f"extend takes a Code (from read_code or generate), got {type(code).__name__}")
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
@@ -142,13 +158,14 @@ def extend(
     if rows is None:
         # A warm start anneals sharp and slow, to refine a code; the farthest points are only a start, far from
         # where the rows end: they get the schedule of a cold start ((16, 100) + 10: max-cos 0.321, not 0.348).
-        cold = TammesSettings.resolve(d, k + m, steps=steps, restarts=restarts, device=resolve_device(device),
-                                     effort=effort)
+        cold = TammesSettings.resolve(d, k + m, steps=options.steps, restarts=options.restarts,
+                                     device=resolve_device(device), effort=options.effort)
         schedule = {"t_start": cold.t_start, "lr_start": cold.lr_start, "lr_end": cold.lr_end}
     start = rows if rows is not None else farthest_points(old, m, seed=seed)
-    result = tammes(d, k + m, init=np.vstack([old, start]), frozen=np.arange(k + m) < k, seed=seed, steps=steps,
-                    restarts=restarts, time_limit=time_limit, device=device, effort=effort, max_memory=max_memory,
-                    progress=progress, **schedule)
+    result = tammes(d, k + m, init=np.vstack([old, start]), frozen=np.arange(k + m) < k, seed=seed,
+                    steps=options.steps, restarts=options.restarts, time_limit=context.time_limit, device=device,
+                    effort=options.effort, max_memory=max_memory, progress=context.progress, **schedule,
+                    **{key: value for key, value in given_options(options).items() if key in NEIGHBOUR_OPTIONS})
     placed = f"tammes with the {k:,} old rows frozen" + (f", started from the {placed}" if placed else "")
     return _packaged(code, np.vstack([old, result.prototypes[k:]]), name, all_labels, placed,
                      {"tammes": result.settings}, seed, began, max_memory, device=result.device)
@@ -161,7 +178,8 @@ def _packaged(code: Code, extended: np.ndarray, name: str, labels, placed: str, 
                 "added": len(extended) - code.k, "placed_by": placed,
                 "new_old_max_cos": new_old_max_cos(extended, code.k), **more}
     return make_code(extended, method="extend", name=name, labels=labels, settings=settings, seed=seed,
-                     device=device, wall_time=time.perf_counter() - began, max_memory=max_memory)
+                     device=device, wall_time=time.perf_counter() - began,
+                     context=RunContext(device="cpu", max_memory=max_memory))
 
 
 def _joined_labels(code: Code, m: int, labels) -> list[str] | None:

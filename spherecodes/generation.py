@@ -16,7 +16,7 @@ its name) and after (to turn it).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -262,8 +262,8 @@ def _packaged(plan, prototypes, settings: dict, *, stats_device: str = "cpu", or
     context.say(f"statistics: {describe_orbit(orbit)}" if orbit is not None
                 else f"statistics: float64 cosines of all {k * (k - 1) // 2:,} pairs")
     code_fields.setdefault("labels", plan.labels)
-    return make_code(prototypes, settings=settings, stats_device=stats_device, max_memory=context.max_memory,
-                     progress=context.progress, orbit=orbit, name=plan.name, seed=plan.used_seed, **code_fields)
+    return make_code(prototypes, settings=settings, orbit=orbit, name=plan.name, seed=plan.used_seed,
+                     context=replace(context, device=str(stats_device)), **code_fields)
 
 
 def _from_result(plan, result, **code_fields) -> Code:
@@ -440,7 +440,8 @@ def _lines(plan) -> Code:
             settings = {"method": LINES, "construction": label, "lower_bound": bound.to_dict(), "max_abs_cos": value,
                         "gap": value - bound.value, "stop_reason": "converged"}
             return make_code(rows, method=LINES, name=plan.name, labels=plan.labels, settings=settings,
-                             device="cpu", wall_time=time.perf_counter() - begin, max_memory=plan.context.max_memory)
+                             device="cpu", wall_time=time.perf_counter() - begin,
+                             context=replace(plan.context, device="cpu"))
     code = _optimise(plan, line_packing, init=None if found is None else found[0], effort=options.effort)
     if found is not None:
         code.settings["started_from"] = found[1]

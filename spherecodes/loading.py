@@ -17,6 +17,7 @@ from .bank import read_code
 from .inputs import check_input_file, read_npy
 from .memory import require_memory
 from .code import NAME_PUNCTUATION, Code, make_code
+from .context import RunContext
 from .errors import SpherecodesError
 from .stats import FILE_UNIT_TOL, validate_prototypes
 
@@ -124,8 +125,9 @@ def load_code(
     stem = "".join(c if c.isalnum() or c in NAME_PUNCTUATION else "_" for c in path.stem) or "external"
     if announce is not None:
         announce(*prototypes.shape)
-    return make_code(prototypes, method="external", name=stem, settings=settings, stats_device=stats_device,
-                     max_memory=max_memory, progress=progress)
+    context = RunContext(device="cpu" if stats_device is None else str(stats_device), max_memory=max_memory,
+                         progress=progress)
+    return make_code(prototypes, method="external", name=stem, settings=settings, context=context)
 
 
 def _columns_are_unit(matrix: np.ndarray) -> bool:

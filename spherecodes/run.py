@@ -451,9 +451,10 @@ class Destination:
         return self.matrix or self.name in {c["name"] for c in list_codes(self.path)}
 
 
-def destination(path, name: str, *, overwrite: bool = False, dtype: str | None = None) -> Destination:
+def destination(path, name: str | None, *, overwrite: bool = False, dtype: str | None = None) -> Destination:
     """Check, before any work, where a code called ``name`` will be stored: a writable bank or matrix file that it
-    replaces only with ``overwrite``; ``dtype`` only for a matrix.
+    replaces only with ``overwrite``; ``dtype`` only for a matrix.  ``name`` None: not known yet (a code still to
+    be fetched), so a bank is not searched for it.
 
     Examples
     --------
@@ -469,7 +470,7 @@ def destination(path, name: str, *, overwrite: bool = False, dtype: str | None =
     if dtype is not None and not where.matrix:
         raise SpherecodesError("--dtype applies to a matrix file: give --out FILE.npy, .pt, .csv or .txt")
     # Refuse an existing code or file before computing anything: generation can be long.
-    if not overwrite and where.replaces():
+    if not overwrite and (where.matrix or name is not None) and where.replaces():
         raise SpherecodesError((f"{path} exists" if where.matrix else f"code {name!r} already exists in {path}")
                                + "; pass --overwrite to replace it")
     return where

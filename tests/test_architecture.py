@@ -15,7 +15,12 @@ file, the line and the rule:
   private module imported only from inside its own package;
 * ``length``: no module over 800 lines, no ``__init__.py`` over 100;
 * ``init``: an ``__init__.py`` only re-exports (imports, tables of names,
-  ``__all__``) and loads lazily (``__getattr__``, ``__dir__``).
+  ``__all__``) and loads lazily (``__getattr__``, ``__dir__``);
+* ``parameters``: no function takes more than 10 parameters (every argument
+  but ``self`` and ``cls``), except in the numerical kernels of
+  :data:`KERNELS`: a run's circumstances travel as one
+  :class:`spherecodes.context.RunContext` and a method's settings as one
+  options value.
 """
 
 from __future__ import annotations
@@ -36,6 +41,18 @@ MAX_INIT_LINES = 100
 #: Calls an ``__init__.py`` may make at its top level, to spell a table of names.
 TABLE_CALLS = {"dict", "frozenset", "list", "set", "sorted", "tuple"}
 FRACTIONS = {"¼": 0.25, "½": 0.5, "¾": 0.75}
+#: Most parameters a function may take outside the numerical kernels.
+MAX_PARAMETERS = 10
+#: The numerical kernels (paths inside the package; a folder covers its modules), where a function may take more
+#: parameters, and why.
+KERNELS = {
+    "solvers/": "the optimisers: like scipy.optimize's minimisers, each annealing knob (steps, restarts, schedule, "
+                "polish, neighbour lists) is a keyword of the solver, and its inner loops pass tensors and resolved "
+                "settings on the hot path",
+    "semantic/ranking.py": "the privileged optimiser (Mettes et al. 2019, Eq. 5 and 6), a solver like those above",
+    "certificate/_solve.py": "the QP's block driver: the arrays, budgets and deadline of one pass over blocks of "
+                             "classes, called in a loop and shipped to threads",
+}
 
 
 # --------------------------------------------------------------------------- the table of layers
@@ -385,6 +402,30 @@ def check(root: Path, package: str, table: dict[str, float]) -> list[Violation]:
     return sorted(set(wrong), key=lambda v: (v.rule, v.path, v.line, v.message))
 
 
+def parameter_count(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """The arguments a function takes, ``*args`` and ``**kwargs`` one each, ``self`` and ``cls`` not counted."""
+    args = function.args
+    count = len(args.posonlyargs) + len(args.args) + len(args.kwonlyargs) + bool(args.vararg) + bool(args.kwarg)
+    bound = (args.posonlyargs + args.args)[:1]
+    return count - (1 if bound and bound[0].arg in ("self", "cls") else 0)
+
+
+def long_signatures(root: Path, package: str, kernels) -> list[Violation]:
+    """The functions outside ``kernels`` (paths inside the package, a folder ending in ``/``) with more than
+    :data:`MAX_PARAMETERS` parameters."""
+    wrong = []
+    for module in find_modules(root, package).values():
+        inside = module.path.relative_to(root / package).as_posix()
+        if any(inside == kernel or (kernel.endswith("/") and inside.startswith(kernel)) for kernel in kernels):
+            continue
+        for node in ast.walk(ast.parse(module.path.read_text(), str(module.path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and parameter_count(node) > MAX_PARAMETERS:
+                wrong.append(Violation(str(module.path.relative_to(root)), node.lineno, "parameters",
+                                       f"{node.name} takes {parameter_count(node)} parameters; the limit outside the "
+                                       f"numerical kernels is {MAX_PARAMETERS} (pass a RunContext, an options value)"))
+    return sorted(wrong, key=lambda v: (v.path, v.line))
+
+
 # --------------------------------------------------------------------------- the package itself
 
 
@@ -415,6 +456,14 @@ def test_modules_are_short(violations):
 
 def test_init_files_only_re_export_and_load_lazily(violations):
     assert _of(violations, "init") == ""
+
+
+def test_no_function_outside_the_kernels_takes_more_than_ten_parameters():
+    assert "\n".join(str(v) for v in long_signatures(ROOT, PACKAGE, KERNELS)) == ""
+
+
+def test_every_kernel_named_exists():
+    assert [k for k in KERNELS if not (ROOT / PACKAGE / k).exists()] == []
 
 
 def test_the_table_of_layers_is_read_from_the_docs():
@@ -529,3 +578,20 @@ def test_long_modules_and_init_logic_are_reported(tmp_path):
 def test_a_module_outside_the_table_is_reported(tmp_path):
     assert toy(tmp_path, {"stray.py": ""}) == ["toy/stray.py:1: [layer] toy.stray is in no layer of the table in "
                                                "docs/architecture.md"]
+
+
+def test_a_long_signature_is_reported_outside_the_kernels_only(tmp_path):
+    eleven = "def run(a, b, c, d, e, f, g, h, i, j, k):\n    return a\n"
+    ten_and_self = "class Plan:\n    def run(self, a, b, c, d, e, f, g, h, i, j):\n        return a\n"
+    stars = "def call(a, b, c, d, e, f, g, h, i, *args, **kwargs):\n    return a\n"
+    for name, text in {"__init__.py": "", "front.py": eleven, "plan.py": ten_and_self, "calls.py": stars,
+                       "kern/__init__.py": "", "kern/solver.py": eleven}.items():
+        path = tmp_path / "toy" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    found = [str(v) for v in long_signatures(tmp_path, "toy", {"kern/": "a solver"})]
+    assert found == [f"{Path('toy/calls.py')}:1: [parameters] call takes 11 parameters; the limit outside the "
+                     "numerical kernels is 10 (pass a RunContext, an options value)",
+                     f"{Path('toy/front.py')}:1: [parameters] run takes 11 parameters; the limit outside the "
+                     "numerical kernels is 10 (pass a RunContext, an options value)"]
+    assert [str(v) for v in long_signatures(tmp_path, "toy", {"kern/": "", "front.py": "", "calls.py": ""})] == []

@@ -9,13 +9,15 @@ import pytest
 from click.testing import CliRunner
 
 from spherecodes.bank import read_code
-from spherecodes.catalog import build_catalog, parse_grid, parse_methods, plan_build
+from spherecodes.catalog import BankOptions, build_catalog, parse_grid, parse_methods, plan_build
 from spherecodes.cli import main
+from spherecodes.context import RunContext
 from spherecodes.errors import SpherecodesError
 from spherecodes.catalog import REGISTRY_FILE, open_catalog
 from spherecodes.certificate import verify_witness
 
-FAST = dict(steps=60, restarts=1, device="cpu")
+FAST = dict(context=RunContext(device="cpu"))
+QUICK = BankOptions(steps=60, restarts=1)
 
 
 def test_parse_grid_and_methods():
@@ -53,8 +55,9 @@ def test_plan_leaves_out_the_sizes_with_an_optimal_closed_form():
 @pytest.mark.slow
 def test_build_on_a_local_cluster_resumes_and_publishes(tmp_path):
     seen = []
-    report = build_catalog(parse_grid("d=3 k=5..8"), ["tammes"], tmp_path / "cat", workers=1, processes=False,
-                           progress=lambda done, total, s: seen.append((done, total, s["status"])), **FAST)
+    report = build_catalog(parse_grid("d=3 k=5..8"), ["tammes"], tmp_path / "cat", QUICK, workers=1, processes=False,
+                           context=RunContext(device="cpu",
+                                              progress=lambda done, total, s: seen.append((done, total, s["status"]))))
     assert sorted(s["name"] for s in report.built) == ["tammes-d3-k7", "tammes-d3-k8"]
     assert report.closed_forms == [(3, 5, "cross-polytope"), (3, 6, "cross-polytope")]
     assert sorted(seen) == [(1, 2, "built"), (2, 2, "built")]
@@ -69,7 +72,7 @@ def test_build_on_a_local_cluster_resumes_and_publishes(tmp_path):
     stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "cat").glob("*.h5")}
     # A damaged bank (an interrupted copy, say) is rebuilt; finished ones are skipped.
     (tmp_path / "cat" / "tammes-d3-k8.h5").write_bytes(b"half a bank")
-    again = build_catalog(parse_grid("d=3 k=5..8"), ["tammes"], tmp_path / "cat", workers=1, processes=False,
+    again = build_catalog(parse_grid("d=3 k=5..8"), ["tammes"], tmp_path / "cat", QUICK, workers=1, processes=False,
                           **FAST)
     assert [s["name"] for s in again.skipped] == ["tammes-d3-k7"]
     assert [s["name"] for s in again.built] == ["tammes-d3-k8"]
@@ -82,20 +85,20 @@ def test_failed_tasks_are_reported_after_the_others_finish(tmp_path, monkeypatch
 
     real = cb.build_bank
 
-    def flaky(d, k, method, out, **kwargs):
+    def flaky(d, k, method, out, options, **kwargs):
         if k == 8:
             raise SpherecodesError("simulated failure")
-        return real(d, k, method, out, **kwargs)
+        return real(d, k, method, out, options, **kwargs)
 
     monkeypatch.setattr(cb, "build_bank", flaky)
     with pytest.raises(SpherecodesError, match=r"1 of 2 banks failed: tammes-d3-k8: simulated failure.*kept"):
-        build_catalog(parse_grid("d=3 k=7,8"), ["tammes"], tmp_path, workers=1, processes=False, **FAST)
+        build_catalog(parse_grid("d=3 k=7,8"), ["tammes"], tmp_path, QUICK, workers=1, processes=False, **FAST)
     assert [e.name for e in open_catalog(str(tmp_path)).entries] == ["tammes-d3-k7"]
 
 
 def test_a_size_that_cannot_fit_fails_with_its_one_line_and_no_worker_traceback(tmp_path, capfd):
     with pytest.raises(SpherecodesError, match=r"1 of 1 banks failed: tammes-d3-k100000000000000: .*needs about"):
-        build_catalog(parse_grid("d=3 k=100000000000000"), ["tammes"], tmp_path, workers=1, **FAST)
+        build_catalog(parse_grid("d=3 k=100000000000000"), ["tammes"], tmp_path, QUICK, workers=1, **FAST)
     logged = capfd.readouterr().err
     assert "Traceback" not in logged and "Compute Failed" not in logged
 
@@ -146,8 +149,8 @@ def test_effort_reaches_the_tammes_tasks_only(tmp_path, monkeypatch):
         return real(d, k, method, options, **kwargs)
 
     monkeypatch.setattr(cb, "generate", recording)
-    report = build_catalog(parse_grid("d=3 k=7"), ["tammes", "softmax"], tmp_path / "cat", workers=1,
-                           processes=False, effort="low", **FAST)
+    report = build_catalog(parse_grid("d=3 k=7"), ["tammes", "softmax"], tmp_path / "cat",
+                           BankOptions(steps=60, restarts=1, effort="low"), workers=1, processes=False, **FAST)
     assert sorted(s["name"] for s in report.built) == ["softmax-d3-k7", "tammes-d3-k7"]
     assert seen == {"tammes": "low", "softmax": None}
     assert read_code(tmp_path / "cat" / "tammes-d3-k7.h5").settings["effort"] == "low"
@@ -159,9 +162,9 @@ def test_effort_without_a_method_that_takes_it_is_refused_before_any_work(tmp_pa
 
     assert tuple(EFFORT.choices) == tuple(EFFORTS)  # the CLI's copy of the names, kept torch-free
     with pytest.raises(SpherecodesError, match=r"effort 'high' applies to the tammes method only; none of softmax"):
-        build_catalog(parse_grid("d=3 k=7"), ["softmax"], tmp_path / "cat", effort="high", **FAST)
+        build_catalog(parse_grid("d=3 k=7"), ["softmax"], tmp_path / "cat", BankOptions(effort="high"), **FAST)
     with pytest.raises(SpherecodesError, match=r"effort must be one of low, default, high, record, got 'max'"):
-        build_catalog(parse_grid("d=3 k=7"), ["tammes"], tmp_path / "cat", effort="max", **FAST)
+        build_catalog(parse_grid("d=3 k=7"), ["tammes"], tmp_path / "cat", BankOptions(effort="max"), **FAST)
     result = CliRunner().invoke(main, ["catalog", "build", "--grid", "d=3 k=7", "--methods", "softmax,auto",
                                        "--effort", "high", "--out", str(tmp_path / "cli")])
     assert result.exit_code == 1 and "none of softmax, auto takes it" in result.output

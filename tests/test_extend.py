@@ -13,6 +13,7 @@ from spherecodes.cli.main import main
 from spherecodes.code import make_code
 from spherecodes.errors import SpherecodesError
 from spherecodes.extend import farthest_points, new_old_max_cos, next_points
+from spherecodes.options import TammesOptions
 from spherecodes.nn import HPNLoss, PrototypeClassifier
 from spherecodes.solvers import tammes
 from spherecodes.stats import max_cos
@@ -66,7 +67,7 @@ def test_frozen_rows_of_the_optimiser_stay_bit_for_bit(device, one_torch_thread)
 
 def test_an_optimised_code_extends_with_its_rows_and_labels_kept(one_torch_thread):
     old = make_code(random_code(20, 5, seed=4), method="external", labels=[f"c{i}" for i in range(20)])
-    bigger = extend(old, 4, labels=["new0", "new1", "new2", "new3"], restarts=4, steps=400)
+    bigger = extend(old, 4, labels=["new0", "new1", "new2", "new3"], options=TammesOptions(restarts=4, steps=400))
     assert np.array_equal(bigger.prototypes[:20], old.prototypes)
     assert bigger.labels == old.labels + ["new0", "new1", "new2", "new3"]
     new = bigger.prototypes[20:]
@@ -75,12 +76,14 @@ def test_an_optimised_code_extends_with_its_rows_and_labels_kept(one_torch_threa
     # Better than the farthest-point start it was refined from.
     start = np.vstack([old.prototypes, farthest_points(old.prototypes, 4)])
     assert bigger.max_cos <= max_cos(start)
-    unlabelled = extend(old, 2, method="tammes", restarts=2, steps=100)
+    unlabelled = extend(old, 2, method="tammes", options=TammesOptions(restarts=2, steps=100))
     assert unlabelled.labels[20:] == ["", ""]
     with pytest.raises(SpherecodesError, match="already name old classes"):
         extend(old, 1, labels=["c3"])
     with pytest.raises(SpherecodesError, match="integer >= 1"):
         extend(old, 0)
+    with pytest.raises(SpherecodesError, match="init does not apply"):
+        extend(old, 2, options=TammesOptions(init=old.prototypes))
 
 
 def test_next_points_are_refused_when_the_rows_are_not_the_construction():

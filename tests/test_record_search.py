@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from spherecodes import generate, read_code
-from spherecodes.catalog import build_catalog, parse_grid
+from spherecodes.catalog import BankOptions, build_catalog, parse_grid
 from spherecodes.cli import main
 from spherecodes.errors import SpherecodesError
 from spherecodes.options import LinesOptions, TammesOptions
@@ -70,7 +70,7 @@ def test_bad_search_settings_are_refused_in_one_line():
     with pytest.raises(SpherecodesError, match="workers and scheduler spread the chains"):
         generate(3, 13, "tammes", TammesOptions(workers=2))
     with pytest.raises(SpherecodesError, match="give --time-limit SECONDS"):
-        build_catalog(parse_grid("d=3 k=13"), ["tammes"], "unused", effort="record")
+        build_catalog(parse_grid("d=3 k=13"), ["tammes"], "unused", BankOptions(effort="record"))
 
 
 @pytest.mark.slow

@@ -93,3 +93,42 @@ def test_a_thread_count_beyond_any_machine_is_one_error_line():
     result = CliRunner().invoke(main, ["generate", "--d", "3", "--k", "6", "--threads", str(10**20)])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "'--threads'" in result.output and "1<=x<=4096" in result.output
+
+
+@pytest.mark.parametrize("given", [(), ("--threads", "usable")])
+def test_the_run_context_carries_the_thread_count_the_command_set(monkeypatch, tmp_path, given):
+    """--threads N, or the cores this process may use without it (the count the process runs with either way)."""
+    from click.testing import CliRunner
+
+    from spherecodes.cli import main
+    from spherecodes.cli.commands import generate as command
+    from spherecodes.errors import SpherecodesError
+
+    seen = {}
+
+    def planned(*args, context, **kwargs):
+        seen["threads"] = context.threads
+        raise SpherecodesError("planned")
+
+    monkeypatch.setattr(command, "plan_run", planned)
+    cores = devices.usable_cores()
+    flags = [str(cores) if flag == "usable" else flag for flag in given]
+    result = CliRunner().invoke(main, ["generate", "--d", "3", "--k", "6", "--out", str(tmp_path / "b.h5"), *flags])
+    assert result.exit_code == 1 and "planned" in result.output
+    assert seen == {"threads": cores}
+
+
+def test_a_catalog_task_sets_its_torch_pool_from_the_context(tmp_path):
+    import torch
+
+    from spherecodes.catalog import BankOptions, build_bank
+    from spherecodes.context import RunContext
+
+    before = torch.get_num_threads()
+    try:
+        # The default thread count of the process stays as it is; a task's context names its share.
+        summary = build_bank(3, 7, "tammes", tmp_path, BankOptions(steps=20, restarts=1),
+                             context=RunContext(device="cpu", threads=1))
+        assert summary["status"] == "built" and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

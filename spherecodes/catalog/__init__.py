@@ -19,7 +19,7 @@ _HOMES = {
     "REGISTRY_FILE": "..registry", "Catalog": "..registry", "CatalogEntry": "..registry",
     "bundled_catalog": "..registry", "catalog_name": "..registry", "file_sha256": "..registry",
     "parse_registry": "..registry", "registry_document": "..registry",
-    "BuildReport": ".build", "BuildTask": ".build", "build_bank": ".build", "build_catalog": ".build",
+    "BankOptions": ".build", "BuildReport": ".build", "BuildTask": ".build", "build_bank": ".build", "build_catalog": ".build",
     "parse_grid": ".build", "parse_methods": ".build", "plan_build": ".build",
     "CACHE_ENV": ".download", "REGISTRY_LIMIT_BYTES": ".download", "TIMEOUT_S": ".download", "URL_ENV": ".download",
     "Fetched": ".download", "cache_dir": ".download", "catalog_entries": ".download",

@@ -19,19 +19,19 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .. import heavy
 from ..atomic import replace_atomically
 from ..bank import check_writable_destination, list_codes, read_code, write_code
 from ..certificate import one_vs_rest_distances
-from ..checks import check_sizes
-from ..cluster import RESULT_TIMEOUT_S, dask_client, next_result
+from ..checks import check_seed, check_sizes
+from ..cluster import RESULT_TIMEOUT_S, check_cluster, dask_client, next_result
 from ..code import default_code_name
 from ..constructions import optimal_closed_form
 from ..errors import SpherecodesError
 from ..context import RunContext
+from ..devices import set_cpu_threads
 from ..generation import NEEDS_CLASS_DATA, OPTIMISERS, options_kinds
 from ..run import generate
 from .publishing import publish as publish_registry
@@ -55,6 +55,44 @@ class BuildTask:
     @property
     def file(self) -> str:
         return f"{self.name}.h5"
+
+
+@dataclass(frozen=True)
+class BankOptions:
+    """What every bank of a build is made with (its device, time limit and threads are its
+    :class:`spherecodes.context.RunContext`).
+
+    Attributes
+    ----------
+    seed : int
+        Seed of every optimiser run.
+    steps, restarts : int, optional
+        Steps per start and random starts (record search: chains); None: the defaults for (d, K).
+    effort : {"low", "default", "high", "record"}
+        Passed to the methods whose options take it (``tammes``, see
+        :mod:`spherecodes.options`) and ignored by the others, so one grid can
+        mix them.
+
+    Examples
+    --------
+    >>> BankOptions(steps=50).method_options("softmax")
+    SoftmaxOptions(steps=50, restarts=None, init=None)
+    """
+
+    seed: int = 0
+    steps: int | None = None
+    restarts: int | None = None
+    effort: str = "default"
+
+    def __post_init__(self):
+        object.__setattr__(self, "seed", check_seed(self.seed))
+
+    def method_options(self, method: str):
+        """The options object of ``method`` (:mod:`spherecodes.options`) that these settings give; ``auto`` leaves
+        the bundled catalog out: the catalog is what a build makes."""
+        kind = options_kinds()[method]
+        given = {"steps": self.steps, "restarts": self.restarts, "catalog": False, "effort": self.effort}
+        return kind(**{name: value for name, value in given.items() if name in kind.__dataclass_fields__})
 
 
 @dataclass
@@ -228,9 +266,8 @@ def is_finished(path, task: BuildTask) -> bool:
     return code.method == task.method and (code.d, code.k) == (task.d, task.k) and code.certificate is not None
 
 
-def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: int | None = None,
-               restarts: int | None = None, time_limit: float | None = None, device: str = "auto",
-               effort: str = "default", threads: int | None = None) -> dict:
+def build_bank(d: int, k: int, method: str, out: str, options: BankOptions | None = None, *,
+               context: RunContext | None = None) -> dict:
     """Generate, certify and store one catalog bank (the body of one Dask task).
 
     Writes ``<out>/<method>-d<d>-k<k>.h5`` atomically and returns a summary;
@@ -239,19 +276,33 @@ def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: i
     form), which ``fetch`` builds on demand, nothing is written (``status``
     ``"on demand"``).
 
-    ``effort`` goes to the methods whose options take it (``tammes``, see
-    :mod:`spherecodes.options`) and is ignored by the
-    others, so one grid can mix them.
+    Parameters
+    ----------
+    d, k : int
+        The size.
+    method : str
+        ``auto`` or an optimiser (:func:`parse_methods`).
+    out : str or Path
+        Folder of the banks (created if missing).
+    options : BankOptions, optional
+        Seed, steps, restarts and effort.
+    context : spherecodes.context.RunContext, optional
+        The device (of the optimiser and the certificate), the memory limit,
+        the bank's time limit, counted from when this call starts, and the
+        torch threads of the process that runs it (None: as they are).
 
     Examples
     --------
     >>> import tempfile
-    >>> out = tempfile.mkdtemp()
-    >>> build_bank(3, 7, "tammes", out, steps=50, restarts=1, device="cpu")["status"]
+    >>> from spherecodes.context import RunContext
+    >>> out, options = tempfile.mkdtemp(), BankOptions(steps=50, restarts=1)
+    >>> build_bank(3, 7, "tammes", out, options, context=RunContext(device="cpu"))["status"]
     'built'
-    >>> build_bank(3, 7, "tammes", out, steps=50, restarts=1, device="cpu")["status"]
+    >>> build_bank(3, 7, "tammes", out, options, context=RunContext(device="cpu"))["status"]
     'skipped'
     """
+    options = options if options is not None else BankOptions()
+    context = context if context is not None else RunContext()
     task = BuildTask(d, k, method)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
@@ -261,21 +312,18 @@ def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: i
         code = read_code(path)
         return {**summary, "status": "skipped", "seconds": 0.0, "max_cos": code.stats.max_cos,
                 "rho_lower": code.certificate.rho_lower}
-    if threads is not None:
-        torch = heavy.torch()
-
-        torch.set_num_threads(max(1, int(threads)))
+    if context.threads is not None:
+        set_cpu_threads(context.threads, torch_only=True)
     started, cpu_started = time.perf_counter(), time.process_time()
-    # auto leaves the bundled catalog out: the catalog is what it builds.
-    kind = options_kinds()[method]
-    given = {"steps": steps, "restarts": restarts, "catalog": False, "effort": effort}
-    options = kind(**{name: value for name, value in given.items() if name in kind.__dataclass_fields__})
-    code = generate(d, k, method, options, seed=seed, context=RunContext(device=device, time_limit=time_limit))
+    # The time limit counts from here: a task's context was made in another process, whose clock is not this one's.
+    context = replace(context, started=started)
+    code = generate(d, k, method, options.method_options(method), seed=options.seed, context=context)
     if code.settings.get("auto", {}).get("winner_kind") in ("structured", "closed-form"):
         # An exact code: fetch builds it on demand (spherecodes.catalog.on_demand), so nothing is stored.
         return {**summary, "status": "on demand", "seconds": time.perf_counter() - started,
                 "max_cos": code.stats.max_cos, "rho_lower": None}
-    code.certificate = one_vs_rest_distances(code.prototypes, device=device, orbit=code.orbit)
+    code.certificate = one_vs_rest_distances(code.prototypes, device=context.device, max_memory=context.max_memory,
+                                             orbit=code.orbit)
     with replace_atomically(path, suffix=".h5") as tmp:
         tmp.unlink()  # write_code makes a new bank, not one inside the empty placeholder
         write_code(tmp, code)
@@ -285,7 +333,7 @@ def build_bank(d: int, k: int, method: str, out: str, *, seed: int = 0, steps: i
             "rho_lower": code.certificate.rho_lower}
 
 
-def _build_bank_or_error(d: int, k: int, method: str, out: str, **options) -> dict:
+def _build_bank_or_error(d: int, k: int, method: str, out: str, options: BankOptions, context: RunContext) -> dict:
     """:func:`build_bank` for a worker: bad input comes back as the task's result, not as a failed task.
 
     Dask logs every failed task with its traceback on the worker's standard
@@ -293,15 +341,14 @@ def _build_bank_or_error(d: int, k: int, method: str, out: str, **options) -> di
     the user to fix, and its one line is all they need.
     """
     try:
-        return build_bank(d, k, method, out, **options)
+        return build_bank(d, k, method, out, options, context=context)
     except SpherecodesError as err:
         return {"status": "failed", "error": str(err)}
 
 
-def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler: str | None = None,
-                  processes: bool = True, seed: int = 0, steps: int | None = None, restarts: int | None = None,
-                  time_limit: float | None = None, device: str = "auto", effort: str = "default",
-                  publish: bool = True, progress=None, trust_scheduler: bool = False) -> BuildReport:
+def build_catalog(pairs, methods, out, options: BankOptions | None = None, *, context: RunContext | None = None,
+                  workers: int | None = None, scheduler: str | None = None, processes: bool = True,
+                  trust_scheduler: bool = False, publish: bool = True) -> BuildReport:
     """Build one bank per (d, K, method) on Dask distributed, then publish the folder's registry.
 
     Parameters
@@ -312,6 +359,17 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
         Optimisers (:func:`parse_methods`).
     out : str or Path
         Folder of the banks (created if missing).
+    options : BankOptions, optional
+        Seed, steps, restarts and effort of every bank (:func:`build_bank`).
+        An ``effort`` other than ``"default"`` needs at least one method that
+        takes it in ``methods``; ``"record"`` runs the record search for each
+        bank (:func:`spherecodes.solvers.record_search`) for the context's
+        ``time_limit`` or ``restarts`` chains, one of which is needed.
+    context : spherecodes.context.RunContext, optional
+        Every bank's device, memory limit and time limit (each bank's own,
+        counted from its start); its ``progress``, if any, is called as
+        ``progress(done, total, summary)`` after every bank.  Each task's
+        threads are the workers' share of the cores (:func:`spherecodes.cluster.dask_client`).
     workers : int, optional
         Workers of the local cluster, at most one per task; default one per CPU core.
     scheduler : str, optional
@@ -321,20 +379,11 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
     processes : bool
         Local cluster only: workers in separate processes (the default) or as
         threads of this process.
-    seed, steps, restarts, time_limit, device
-        Passed to :func:`spherecodes.generate` for every bank.
-    effort : {"low", "default", "high", "record"}
-        Passed to the methods that take it (``tammes``); anything but
-        ``"default"`` needs at least one of them in ``methods``.  ``"record"``
-        runs the record search for each bank (:func:`spherecodes.solvers.record_search`)
-        for ``time_limit`` seconds or ``restarts`` chains, one of which is needed.
-    publish : bool
-        Write ``registry.json`` for the folder when the tasks are done.
-    progress : callable, optional
-        Called as ``progress(done, total, summary)`` after every bank.
     trust_scheduler : bool
         Run on a scheduler on another machine over a plain connection (it can
         run any code in this process: Dask unpickles what it sends).
+    publish : bool
+        Write ``registry.json`` for the folder when the tasks are done.
 
     Returns
     -------
@@ -345,13 +394,20 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
     SpherecodesError
         Bad arguments, a scheduler that cannot be reached, or tasks that
         failed (after publishing the banks that were finished).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> report = build_catalog([(3, 5), (3, 7)], ["tammes"], tempfile.mkdtemp(), BankOptions(steps=50, restarts=1),
+    ...                        context=RunContext(device="cpu"), workers=1, processes=False)
+    >>> [b["name"] for b in report.built], report.closed_forms
+    (['tammes-d3-k7'], [(3, 5, 'cross-polytope')])
     """
-    if workers is not None and scheduler is not None:
-        raise SpherecodesError("give either a number of local workers or a scheduler address, not both")
-    if workers is not None and workers < 1:
-        raise SpherecodesError(f"workers must be at least 1, got {workers}")
-    check_effort(effort, methods)
-    if effort == "record" and time_limit is None and restarts is None:
+    options = options if options is not None else BankOptions()
+    context = context if context is not None else RunContext()
+    check_cluster(workers, scheduler, trust_scheduler)
+    check_effort(options.effort, methods)
+    if options.effort == "record" and context.time_limit is None and options.restarts is None:
         raise SpherecodesError("effort 'record' searches each size until its budget is spent: give --time-limit "
                                "SECONDS (per bank) or --restarts N (chains per bank)")
     out = Path(out)
@@ -377,17 +433,19 @@ def build_catalog(pairs, methods, out, *, workers: int | None = None, scheduler:
             todo.append(task)
     total = len(tasks)
     done = len(report.skipped)
+    progress, time_limit = context.progress, context.time_limit
     if progress is not None:
         for position, summary in enumerate(report.skipped, start=1):
             progress(position, total, summary)
     if todo:
-        options = dict(seed=seed, steps=steps, restarts=restarts, time_limit=time_limit, device=device, effort=effort)
         # Each bank within its deadline: its own time limit and ten minutes for the certificate and the write,
         # and at least the cluster's default wait for a result.
         wait = max(RESULT_TIMEOUT_S, 2 * time_limit + 600) if time_limit is not None else RESULT_TIMEOUT_S
         with dask_client(scheduler, workers, processes, len(todo), trust=trust_scheduler) as (client, threads):
+            # What travels to the workers: no callbacks of this process.
+            task_context = replace(context, progress=None, announce=None, threads=threads)
             futures = {
-                client.submit(_build_bank_or_error, t.d, t.k, t.method, str(out.resolve()), threads=threads, **options,
+                client.submit(_build_bank_or_error, t.d, t.k, t.method, str(out.resolve()), options, task_context,
                               key=f"spherecodes-{t.name}-{uuid.uuid4().hex[:8]}", pure=False): t
                 for t in todo
             }

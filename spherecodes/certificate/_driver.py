@@ -95,6 +95,25 @@ if TYPE_CHECKING:
 __all__ = ["carried_certificate", "one_vs_rest_distances"]
 
 
+def check_dask_device(device) -> None:
+    """Refuse a device other than the CPU for a certificate on a Dask cluster (its blocks run on the workers'
+    CPUs); called before a cluster starts, and by :func:`one_vs_rest_distances` given a client.
+
+    Examples
+    --------
+    >>> check_dask_device("auto")
+    >>> check_dask_device("cuda")
+    Traceback (most recent call last):
+    ...
+    spherecodes.errors.SpherecodesError: a certificate on a Dask cluster runs on the workers' CPUs; got device='cuda': leave it out with a Dask client
+    """
+    if str(device).strip().lower() not in ("auto", "cpu"):
+        raise SpherecodesError(f"a certificate on a Dask cluster runs on the workers' CPUs; got device={device!r}: "
+                               "leave it out with a Dask client",
+                               flags={f"device={device!r}": f"--device {device}",
+                                      "with a Dask client": "with --scheduler or --workers"})
+
+
 def one_vs_rest_distances(
     prototypes,
     *,
@@ -196,9 +215,8 @@ def one_vs_rest_distances(
         raise SpherecodesError(f"candidates must be a positive integer, got {candidates!r}")
     else:
         m = min(k - 1, candidates)
-    if client is not None and str(device).strip().lower() not in ("auto", "cpu"):
-        raise SpherecodesError(f"a certificate on a Dask cluster runs on the workers' CPUs; got device {device!r} "
-                               "(leave --device out with --scheduler or --workers)")
+    if client is not None:
+        check_dask_device(device)
     if str(device).strip().lower() not in ("auto", "cpu"):
         # Refuse an unknown or absent device even when no QP is needed; "auto"
         # cannot be refused, and resolving it would load torch for codes that

@@ -14,11 +14,13 @@ import click
 
 from ..bank import check_writable_destination, read_code, read_estimate
 from ..certificate import DEFAULT_TOL, certificate_estimate, one_vs_rest_distances, verify_witness
-from ..cluster import check_scheduler_trust
+from ..cluster import check_cluster
 from ..claims import check_claims
+from ..context import RunContext
 from ..errors import SpherecodesError
 from ..memory import ABSURD_SECONDS
 from ..report import code_report, format_code_report, format_duration, printable
+from .main import THREADS_KEY
 
 
 #: What --scheduler's help says of trust and deadlines (certify, catalog build).
@@ -33,14 +35,11 @@ TRUST_SCHEDULER_HELP = ("Connect to a --scheduler on another machine over a plai
                         "run any code in this process. Give it only for a scheduler and a network you trust.")
 
 
-def check_scheduler(scheduler: str | None, trusted: bool) -> None:
-    """Refuse, as bad usage and before any work, a --scheduler that may not be trusted with this process."""
-    if scheduler is None:
-        if trusted:
-            raise click.UsageError("--trust-scheduler applies to --scheduler")
-        return
+def check_cluster_flags(workers: int | None, scheduler: str | None, trusted: bool) -> None:
+    """Refuse, as bad usage and before any work, --workers with --scheduler, and a --scheduler that may not be trusted
+    with this process (:func:`spherecodes.cluster.check_cluster`)."""
     try:
-        check_scheduler_trust(scheduler, trusted)
+        check_cluster(workers, scheduler, trusted)
     except SpherecodesError as err:
         raise click.UsageError(err.for_cli()) from None
 
@@ -75,6 +74,16 @@ def lock_notice(enabled: bool):
 def default_bank_path(d: int, k: int) -> Path:
     """Bank file used when ``--out`` is not given: ``spherecodes_d<d>_k<k>.h5``."""
     return Path(f"spherecodes_d{d}_k{k}.h5")
+
+
+def run_context(flags: dict, started: float | None = None, progress=None, announce=None) -> RunContext:
+    """The command's :class:`spherecodes.context.RunContext` from its flags (``--device``, ``--max-memory``,
+    ``--time-limit``, those it has) and the thread count ``--threads`` set."""
+    meta = click.get_current_context().meta
+    return RunContext(device=flags.get("device", "auto"), max_memory=flags.get("max_memory"),
+                      time_limit=flags.get("time_limit"),
+                      started=time.perf_counter() if started is None else started, progress=progress,
+                      announce=announce, threads=meta.get(THREADS_KEY))
 
 
 def tell(quiet: bool, as_json: bool) -> bool:

@@ -24,7 +24,7 @@ from ..errors import SpherecodesError
 from ..memory import parse_size
 from ._loading import unraisable_interrupts
 
-__all__ = ["BANK", "COMMANDS", "COUNT", "DIM", "FILE", "MAX_MEMORY_HELP", "MAX_SIZE", "MAX_THREADS", "SECONDS", "SEED",
+__all__ = ["BANK", "COMMANDS", "COUNT", "DIM", "FILE", "MAX_MEMORY_HELP", "MAX_SIZE", "MAX_THREADS", "SECONDS", "SEED", "THREADS_KEY",
            "URL_HELP", "CatalogLocation", "DimensionRange", "FiniteFloat", "MemorySize", "SchedulerAddress",
            "embedding_options", "main", "threads_option"]
 
@@ -151,9 +151,15 @@ def main():
     """
 
 
+#: Where ``--threads`` leaves the thread count it set, for the command's :class:`spherecodes.context.RunContext`.
+THREADS_KEY = "spherecodes.threads"
+
+
 def _apply_threads(ctx, param, value):
-    """Set the process's CPU threads as soon as the option is parsed, before torch is loaded."""
-    return set_cpu_threads(value)
+    """Set the process's CPU threads as soon as the option is parsed, before torch is loaded, and keep the count
+    for the run's context (:func:`spherecodes.cli._common.run_context`)."""
+    ctx.meta[THREADS_KEY] = set_cpu_threads(value)
+    return ctx.meta[THREADS_KEY]
 
 
 #: More threads than any machine has cores: torch and OpenMP take a C int, and a larger count only oversubscribes.

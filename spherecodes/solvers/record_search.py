@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import heavy
 from ..checks import check_int, check_positive, check_seed, check_sizes
-from ..cluster import dask_client
+from ..cluster import check_cluster, dask_client
 from ..devices import resolve_device
 from ..errors import SpherecodesError
 from ..sphere import normalise_rows
@@ -186,8 +186,7 @@ def record_search(
                                "(--time-limit) or a number of chains (--restarts)")
     budget = None if time_budget is None else check_positive("time_budget", time_budget)
     limit = math.inf if chains is None else check_int("chains", chains, 1)
-    if workers is not None and scheduler is not None:
-        raise SpherecodesError("give either a number of local workers or a scheduler address, not both")
+    check_cluster(workers, scheduler)
     init = None if init is None else normalise_rows(check_init(init, d, k))
     device = str(resolve_device(device))
     taken = {"effort", "seed", "init", "time_limit", "device"} & set(chain_options)

@@ -31,8 +31,7 @@ from ..main import BANK, FILE, SECONDS, SEED, embedding_options, main, threads_o
 @click.option("--dry-run", is_flag=True, help="Print the assignment without writing the bank.")
 @click.option("--json", "as_json", is_flag=True, help="Print the assignment as JSON.")
 @threads_option
-def assign(bank, name, classes, embeddings, class_means, embeddings_format, missing_words, seed, time_limit,
-           dry_run, as_json):
+def assign(**flags):
     """Choose which class gets which prototype of a code in BANK.
 
     The prototypes stay exactly as they are (same bytes, checksum, separation
@@ -44,20 +43,26 @@ def assign(bank, name, classes, embeddings, class_means, embeddings_format, miss
       spherecodes assign bank.h5 --code tammes-d64-k1000-s0 --classes classes.txt --embeddings glove.txt
       spherecodes assign bank.h5 --class-means means.npy
     """
+    bank, classes, embeddings, class_means = flags["bank"], flags["classes"], flags["embeddings"], flags["class_means"]
+    dry_run = flags["dry_run"]
+    # Bad usage (status 2) before the bank is read; assign_code refuses the same for a caller in Python.
     if (embeddings is None) == (class_means is None):
         raise click.UsageError("give --classes with --embeddings, or --class-means")
     if embeddings is not None and classes is None:
         raise click.UsageError("--embeddings needs --classes")
-    code = read_code(bank, name)
+    code = read_code(bank, flags["name"])
     names = read_class_names(classes) if classes is not None else None
     if embeddings is not None:
-        class_vectors = class_embeddings(names, embeddings, missing=missing_words, fmt=embeddings_format)
-        new, result = semantic.assign_code(code, embeddings=class_vectors, seed=seed, time_limit=time_limit)
+        class_vectors = class_embeddings(names, embeddings, missing=flags["missing_words"],
+                                         fmt=flags["embeddings_format"])
+        new, result = semantic.assign_code(code, embeddings=class_vectors, seed=flags["seed"],
+                                           time_limit=flags["time_limit"])
     else:
-        new, result = semantic.assign_code(code, class_means=semantic.load_class_means(class_means), names=names, seed=seed)
+        new, result = semantic.assign_code(code, class_means=semantic.load_class_means(class_means), names=names,
+                                           seed=flags["seed"])
     if not dry_run:
         write_code(bank, new, overwrite=True, waiting=lock_notice(True))
-    if as_json:
+    if flags["as_json"]:
         print_json({"bank": str(bank), "code": new.name, "written": not dry_run, **result.report()})
     else:
         click.echo(f"code {new.name} in {bank}" + (" (dry run, not written)" if dry_run else ""))

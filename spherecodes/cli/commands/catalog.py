@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from ...catalog import build_catalog, catalog_entries, parse_grid, parse_methods, structured_offers
+from ...catalog import BankOptions, build_catalog, catalog_entries, parse_grid, parse_methods, structured_offers
 from ...catalog import publish as publish_catalog
 from ...memory import parse_size
 from ...registry import REGISTRY_FILE
 from ...report import format_bytes, format_entries, format_offers
-from .._common import SCHEDULER_HELP, TRUST_SCHEDULER_HELP, BuildProgress, check_scheduler, print_json
+from .._common import SCHEDULER_HELP, TRUST_SCHEDULER_HELP, BuildProgress, check_cluster_flags, print_json, run_context
 from ..main import EFFORT, MAX_THREADS, SECONDS, SEED, URL_HELP, CatalogLocation, SchedulerAddress, main
 
 @main.group(name="catalog")
@@ -122,8 +122,7 @@ def catalog_publish(directory, best, into, max_size, as_json):
 @click.option("--publish/--no-publish", default=True, show_default=True,
               help="Write the folder's registry.json when the banks are done.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no table.")
-def catalog_build(grid, methods, out, workers, scheduler, trust_scheduler, seed, steps, restarts, time_limit, device,
-                  effort, publish, quiet):
+def catalog_build(**flags):
     """Build a catalog: one certified bank per (d, K, method), as tasks on Dask distributed.
 
     Each bank is generated, certified and written to OUT/<method>-d<D>-k<K>.h5
@@ -139,19 +138,19 @@ def catalog_build(grid, methods, out, workers, scheduler, trust_scheduler, seed,
       spherecodes catalog build --grid "d=6 k=98" --methods tammes --effort high --out records
       spherecodes catalog build --grid "d=128 k=1000" --out /shared/banks --scheduler tls://10.0.0.5:8786
     """
-    if workers is not None and scheduler is not None:
-        raise click.UsageError("give either --workers (local cluster) or --scheduler (existing cluster), not both")
-    check_scheduler(scheduler, trust_scheduler)
-    pairs = parse_grid(grid)
-    method_list = parse_methods(methods)
-    progress = BuildProgress(enabled=not quiet)
+    check_cluster_flags(flags["workers"], flags["scheduler"], flags["trust_scheduler"])
+    pairs = parse_grid(flags["grid"])
+    method_list = parse_methods(flags["methods"])
+    options = BankOptions(seed=flags["seed"], steps=flags["steps"], restarts=flags["restarts"], effort=flags["effort"])
+    progress = BuildProgress(enabled=not flags["quiet"])
     try:
-        result = build_catalog(pairs, method_list, out, workers=workers, scheduler=scheduler, seed=seed,
-                               steps=steps, restarts=restarts, time_limit=time_limit, device=device,
-                               effort=effort, publish=publish, progress=progress, trust_scheduler=trust_scheduler)
+        result = build_catalog(pairs, method_list, flags["out"], options,
+                               context=run_context(flags, progress=progress),
+                               workers=flags["workers"], scheduler=flags["scheduler"],
+                               trust_scheduler=flags["trust_scheduler"], publish=flags["publish"])
     finally:
         progress.close()
-    if quiet:
+    if flags["quiet"]:
         return
     if result.closed_forms:
         sizes = ", ".join(f"d={d} K={k} ({form})" for d, k, form in result.closed_forms)
@@ -161,4 +160,4 @@ def catalog_build(grid, methods, out, workers, scheduler, trust_scheduler, seed,
     if result.catalog is not None:
         cat = result.catalog
         click.echo(format_entries(cat.entries))
-        click.echo(f"wrote {Path(out) / 'registry.json'}: {len(cat.entries)} codes, {format_bytes(cat.total_size)}")
+        click.echo(f"wrote {Path(flags['out']) / 'registry.json'}: {len(cat.entries)} codes, {format_bytes(cat.total_size)}")

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ...bank import write_code
-from ...certificate import DEFAULT_TOL
+from ...certificate import DEFAULT_TOL, check_dask_device
 from ...cluster import dask_client
 from ...errors import SpherecodesError
 from ...lines import line_report
@@ -17,7 +17,8 @@ from ...loading import load_code
 from ...report import format_line_report
 from .._common import certify as certify_code
 from .._common import (NOTABLE_READ_SECONDS, SCHEDULER_HELP, TRUST_SCHEDULER_HELP, ProgressBar, check_bank_rewritable,
-                       check_scheduler, lock_notice, print_json, read_with_certificate_check, show_report, tell)
+                       check_cluster_flags, lock_notice, print_json, read_with_certificate_check, run_context,
+                       show_report, tell)
 from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, SchedulerAddress, main, threads_option
 
 @main.command()
@@ -42,8 +43,7 @@ from ..main import MAX_MEMORY_HELP, FiniteFloat, MemorySize, SchedulerAddress, m
 @click.option("--workers", type=click.IntRange(min=1, max=256), default=None,
               help="Solve the QP's blocks of classes on a local Dask cluster of this many worker processes.")
 @threads_option
-def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_lines, quiet, scheduler, trust_scheduler,
-            workers):
+def certify(**flags):
     """Certify the one-vs-rest distances and rho of a code.
 
     FILE is a spherecodes bank (.h5), or a (K, d) prototype matrix from any
@@ -71,44 +71,45 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_l
       spherecodes certify big.h5 --json --scheduler tls://10.0.0.5:8786
       spherecodes certify ebv_prototypes.pt --lines
     """
+    file, name, write, as_json, quiet = flags["file"], flags["name"], flags["write"], flags["as_json"], flags["quiet"]
+    workers, scheduler = flags["workers"], flags["scheduler"]
+    context = run_context(flags)
     is_bank = file.suffix.lower() in (".h5", ".hdf5")
-    if workers is not None and scheduler is not None:
-        raise click.UsageError("give either --workers (local cluster) or --scheduler (existing cluster), not both")
-    check_scheduler(scheduler, trust_scheduler)
+    check_cluster_flags(workers, scheduler, flags["trust_scheduler"])
     distributed = scheduler is not None or workers is not None
-    if as_lines and distributed:
+    if flags["as_lines"] and distributed:
         raise SpherecodesError("--lines computes no certificate; drop --workers and --scheduler")
-    if distributed and device.strip().lower() not in ("auto", "cpu"):
-        raise SpherecodesError(f"a certificate on a Dask cluster runs on the workers' CPUs; got --device {device}: "
-                               "leave it out with --scheduler or --workers")
+    if distributed:
+        check_dask_device(context.device)  # before a cluster starts
     if write and not is_bank:
         raise SpherecodesError(f"--write stores the certificate in a bank; {file} is not a .h5 bank")
     if write:
         check_bank_rewritable(file)
-    if as_lines:
+    if flags["as_lines"]:
         if write:
             raise SpherecodesError("--lines computes the line statistics from the prototypes and stores nothing; drop --write")
-        _certify_lines(file, name, normalize, device, max_memory, as_json, quiet)
+        _certify_lines(file, name, flags["normalize"], context, as_json, quiet)
         return
     bad_certificate = claims = None
     if is_bank:
-        code, bad_certificate, _, claims = read_with_certificate_check(file, name, max_memory=max_memory,
+        code, bad_certificate, _, claims = read_with_certificate_check(file, name, max_memory=context.max_memory,
                                                                        estimate=tell(quiet, as_json),
                                                                        progress=tell(quiet, as_json))
     else:
-        code = load_code(file, name, normalize=normalize, stats_device=device, max_memory=max_memory)
+        code = load_code(file, name, normalize=flags["normalize"], stats_device=context.device,
+                         max_memory=context.max_memory)
     stored = code.certificate if bad_certificate is None else None
-    with (dask_client(scheduler, workers, trust=trust_scheduler) if distributed
+    with (dask_client(scheduler, workers, trust=flags["trust_scheduler"]) if distributed
           else contextlib.nullcontext((None, None))) as (client, _):
         if distributed and tell(quiet, as_json):
             where = f"the Dask cluster at {scheduler}" if scheduler else f"a local Dask cluster of {workers} workers"
             click.echo(f"certificate: the QP's blocks of classes as tasks on {where}", err=True)
-        code.certificate = certify_code(code, device=device, max_memory=max_memory, quiet=not tell(quiet, as_json),
-                                        tol=tol, client=client)
+        code.certificate = certify_code(code, device=context.device, max_memory=context.max_memory,
+                                        quiet=not tell(quiet, as_json), tol=flags["tol"], client=client)
     new = code.certificate
     if write and stored is not None and stored.rho_certified and not new.rho_certified:
         # A certificate that checks is never replaced by one that does not (a --tol below what float64 meets).
-        raise SpherecodesError(f"the new certificate is not certified to --tol {tol:g} (rho's width "
+        raise SpherecodesError(f"the new certificate is not certified to --tol {flags['tol']:g} (rho's width "
                                f"{new.rho_upper - new.rho_lower:.3g}); the stored one, certified to tol "
                                f"{stored.tol:g}, is kept and {file} is unchanged")
     if write:
@@ -125,12 +126,12 @@ def certify(file, name, tol, normalize, device, write, as_json, max_memory, as_l
                                f"('spherecodes certify {file} --write' stores it)")
 
 
-def _certify_lines(file, name, normalize, device, max_memory, as_json: bool, quiet: bool) -> None:
+def _certify_lines(file, name, normalize: bool, context, as_json: bool, quiet: bool) -> None:
     """certify --lines: the line statistics recomputed from the rows (all pairs; an estimate first), as text or
     JSON; a bank whose stored figures disagree with its rows is said so after the report."""
     speak = tell(quiet, as_json)
     if file.suffix.lower() in (".h5", ".hdf5"):
-        code, _, _, claims = read_with_certificate_check(file, name, max_memory=max_memory, estimate=speak,
+        code, _, _, claims = read_with_certificate_check(file, name, max_memory=context.max_memory, estimate=speak,
                                                          progress=speak)
         _show_lines(code, file, as_json)
         if claims.refused:
@@ -149,7 +150,7 @@ def _certify_lines(file, name, normalize, device, max_memory, as_json: bool, qui
             click.echo(f"estimate: {what} on cpu: ~{format_duration(seconds)}", err=True)
 
     with ProgressBar(enabled=speak) as bar:
-        code = load_code(file, name, normalize=normalize, stats_device=device, max_memory=max_memory,
+        code = load_code(file, name, normalize=normalize, stats_device=context.device, max_memory=context.max_memory,
                          announce=announce, progress=bar)
     _show_lines(code, file, as_json)
 

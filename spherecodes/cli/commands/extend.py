@@ -8,8 +8,9 @@ import click
 
 from ...bank import check_writable_destination, list_codes, read_code, write_code
 from ...extend import EXTEND_METHODS, extend
+from ...options import TammesOptions
 from ...semantic import read_class_names
-from .._common import ProgressBar, lock_notice, show_report
+from .._common import ProgressBar, lock_notice, run_context, show_report
 from .._common import certify as certify_code
 from ..main import BANK, COUNT, EFFORT, FILE, MAX_MEMORY_HELP, SECONDS, SEED, MemorySize, main, threads_option
 
@@ -46,8 +47,7 @@ from ..main import BANK, COUNT, EFFORT, FILE, MAX_MEMORY_HELP, SECONDS, SEED, Me
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no text report (errors still print).")
 @threads_option
-def extend_cmd(bank, code_name, m, classes, method, name, out, overwrite, seed, device, steps, restarts, time_limit,
-               effort, max_memory, certify, as_json, quiet):
+def extend_cmd(**flags):
     """Add M prototypes to a code of BANK, for classes that come later.
 
     The K rows of the code stay exactly as they are, bit for bit, with their
@@ -68,7 +68,9 @@ def extend_cmd(bank, code_name, m, classes, method, name, out, overwrite, seed, 
     'spherecodes generate --k 200 --classes names100.txt' labels the first
     100 rows and leaves the others unlabelled.
     """
+    bank, classes, quiet, as_json = flags["bank"], flags["classes"], flags["quiet"], flags["as_json"]
     names = read_class_names(classes) if classes is not None else None
+    m = flags["m"]
     if m is None:
         if names is None:
             raise click.UsageError("give --k-new, or --classes to take M from the new class names")
@@ -76,21 +78,23 @@ def extend_cmd(bank, code_name, m, classes, method, name, out, overwrite, seed, 
     elif names is not None and len(names) > m:
         raise click.UsageError(f"--k-new is {m} but {classes} holds {len(names)} class names; give at most one "
                                "name per new prototype")
-    out = check_writable_destination(out or bank)
+    out = check_writable_destination(flags["out"] or bank)
     if out.suffix.lower() not in (".h5", ".hdf5"):
         raise click.UsageError(f"--out must be a bank (.h5); {out.name} is not")
-    code = read_code(bank, code_name)
-    planned = name or f"{code.name}+{m}"
-    if not overwrite and out.exists() and planned in {c["name"] for c in list_codes(out)}:
+    code = read_code(bank, flags["code_name"])
+    planned = flags["name"] or f"{code.name}+{m}"
+    if not flags["overwrite"] and out.exists() and planned in {c["name"] for c in list_codes(out)}:
         raise click.UsageError(f"code {planned!r} already exists in {out}; pass --overwrite or --name")
     labels = None if names is None else names + [""] * (m - len(names))
+    options = TammesOptions(steps=flags["steps"], restarts=flags["restarts"], effort=flags["effort"])
     with ProgressBar(enabled=not quiet) as progress:
-        extended = extend(code, m, labels=labels, name=name, method=method, seed=seed, device=device, steps=steps,
-                          restarts=restarts, time_limit=time_limit, effort=effort, max_memory=max_memory,
-                          progress=progress)
-    if certify:
-        extended.certificate = certify_code(extended, device=device, max_memory=max_memory, quiet=quiet or as_json)
-    write_code(out, extended, overwrite=overwrite, waiting=lock_notice(not quiet))
+        context = run_context(flags, progress=progress)
+        extended = extend(code, m, labels=labels, name=flags["name"], method=flags["method"], seed=flags["seed"],
+                          options=options, context=context)
+    if flags["certify"]:
+        extended.certificate = certify_code(extended, device=context.device, max_memory=context.max_memory,
+                                            quiet=quiet or as_json)
+    write_code(out, extended, overwrite=flags["overwrite"], waiting=lock_notice(not quiet))
     if not quiet:
         settings = extended.settings
         click.echo(f"added {m} rows to {code.name} ({settings['placed_by']}): max-cos {code.max_cos:.10g} -> "

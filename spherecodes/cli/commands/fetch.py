@@ -7,12 +7,13 @@ from pathlib import Path
 import click
 
 from ...atomic import check_not_input
-from ...bank import check_writable_destination, write_code
+from ...bank import write_code
 from ...catalog import fetch_bank
 from ...errors import SpherecodesError
-from ...export import EXPORT_FORMATS, export_code, rotate_code
+from ...export import export_code, rotate_code
 from ...generation import METHODS, unused_dimensions
 from ...report import code_report, format_code_report
+from ...run import destination
 from .._common import lock_notice, print_json
 from ..main import COUNT, DIM, URL_HELP, CatalogLocation, main
 from .export import export_options, refuse_unused_seed
@@ -36,8 +37,7 @@ from .export import export_options, refuse_unused_seed
 @click.option("--offline", is_flag=True, help="Make no network request: use banks already in the cache.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON, with a 'fetched' key.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only where the bank came from.")
-def fetch_cmd(catalog_name, d, k, method, out, rotation, seed, dtype, with_labels, overwrite, url, offline,
-              as_json, quiet):
+def fetch_cmd(**flags):
     """Get a precomputed certified code, verified by SHA-256.
 
     Give a catalog NAME (see 'spherecodes catalog list') or --d and --k.
@@ -67,24 +67,21 @@ def fetch_cmd(catalog_name, d, k, method, out, rotation, seed, dtype, with_label
       spherecodes fetch tammes-d128-k1000 --url https://example.org/spherecodes-banks/
       spherecodes catalog list
     """
-    if catalog_name is None and (d is None or k is None):
+    catalog_name, out, rotation, dtype = flags["catalog_name"], flags["out"], flags["rotation"], flags["dtype"]
+    overwrite, as_json, quiet = flags["overwrite"], flags["as_json"], flags["quiet"]
+    if catalog_name is None and (flags["d"] is None or flags["k"] is None):
         raise click.UsageError("give a catalog NAME, or --d and --k")
-    if catalog_name is not None and (d is not None or k is not None or method is not None):
+    if catalog_name is not None and any(flags[key] is not None for key in ("d", "k", "method")):
         raise click.UsageError("give either a catalog NAME or --d/--k/--method, not both")
     chosen = click.get_current_context().get_parameter_source("rotation") != click.core.ParameterSource.DEFAULT
     if chosen:
         refuse_unused_seed(rotation)  # else a code with unused dimensions is turned by --seed's rotation
-    matrix_file = out is not None and out.suffix.lower() in EXPORT_FORMATS
-    if out is not None:
-        check_writable_destination(out)
-        if not matrix_file and out.suffix.lower() not in (".h5", ".hdf5"):
-            raise SpherecodesError(f"cannot store the code in {out}: end --out in .h5 (a bank) or in "
-                                   f"{', '.join(EXPORT_FORMATS)} (a matrix)")
-        if matrix_file and out.exists() and not overwrite:  # before the fetch, which can take a while
-            raise SpherecodesError(f"{out} exists; pass --overwrite to replace it")
-    if (dtype != "float64" or with_labels) and not matrix_file:
+    # Before the fetch, which can take a while; the fetched code's name is not known yet.
+    matrix_file = out is not None and destination(out, None, overwrite=overwrite).matrix
+    if (dtype != "float64" or flags["with_labels"]) and not matrix_file:
         raise SpherecodesError("--dtype and --labels apply to a matrix file: give --out FILE.npy, .pt, .csv or .txt")
-    fetched = fetch_bank(catalog_name, d=d, k=k, method=method, url=url, offline=offline)
+    fetched = fetch_bank(catalog_name, d=flags["d"], k=flags["k"], method=flags["method"], url=flags["url"],
+                         offline=flags["offline"])
     code = fetched.code
     if out is not None and fetched.path is not None:
         check_not_input(out, fetched.path)  # a link to the cached or bundled bank: never written over
@@ -104,11 +101,11 @@ def fetch_cmd(catalog_name, d, k, method, out, rotation, seed, dtype, with_label
         origin += (f"\n{unused_dimensions(code.prototypes)} of its {code.d} dimensions were unused (all-zero columns): "
                    "--rotation canonical keeps them so")
     if rotation == "random":
-        code = rotate_code(code, seed)
-        origin += (f"\nturned by the random rotation of seed {seed}: the same cosines, max-cos, rho and "
+        code = rotate_code(code, flags["seed"])
+        origin += (f"\nturned by the random rotation of seed {flags['seed']}: the same cosines, max-cos, rho and "
                    f"one-vs-rest distances, in other coordinates (now {code.name})")
     if matrix_file:
-        export_code(code, out, dtype=dtype, labels=with_labels, overwrite=overwrite)
+        export_code(code, out, dtype=dtype, labels=flags["with_labels"], overwrite=overwrite)
         origin += f"\nwrote its {code.k} x {code.d} prototypes ({dtype}) to {out}"
     elif out is not None:
         write_code(out, code, overwrite=overwrite, waiting=lock_notice(not quiet))

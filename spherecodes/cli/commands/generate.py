@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from ...bank import CHOOSE_BY_NAME
-from ...context import RunContext
 from ...errors import SpherecodesError
 from ...export import EXPORT_DTYPES, EXPORT_FORMATS
 from ...generation import METHODS, NEEDS_CLASS_DATA, ROTATION_CHOICES, method_options, resolve_method
@@ -24,7 +23,7 @@ from ...semantic import (
     class_embeddings,
     read_class_names,
 )
-from .._common import ProgressBar, default_bank_path, lock_notice, show_report, tell
+from .._common import ProgressBar, default_bank_path, lock_notice, run_context, show_report, tell
 from ..main import (
     COUNT, DIM, EFFORT, FILE, MAX_MEMORY_HELP, MAX_THREADS, SECONDS, SEED, FiniteFloat, MemorySize, SchedulerAddress,
     embedding_options, main, threads_option,
@@ -193,8 +192,7 @@ def generate_cmd(**flags):
                                "no name")
     speak = tell(quiet, as_json)
     with ProgressBar(enabled=not quiet) as bar:  # its heartbeat shows that a long timing is under way
-        context = RunContext(flags["device"], flags["max_memory"], flags["time_limit"], started, bar,
-                             bar.announcer(speak))
+        context = run_context(flags, started, bar, bar.announcer(speak))
         plan = plan_run(d, k, method, options, seed=flags["seed"], rotation=flags["rotation"], name=flags["name"],
                         labels=None if method in NEEDS_CLASS_DATA else names, context=context)
         where = destination(flags["out"] or default_bank_path(d, k), plan.name, overwrite=flags["overwrite"],
