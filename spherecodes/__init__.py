@@ -21,7 +21,7 @@ _HOMES = {
     "catalog_entries": "catalog", "fetch": "catalog",
     "delete_code": "bank", "list_codes": "bank", "read_code": "bank", "write_code": "bank",
     "generate": "run", "plan_run": "run", "RunContext": "context",
-    "extend": "extend",
+    "extend": "extension",
     "max_cos_lower_bound": "bounds", "theorem_3_9": "bounds",
     "separation_statistics": "stats",
 }

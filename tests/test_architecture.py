@@ -595,3 +595,24 @@ def test_a_long_signature_is_reported_outside_the_kernels_only(tmp_path):
                      f"{Path('toy/front.py')}:1: [parameters] run takes 11 parameters; the limit outside the "
                      "numerical kernels is 10 (pass a RunContext, an options value)"]
     assert [str(v) for v in long_signatures(tmp_path, "toy", {"kern/": "", "front.py": "", "calls.py": ""})] == []
+
+
+def test_no_lazily_loaded_name_shares_its_name_with_a_submodule():
+    # Importing a submodule binds it on its package under its own name, so a public function of the same name
+    # (``spherecodes.extend`` beside a module ``spherecodes/extend.py``) would turn into the module as soon as
+    # anything imported that module.
+    for init in (ROOT / PACKAGE).rglob("__init__.py"):
+        folder = init.parent
+        table = re.search(r"^_(?:HOMES|LAZY) = \{(.*?)^\}", init.read_text(), re.S | re.M)
+        names = set(re.findall(r'"(\w+)":', table.group(1))) if table else set()
+        clashes = sorted(n for n in names if (folder / f"{n}.py").exists() or (folder / n / "__init__.py").exists())
+        assert not clashes, f"{init.relative_to(ROOT)}: public names that are also submodules: {clashes}"
+
+
+def test_a_public_function_stays_a_function_once_its_module_is_imported():
+    import subprocess
+    import sys
+
+    script = "import spherecodes.extension, spherecodes; print(callable(spherecodes.extend) and " \
+             "not isinstance(spherecodes.extend, type(spherecodes)))"
+    assert subprocess.run([sys.executable, "-c", script], capture_output=True, text=True).stdout.strip() == "True"

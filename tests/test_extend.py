@@ -12,7 +12,7 @@ from spherecodes import extend, generate, read_code, write_code
 from spherecodes.cli.main import main
 from spherecodes.code import make_code
 from spherecodes.errors import SpherecodesError
-from spherecodes.extend import farthest_points, new_old_max_cos, next_points
+from spherecodes.extension import farthest_points, new_old_max_cos, next_points
 from spherecodes.options import TammesOptions
 from spherecodes.nn import HPNLoss, PrototypeClassifier
 from spherecodes.solvers import tammes

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ...bank import check_writable_destination, list_codes, read_code, write_code
-from ...extend import EXTEND_METHODS, extend
+from ...extension import EXTEND_METHODS, extend
 from ...options import TammesOptions
 from ...semantic import read_class_names
 from .._common import ProgressBar, lock_notice, run_context, show_report
