@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from . import heavy
 from .errors import SpherecodesError
@@ -402,10 +403,13 @@ def spanned_dimensions(prototypes, most: int | None = None) -> Span:
     w = np.asarray(prototypes, dtype=np.float64)
     k, d = w.shape
     zero = int((~w.any(axis=0)).sum())
-    if k * d * min(k, d) <= SPAN_FULL_WORK:
-        return Span(int(np.linalg.matrix_rank(w)), d, zero)
-    rows = np.unique(np.linspace(0, k - 1, 2 * d).astype(np.int64))
-    singular = np.linalg.svd(w[rows], compute_uv=False)
+    # LAPACK's SVD, like its QR (spherecodes.sphere.random_rotation), synchronises its BLAS threads at every
+    # panel: on a machine whose cores are busy, waiting threads make it many times slower than one thread.
+    with threadpool_limits(limits=1, user_api="blas"):
+        if k * d * min(k, d) <= SPAN_FULL_WORK:
+            return Span(int(np.linalg.matrix_rank(w)), d, zero)
+        rows = np.unique(np.linspace(0, k - 1, 2 * d).astype(np.int64))
+        singular = np.linalg.svd(w[rows], compute_uv=False)
     # numpy's threshold, with the sample's σ_max (at most the whole matrix's): a subset's singular values are at
     # most the whole matrix's, so its rank is a lower bound of the whole one.
     rank = int((singular > singular[0] * max(k, d) * np.finfo(np.float64).eps).sum())
