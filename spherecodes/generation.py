@@ -427,7 +427,7 @@ def _maxsep(plan) -> Code:
 def _lines(plan) -> Code:
     """The closed form, else the structured lines when they meet the bound, else the optimiser from them."""
     from .lines import OPTIMAL_TOL, line_closed_form, line_lower_bound, max_abs_cos, structured_lines
-    from .solvers import line_packing
+    from .solvers.line_packing import line_packing
 
     d, k, options = plan.d, plan.k, plan.options
     begin = time.perf_counter()
