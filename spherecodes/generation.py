@@ -298,10 +298,6 @@ def _closed_form(plan) -> Code:
                      wall_time=built.seconds, orbit=plan.structure(built))
 
 
-def _build_structured(plan) -> list[Candidate]:
-    return [run_structured(plan.d, plan.k, plan.context.max_memory)]  # or the error naming the closest codes
-
-
 def _structured(plan) -> Code:
     plan.context.say("candidate: the best structured code")
     built = plan.built[0]
@@ -347,14 +343,6 @@ def _auto(plan) -> Code:
     return code
 
 
-def _auto_optimises(plan) -> bool:
-    return plan.auto.runs_optimiser
-
-
-def _build_auto(plan) -> list[Candidate]:
-    return exact_candidates(plan.d, plan.k, plan.auto, plan.context.max_memory)
-
-
 def _auto_phase(plan, cost, seconds: float, limit) -> Phase:
     if not plan.optimises:
         return Phase("candidates", "exact codes (structured, closed forms, bundled)", seconds, **_build_memory(plan))
@@ -371,6 +359,11 @@ def _auto_phase(plan, cost, seconds: float, limit) -> Phase:
 
 
 def _optimise(plan, solver, init=None, **solver_options) -> Code:
+    """Run ``solver`` (or the function of that name in :mod:`spherecodes.solvers`) with the plan's options."""
+    if isinstance(solver, str):
+        from . import solvers
+
+        solver = getattr(solvers, solver)
     plan.context.say(f"optimiser: {solver.__name__}")
     options, context = plan.options, plan.optimiser_context
     result = solver(plan.d, plan.k, seed=plan.seed, steps=options.steps, restarts=options.restarts,
@@ -410,18 +403,6 @@ def _record_search(plan) -> Code:
                            init=options.init, device=context.device, workers=options.workers,
                            scheduler=options.scheduler, progress=report, **chain_options)
     return _from_result(plan, result)
-
-
-def _softmax(plan) -> Code:
-    from .solvers import softmax_code
-
-    return _optimise(plan, softmax_code)
-
-
-def _maxsep(plan) -> Code:
-    from .solvers import maxsep
-
-    return _optimise(plan, maxsep)
 
 
 def _lines(plan) -> Code:
@@ -500,11 +481,15 @@ def _softmax_phase(plan, cost, seconds: float, limit) -> Phase:
 #: ``"closed form"``.
 METHOD_TABLE = {m.name: m for m in (
     Method("closed form", None, _closed_form, _built_phase, _build_closed_form, lambda plan: False),
-    Method(STRUCTURED, None, _structured, _built_phase, _build_structured, lambda plan: False),
-    Method("auto", AutoOptions, _auto, _auto_phase, _build_auto, _auto_optimises),
+    # The structured build raises the error naming the closest codes where none fits.
+    Method(STRUCTURED, None, _structured, _built_phase,
+           lambda plan: [run_structured(plan.d, plan.k, plan.context.max_memory)], lambda plan: False),
+    Method("auto", AutoOptions, _auto, _auto_phase,
+           lambda plan: exact_candidates(plan.d, plan.k, plan.auto, plan.context.max_memory),
+           lambda plan: plan.auto.runs_optimiser),
     Method("tammes", TammesOptions, _tammes, _tammes_phase),
-    Method("softmax", SoftmaxOptions, _softmax, _softmax_phase),
-    Method("maxsep", MaxsepOptions, _maxsep, _optimiser_phase),
+    Method("softmax", SoftmaxOptions, lambda plan: _optimise(plan, "softmax_code"), _softmax_phase),
+    Method("maxsep", MaxsepOptions, lambda plan: _optimise(plan, "maxsep"), _optimiser_phase),
     Method("privileged", PrivilegedOptions, _privileged, _optimiser_phase, check=_check_privileged),
     Method(LINES, LinesOptions, _lines, _optimiser_phase),
 )}
