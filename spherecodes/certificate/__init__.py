@@ -1,13 +1,7 @@
 """Certified one-vs-rest distances of a code (Jiang et al. 2024, Def. 2.1, Lemma C.4/C.6).
 
-The one-vs-rest distance of class k is the distance from its prototype to the
-convex hull of the other prototypes, and ρ = min_k dist_k is the Softmax-Code
-objective.  Every number reported comes with a proof that it is right to
-within an interval ``[lo_k, hi_k]``: a point of the simplex (the witness)
-bounds it from above, the weak duality of Lemma C.6 from below, both
-evaluated in float64 over all K prototypes.
-
-This package's face; the work is done in its modules:
+The distances, their bounds and how they are proved: :mod:`._driver`.  This
+package's face; the work is done in its modules:
 
 * :mod:`._driver`: :func:`one_vs_rest_distances` (the nearest-shell pass, the
   Gram pass, then the QP) and :func:`carried_certificate` (through a rotation);

@@ -6,12 +6,9 @@ to every other class.  A code that is the first K words of an orbit of 2^t
 words (:class:`spherecodes.symmetry.OrbitWords`: the first K messages of a
 linear code, :class:`spherecodes.orbit.OrbitPrefix`; a Kerdock code and its
 first K points, :class:`spherecodes.z4orbit.Z4Orbit`) is certified through
-the whole orbit F: F's classes all have one distance, and the rows other
-than ``w_i`` are part of F's other words, so ``dist_i >= dist_0(F) >= lo_0``,
-the dual bound (Jiang et al. 2024, Lemma C.6) of a witness of F's class 0
-against all 2^t words.  A witness of F's class 0 moved to class i is a
-point of the hull of class i's others wherever its words are all rows, and
-its residual is class 0's moved: ``hi_i = ‖r_0‖``.
+the whole orbit F, as :class:`~spherecodes.symmetry.OrbitWords` proves:
+``dist_i >= dist_0(F) >= lo_0``, and ``hi_i = ‖r_0‖`` wherever the witness
+of F's class 0 moved to class i holds rows only.
 
 F's class 0's witnesses come from its nearest shell, in the candidate sets
 of words that the structure names
