@@ -34,17 +34,6 @@ from ..registry import (
 from ..stats import separation_statistics
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file renamed into place."""
-    with replace_atomically(path) as tmp:
-        tmp.write_bytes(data)
-
-
-def _atomic_copy(src: Path, dst: Path) -> None:
-    with replace_atomically(dst) as tmp:
-        shutil.copyfile(src, tmp)
-
-
 def entry_for_code(code: Code, *, file: str, file_sha256: str, size: int, source: str = "bundled") -> CatalogEntry:
     """The registry entry of a certified code stored in ``file``.
 
@@ -246,20 +235,18 @@ def publish(directory, *, best: bool = False, into=None, max_size: int | None = 
     previous = _listed_files(target)
     if target.resolve() != directory.resolve():
         for name in sorted({e.file for e in entries}):
-            _atomic_copy(directory / name, target / name)
-    entries = [_with_source(e, str(target)) for e in entries]
+            with replace_atomically(target / name) as tmp:
+                shutil.copyfile(directory / name, tmp)
+    entries = [CatalogEntry(**{**e.__dict__, "source": str(target)}) for e in entries]
     document = registry_document(entries)
-    _atomic_write_bytes(target / REGISTRY_FILE, (json.dumps(document, indent=1, allow_nan=False) + "\n").encode())
+    with replace_atomically(target / REGISTRY_FILE) as tmp:
+        tmp.write_bytes((json.dumps(document, indent=1, allow_nan=False) + "\n").encode())
     if into is not None and target.resolve() != directory.resolve():
         for name in previous - {e.file for e in entries}:
             with contextlib.suppress(FileNotFoundError):
                 (target / name).unlink()
     written = parse_registry(json.dumps(document), str(target))
     return Catalog(written.location, written.entries, tuple(left_out))
-
-
-def _with_source(entry: CatalogEntry, source: str) -> CatalogEntry:
-    return CatalogEntry(**{**entry.__dict__, "source": source})
 
 
 def _listed_files(directory: Path) -> set[str]:
