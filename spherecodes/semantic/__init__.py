@@ -9,20 +9,17 @@ Four pieces, all behind ``spherecodes generate --method privileged``,
 * **semantic agreement** (:mod:`.agreement`) — :func:`semantic_agreement`
   measures how well the prototypes' similarity order matches the embeddings'
   (triplet agreement and Spearman correlation);
-* **assignment** (:mod:`.assignment`) — :func:`assign_by_embeddings`
-  (approximate quadratic assignment) and :func:`assign_by_class_means` (linear
-  assignment, as in the supplementary of "Hyperspherical classification with
-  dynamic label-to-prototype assignment" (CVPR 2024)) choose which class gets
-  which prototype without moving any prototype;
+* **assignment** (:mod:`.assignment`) — :func:`assign_by_embeddings` and
+  :func:`assign_by_class_means` choose which class gets which prototype
+  without moving any prototype;
 * **the privileged optimiser** (:mod:`.privileged`) — :func:`privileged`
   minimises ``L_HP + w · L_PI`` of Mettes, van der Pol & Snoek (2019),
   Hyperspherical Prototype Networks (Eq. 5 + Eq. 6) over the triplets of
   :class:`RankingTriplets`; :func:`spherecodes.generate` with
   ``method="privileged"`` (:class:`spherecodes.options.PrivilegedOptions`) makes it a labelled code.
 
-Conventions: a code's ``labels[i]`` is the class of prototype row ``i``.  An
-assignment is an ``order`` array: prototype row ``i`` goes to class
-``order[i]`` of the class list, so the new labels are ``names[order]``.
+Conventions: a code's ``labels[i]`` is the class of prototype row ``i``; an
+assignment's ``order``: :mod:`.assignment`.
 Text for these numbers is in :mod:`spherecodes.report`.
 """
 

@@ -51,10 +51,8 @@ def maxsep(
 
     Parameters
     ----------
-    d : int
-        Dimension, >= 1.
-    k : int
-        Number of prototypes, >= 2.
+    d, k : int
+        Dimension (>= 1) and number of prototypes (>= 2).
     seed : int
         Seed of the random starts.
     steps : int, optional

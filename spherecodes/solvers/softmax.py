@@ -145,10 +145,8 @@ def softmax_code(
 
     Parameters
     ----------
-    d : int
-        Dimension, >= 1.
-    k : int
-        Number of prototypes, >= 2.
+    d, k : int
+        Dimension (>= 1) and number of prototypes (>= 2).
     seed : int
         Seed of the starting code.
     steps : int, optional

@@ -70,10 +70,8 @@ def tammes(
 
     Parameters
     ----------
-    d : int
-        Dimension, >= 1.
-    k : int
-        Number of prototypes, >= 2.
+    d, k : int
+        Dimension (>= 1) and number of prototypes (>= 2).
     seed : int
         Seed of the random starts; the same seed and settings give bit-identical
         prototypes on the same device and software.
