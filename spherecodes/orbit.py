@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .symmetry import OrbitWords, Symmetry
+from .symmetry import OrbitWords, Symmetry, block_maxima
 from .z4orbit import z4_orbit
 
 __all__ = ["ORBIT_MIN_K", "OrbitPrefix", "SignOrbit", "moved_vectors", "describe_orbit", "orbit_prefix", "resolve_orbit",
@@ -467,25 +467,19 @@ class OrbitPrefix(OrbitWords):
         >>> (best.round(12) + 0.0).tolist(), index.tolist(), round(low, 12)
         ([0.0, 0.0, 0.0], [1, 0, 0], -1.0)
         """
-        f = self.cosines(w) if cosines is None else cosines.copy()
-        f[0] = np.inf
-        low = float(f.min())
-        f[0] = -np.inf
+        f, low = self.nearest_cosines(w, cosines)
         rows = np.arange(self.k, dtype=np.int64)
         best = np.full(self.k, -np.inf)
         best_word = np.zeros(self.k, dtype=np.int64)
-        values, where = f, np.arange(self.words, dtype=np.int64)
+        levels = block_maxima(f)
         for b in range(self.rank):
             if (self.k >> b) & 1:
+                values, where = levels[b]
                 block = ((self.k >> b) ^ 1) ^ (rows >> b)
                 found = values[block]
                 better = found > best
                 best[better] = found[better]
                 best_word[better] = where[block[better]]
-            pairs = values.reshape(-1, 2)
-            right = pairs[:, 1] > pairs[:, 0]
-            values = np.where(right, pairs[:, 1], pairs[:, 0])
-            where = np.where(right, where.reshape(-1, 2)[:, 1], where.reshape(-1, 2)[:, 0])
         return best, rows ^ best_word, low
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from .errors import SpherecodesError
 
-__all__ = ["PAIR_ELEMENTS", "OrbitWords", "Symmetry"]
+__all__ = ["PAIR_ELEMENTS", "OrbitWords", "Symmetry", "block_maxima"]
 
 #: Numbers of the pairs ``w_i − w_nearest`` formed at a time by :meth:`OrbitWords.witness_bounds` (16 MiB).
 PAIR_ELEMENTS = 2**21
@@ -197,6 +197,15 @@ class OrbitWords(Symmetry):
         """``f(u) = <x_0, x_u>`` for u < 2^t: the cosine of two rows is ``f`` of their difference in the group."""
         return self.products(w, w[0])
 
+    def nearest_cosines(self, w: np.ndarray, cosines: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+        """:meth:`cosines` (or ``cosines``, not changed) with f(0) = −inf, a row not being its own neighbour, and
+        the smallest cosine of two rows, min f(u) over u ≠ 0: the start of :meth:`nearest`."""
+        f = self.cosines(w) if cosines is None else cosines.copy()
+        f[0] = np.inf
+        low = float(f.min())
+        f[0] = -np.inf
+        return f, low
+
     def pair_cosines(self, w: np.ndarray) -> list[tuple[np.ndarray, int]]:
         """The pairs of each difference u have the cosine ``f(u)`` (:meth:`pair_counts`): grouped by their count."""
         cosines, pairs = self.cosines(w)[1:], self.pair_counts()[1:]
@@ -292,3 +301,22 @@ class OrbitWords(Symmetry):
         scores[0] = -np.inf
         lo = min(float(w[0] @ features[0] - scores.max()), float(norms.min()))
         return np.minimum(lo, hi), hi, features
+
+
+def block_maxima(values: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Level c of the tree of :meth:`OrbitWords.nearest`: the maxima of ``values`` over the aligned blocks of 2^c,
+    and where they are (the first on ties).
+
+    Examples
+    --------
+    >>> [(v.tolist(), i.tolist()) for v, i in block_maxima(np.array([1.0, 3.0, 2.0, 2.0]))]
+    [([1.0, 3.0, 2.0, 2.0], [0, 1, 2, 3]), ([3.0, 2.0], [1, 2]), ([3.0], [1])]
+    """
+    where = np.arange(len(values), dtype=np.int64)
+    levels = [(values, where)]
+    while len(values) > 1:
+        pairs, places = values.reshape(-1, 2), where.reshape(-1, 2)
+        right = pairs[:, 1] > pairs[:, 0]
+        values, where = np.where(right, pairs[:, 1], pairs[:, 0]), np.where(right, places[:, 1], places[:, 0])
+        levels.append((values, where))
+    return levels

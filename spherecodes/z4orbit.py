@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .symmetry import OrbitWords
+from .symmetry import OrbitWords, block_maxima
 
 __all__ = ["Z4_GROUP", "Z4Orbit", "z4_orbit"]
 
@@ -333,21 +333,18 @@ class Z4Orbit(OrbitWords):
         >>> (best.round(12) + 0.0).tolist(), index.tolist(), round(low, 12)
         ([0.0, 0.0, 0.0], [1, 2, 1], -1.0)
         """
-        f = self.cosines(w) if cosines is None else cosines.copy()
-        f[0] = np.inf
-        low = float(f.min())
-        f[0] = -np.inf
+        f, low = self.nearest_cosines(w, cosines)
         rows = np.arange(self.k, dtype=np.int64)
         if self.k == self.words:
             u = int(np.argmax(f))
             return np.full(self.k, f[u]), self.add(rows, u), low
-        natural = _levels(f)
+        natural = block_maxima(f)
         rising = self._rising()
         if rising is not None:
             lift = _lifted(np.arange(self.words, dtype=np.int64), rising[0], self.rank)
             g = np.empty_like(f)
             g[lift] = f
-            raised = _levels(g)
+            raised = block_maxima(g)
         best = np.full(self.k, -np.inf)
         word = np.zeros(self.k, dtype=np.int64)
 
@@ -374,18 +371,6 @@ class Z4Orbit(OrbitWords):
                     values, where = raised[c - 1]
                     fold(borrowing, values[at], _lowered(where[at], low_bit, self.rank))
         return best, self.add(rows, word), low
-
-
-def _levels(values: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Level c of the tree: the maxima of ``values`` over the aligned blocks of 2^c, and where they are."""
-    where = np.arange(len(values), dtype=np.int64)
-    levels = [(values, where)]
-    while len(values) > 1:
-        pairs, places = values.reshape(-1, 2), where.reshape(-1, 2)
-        right = pairs[:, 1] > pairs[:, 0]
-        values, where = np.where(right, pairs[:, 1], pairs[:, 0]), np.where(right, places[:, 1], places[:, 0])
-        levels.append((values, where))
-    return levels
 
 
 def _lifted(x: np.ndarray, bit: int, rank: int) -> np.ndarray:
