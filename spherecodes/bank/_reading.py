@@ -250,6 +250,11 @@ def _read_bytes(fields: Fields, k: int, d: int) -> float:
     return nbytes
 
 
+#: Rows that :func:`read_estimate` reads, hashes and checks to time the whole read: enough for a steady rate
+#: (32 MiB at d = 1024), few enough that the estimate stays a small part of what it estimates.
+ESTIMATE_ROWS = 4096
+
+
 def read_estimate(path, name: str | None = None, *, max_memory: float | None = None,
                   statistics: bool = False) -> Estimate:
     """Memory and time that :func:`read_code` of a code (checks and certificate included) is expected to take.
@@ -298,7 +303,7 @@ def read_estimate(path, name: str | None = None, *, max_memory: float | None = N
                      else ", the orbit's generators and the certificate (class 0 of the whole orbit against its "
                      "words, O(K·d))" if by_orbit else ", and the certificate (every class against all K)")
         require_memory(needed, what, limit=max_memory)
-        rows = min(k, READ_ROWS)
+        rows = min(k, ESTIMATE_ROWS)
         started = time.perf_counter()
         sample = prototypes[:rows]
         prototype_checksum(sample)
