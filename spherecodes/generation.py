@@ -359,11 +359,7 @@ def _auto_phase(plan, cost, seconds: float, limit) -> Phase:
 
 
 def _optimise(plan, solver, init=None, **solver_options) -> Code:
-    """Run ``solver`` (or the function of that name in :mod:`spherecodes.solvers`) with the plan's options."""
-    if isinstance(solver, str):
-        from . import solvers
-
-        solver = getattr(solvers, solver)
+    """Run ``solver`` with the plan's options."""
     plan.context.say(f"optimiser: {solver.__name__}")
     options, context = plan.options, plan.optimiser_context
     result = solver(plan.d, plan.k, seed=plan.seed, steps=options.steps, restarts=options.restarts,
@@ -381,6 +377,18 @@ def _tammes(plan) -> Code:
     # Only tammes sizes its working set (dense or neighbour lists) to the memory limit.
     return _optimise(plan, tammes, neighbours=options.neighbours, refresh=options.refresh,
                      max_memory=plan.context.max_memory, effort=options.effort)
+
+
+def _softmax(plan) -> Code:
+    from .solvers.softmax import softmax_code
+
+    return _optimise(plan, softmax_code)
+
+
+def _maxsep(plan) -> Code:
+    from .solvers.maxsep import maxsep
+
+    return _optimise(plan, maxsep)
 
 
 def _record_search(plan) -> Code:
@@ -488,8 +496,8 @@ METHOD_TABLE = {m.name: m for m in (
            lambda plan: exact_candidates(plan.d, plan.k, plan.auto, plan.context.max_memory),
            lambda plan: plan.auto.runs_optimiser),
     Method("tammes", TammesOptions, _tammes, _tammes_phase),
-    Method("softmax", SoftmaxOptions, lambda plan: _optimise(plan, "softmax_code"), _softmax_phase),
-    Method("maxsep", MaxsepOptions, lambda plan: _optimise(plan, "maxsep"), _optimiser_phase),
+    Method("softmax", SoftmaxOptions, _softmax, _softmax_phase),
+    Method("maxsep", MaxsepOptions, _maxsep, _optimiser_phase),
     Method("privileged", PrivilegedOptions, _privileged, _optimiser_phase, check=_check_privileged),
     Method(LINES, LinesOptions, _lines, _optimiser_phase),
 )}
