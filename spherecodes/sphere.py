@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = [
-    "DEFAULT_TILE", "GRAM_BLOCK_ROWS", "gram_tiles", "nearest_others", "normalise_rows", "pairs_above", "random_rotation",
-    "random_start",
+    "DEFAULT_TILE", "GRAM_BLOCK_ROWS", "gram_tiles", "nearest_others", "normalise_rows", "one_lapack_thread",
+    "pairs_above", "random_rotation", "random_start",
     "top_matches",
 ]
 
@@ -50,6 +50,22 @@ def normalise_rows(w) -> np.ndarray:
     return w / np.linalg.norm(w, axis=1, keepdims=True)
 
 
+def one_lapack_thread():
+    """A context in which NumPy's LAPACK calls (QR, SVD) run on one BLAS thread.
+
+    LAPACK's blocked factorisations synchronise their BLAS threads at every
+    panel, so on a machine whose cores are busy, threads waiting for a core
+    make them many times slower than one thread (benchmarks/README.md,
+    "Random rotations").
+
+    Examples
+    --------
+    >>> with one_lapack_thread():
+    ...     q, _ = np.linalg.qr(np.eye(3))
+    """
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 @functools.lru_cache(maxsize=2)
 def random_rotation(d: int, seed: int) -> np.ndarray:
     """A Haar-distributed random orthogonal d×d matrix, reproducible from ``seed``.
@@ -65,10 +81,8 @@ def random_rotation(d: int, seed: int) -> np.ndarray:
     """
     require_memory(3 * 8.0 * d * d, f"a random {d}x{d} rotation")
     gaussian = np.random.default_rng(seed).standard_normal((d, d))
-    # LAPACK's QR synchronises its BLAS threads at every column of a panel, so on a busy machine threads waiting
-    # for cores make it many times slower than one thread (benchmarks/README.md, "Random rotations").  One thread
-    # also makes Q the same bits whatever the thread count.
-    with threadpool_limits(limits=1, user_api="blas"):
+    # One thread also makes Q the same bits whatever the thread count.
+    with one_lapack_thread():
         q, r = np.linalg.qr(gaussian)
     # Kept for the next call (a run's estimate times the rotation the run then applies; O(d³) at d = 2048 is
     # seconds): read-only, so that no caller can change the rotation another one gets.

@@ -22,13 +22,12 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from . import heavy
 from .errors import SpherecodesError
 from .memory import memory_limit, require_memory
 from .orbit import resolve_orbit
-from .sphere import DEFAULT_TILE, gram_tiles, nearest_others, random_start
+from .sphere import DEFAULT_TILE, gram_tiles, nearest_others, one_lapack_thread, random_start
 
 #: Largest allowed deviation of a row norm from 1 for a matrix to count as a code.
 UNIT_TOL = 1e-9
@@ -403,9 +402,7 @@ def spanned_dimensions(prototypes, most: int | None = None) -> Span:
     w = np.asarray(prototypes, dtype=np.float64)
     k, d = w.shape
     zero = int((~w.any(axis=0)).sum())
-    # LAPACK's SVD, like its QR (spherecodes.sphere.random_rotation), synchronises its BLAS threads at every
-    # panel: on a machine whose cores are busy, waiting threads make it many times slower than one thread.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_lapack_thread():
         if k * d * min(k, d) <= SPAN_FULL_WORK:
             return Span(int(np.linalg.matrix_rank(w)), d, zero)
         rows = np.unique(np.linspace(0, k - 1, 2 * d).astype(np.int64))
