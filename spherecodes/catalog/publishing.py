@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 from ..atomic import replace_atomically
@@ -134,12 +136,35 @@ def select_best(entries) -> list[CatalogEntry]:
     return chosen
 
 
-def fit_budget(entries, max_size: int) -> tuple[list[CatalogEntry], list[CatalogEntry]]:
+def packed_size(path) -> int:
+    """Bytes a file takes inside a wheel or zip archive: its deflate-compressed length.
+
+    Wheels store each file deflated at zlib's default level, so this is what
+    the file adds to a wheel (less the archive's per-file header, about 100
+    bytes).  Small banks are mostly HDF5 structure and shrink about five-fold;
+    the prototypes of large codes barely shrink.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "zeros")
+    >>> _ = open(path, "wb").write(bytes(10_000))
+    >>> packed_size(path) < 100
+    True
+    """
+    return len(zlib.compress(Path(path).read_bytes()))
+
+
+def fit_budget(entries, max_size: int, size_of: Callable[[CatalogEntry], int] | None = None,
+               ) -> tuple[list[CatalogEntry], list[CatalogEntry]]:
     """Leave out the largest second codes of a (d, K) until the files total at most ``max_size`` bytes.
 
     A (d, K)'s first code is the one with the smallest max-cos (its Tammes
     code); it is never left out.  The others (a Softmax Code kept for its
     larger ρ, say) are dropped largest file first.
+
+    ``size_of`` gives the bytes an entry's file counts for (default: its size
+    on disk, ``entry.size``).
 
     Returns
     -------
@@ -158,17 +183,18 @@ def fit_budget(entries, max_size: int) -> tuple[list[CatalogEntry], list[Catalog
     (['tammes'], ['softmax'])
     """
     entries = list(entries)
+    size_of = size_of or (lambda e: e.size)
     first = {}
     for entry in sorted(entries, key=lambda e: (e.max_cos, method_rank(e.method), e.name)):
         first.setdefault((entry.d, entry.k), entry)
     firsts = set(id(e) for e in first.values())
 
     def total(selection):
-        return sum({e.file: e.size for e in selection}.values())
+        return sum({e.file: size_of(e) for e in selection}.values())
 
     kept = list(entries)
     left_out = []
-    for entry in sorted((e for e in entries if id(e) not in firsts), key=lambda e: (-e.size, e.name)):
+    for entry in sorted((e for e in entries if id(e) not in firsts), key=lambda e: (-size_of(e), e.name)):
         if total(kept) <= max_size:
             break
         kept.remove(entry)
@@ -181,7 +207,8 @@ def fit_budget(entries, max_size: int) -> tuple[list[CatalogEntry], list[Catalog
     return kept, left_out
 
 
-def publish(directory, *, best: bool = False, into=None, max_size: int | None = None) -> Catalog:
+def publish(directory, *, best: bool = False, into=None, max_size: int | None = None,
+            compressed: bool = False) -> Catalog:
     """Write the registry of a folder of banks, making it a catalog.
 
     Parameters
@@ -198,6 +225,10 @@ def publish(directory, *, best: bool = False, into=None, max_size: int | None = 
     max_size : int, optional
         Bytes the listed files may take at most: second codes of a (d, K)
         are left out, largest first, to fit (:func:`fit_budget`).
+    compressed : bool
+        Count each file by its :func:`packed_size` (what it adds to a wheel)
+        instead of its size on disk: the budget of a catalog shipped inside
+        a Python package.
 
     Returns
     -------
@@ -220,13 +251,19 @@ def publish(directory, *, best: bool = False, into=None, max_size: int | None = 
     >>> sorted(os.listdir(folder))
     ['octa.h5', 'registry.json']
     """
+    if compressed and max_size is None:
+        raise SpherecodesError("a compressed budget needs its size: give max_size (--max-size) too")
     directory = Path(directory)
     entries = scan_directory(directory)
     if best:
         entries = select_best(entries)
     left_out: list[CatalogEntry] = []
     if max_size is not None:
-        entries, left_out = fit_budget(entries, max_size)
+        size_of = None
+        if compressed:
+            packed = {e.file: packed_size(directory / e.file) for e in entries}
+            size_of = lambda e: packed[e.file]  # noqa: E731
+        entries, left_out = fit_budget(entries, max_size, size_of)
     target = directory if into is None else Path(into)
     if into is not None:
         if target.exists() and not target.is_dir():

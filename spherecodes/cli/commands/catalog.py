@@ -64,8 +64,11 @@ def catalog_list(url, offline, as_json):
 @click.option("--max-size", default=None, metavar="SIZE",
               help="Most the listed bank files may take (e.g. 25MB, 24MiB): the second code of a (d, K), kept "
               "for its larger rho, is left out, largest file first, until they fit.")
+@click.option("--compressed", is_flag=True,
+              help="Count --max-size in deflate-compressed bytes, what the banks add to a wheel or zip, instead of "
+              "bytes on disk (small banks compress about five-fold).")
 @click.option("--json", "as_json", is_flag=True, help="Print the published entries as JSON.")
-def catalog_publish(directory, best, into, max_size, as_json):
+def catalog_publish(directory, best, into, max_size, compressed, as_json):
     """Write the registry.json of a folder of banks, making it a catalog.
 
     Every code of every DIRECTORY/*.h5 bank must be certified (spherecodes
@@ -77,17 +80,18 @@ def catalog_publish(directory, best, into, max_size, as_json):
     \b
     Examples:
       spherecodes catalog publish my-banks
-      spherecodes catalog publish catalog-build --best --into banks
+      spherecodes catalog publish catalog-build --best --into banks --max-size 25MB --compressed
     """
     budget = parse_size(max_size, "--max-size") if max_size is not None else None
-    cat = publish_catalog(directory, best=best, into=into, max_size=budget)
+    cat = publish_catalog(directory, best=best, into=into, max_size=budget, compressed=compressed)
     if as_json:
         print_json([e.to_dict() for e in cat.entries])
         return
     target = into if into is not None else directory
     click.echo(format_entries(cat.entries))
     if cat.left_out:
-        click.echo(f"left out to fit {format_bytes(budget)}: " + ", ".join(e.name for e in cat.left_out))
+        unit = " compressed" if compressed else ""
+        click.echo(f"left out to fit {format_bytes(budget)}{unit}: " + ", ".join(e.name for e in cat.left_out))
     click.echo(f"wrote {target / REGISTRY_FILE}: {len(cat.entries)} codes in "
                f"{len({e.file for e in cat.entries})} files, {format_bytes(cat.total_size)}")
 
