@@ -44,7 +44,7 @@ import numpy as np
 from .symmetry import OrbitWords, Symmetry, block_maxima
 from .z4orbit import z4_orbit
 
-__all__ = ["ORBIT_MIN_K", "OrbitPrefix", "SignOrbit", "moved_vectors", "describe_orbit", "orbit_prefix", "resolve_orbit",
+__all__ = ["ORBIT_MIN_K", "OrbitPrefix", "SignOrbit", "moved_vectors", "orbit_prefix", "resolve_orbit",
            "sign_orbit"]
 
 #: Smallest K for which statistics and certificates take the orbit's shortcut
@@ -221,13 +221,7 @@ def sign_orbit(w: np.ndarray, generators: np.ndarray | None = None) -> SignOrbit
     words = _sign_words(w)
     if words is None:
         return None
-    if generators is None:
-        basis = _echelon_basis(words, rank)
-    else:
-        generators = np.asarray(generators)
-        if generators.shape != (rank, d) or not np.isin(generators, (0, 1)).all():
-            return None
-        basis = _pack(generators.astype(bool))
+    basis = _echelon_basis(words, rank) if generators is None else _claimed_basis(generators, rank, d)
     if basis is None or len(basis) != rank:
         return None
     return _orbit_of(words, basis, d)
@@ -260,18 +254,6 @@ def resolve_orbit(w: np.ndarray, orbit="auto") -> Symmetry | None:
         raise ValueError(f"orbit must be 'auto', None or the SignOrbit, OrbitPrefix, Z4Orbit or Rotated of these "
                          f"{len(w)} rows, got {orbit!r}")
     return orbit
-
-
-def describe_orbit(orbit: Symmetry) -> str:
-    """How the statistics of a code with this structure are computed, in words (:meth:`Symmetry.describe_statistics`).
-
-    Examples
-    --------
-    >>> w = np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]]) / np.sqrt(2)
-    >>> describe_orbit(sign_orbit(w))
-    'one orbit of sign changes, the float64 cosines of one class'
-    """
-    return orbit.describe_statistics()
 
 
 @dataclass(frozen=True)
@@ -526,13 +508,9 @@ def orbit_prefix(w: np.ndarray, generators: np.ndarray | None = None, *, check_s
     words = _sign_words(w)
     if words is None:
         return None
-    if generators is None:
-        basis = words[[1 << b for b in range(rank)]]
-    else:
-        generators = np.asarray(generators)
-        if generators.shape != (rank, d) or not np.isin(generators, (0, 1)).all():
-            return None
-        basis = _pack(generators.astype(bool))
+    basis = words[[1 << b for b in range(rank)]] if generators is None else _claimed_basis(generators, rank, d)
+    if basis is None:
+        return None
     # The combinations of the generators for messages 0 … K − 1, by doubling:
     # messages [2^b, 2^(b+1)) are messages [0, 2^b) with generator b added.
     combination = np.zeros_like(words)
@@ -550,6 +528,14 @@ def _pack(bits: np.ndarray) -> np.ndarray:
     packed = np.packbits(bits, axis=1)
     pad = (-packed.shape[1]) % 8
     return np.ascontiguousarray(np.pad(packed, ((0, 0), (0, pad)))).view(np.uint64)
+
+
+def _claimed_basis(generators, rank: int, d: int) -> np.ndarray | None:
+    """Claimed generators (0 or 1, shape (rank, d)) packed as :func:`_pack` packs rows; None if they are not such."""
+    generators = np.asarray(generators)
+    if generators.shape != (rank, d) or not np.isin(generators, (0, 1)).all():
+        return None
+    return _pack(generators.astype(bool))
 
 
 def _sign_words(w: np.ndarray) -> np.ndarray | None:

@@ -249,10 +249,6 @@ class CatalogEntry:
                                    "number of bytes below 2**63")
         return entry
 
-    @property
-    def rho_width(self) -> float:
-        return self.rho_upper - self.rho_lower
-
 
 def _integer(value) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
