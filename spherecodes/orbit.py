@@ -294,43 +294,9 @@ class OrbitPrefix(OrbitWords):
         """
         return orbit_prefix(w, self.generators, check_size=False)
 
-    def signs(self, w: np.ndarray) -> np.ndarray:
-        """``D_h`` as a vector of ±1 for h = 2^(t−1): row h's signs relative to row 0's (1 on zero columns)."""
-        return np.where(w[self.words // 2] < 0, -1.0, 1.0) * np.where(w[0] < 0, -1.0, 1.0)
-
-    def rows_of(self, w: np.ndarray, words: np.ndarray) -> np.ndarray:
-        """The orbit's words ``x_u`` for the integers ``words`` (u < 2^t), built from the rows: exact in float64.
-
-        For u >= K, ``x_u = D_h x_{u ⊕ h}`` with h = 2^(t−1) and u ⊕ h < K.
-
-        Examples
-        --------
-        >>> w = np.array([[1, 1], [1, -1], [-1, 1]]) / np.sqrt(2)
-        >>> (orbit_prefix(w, check_size=False).rows_of(w, np.array([3])) * np.sqrt(2)).tolist()
-        [[-1.0, -1.0]]
-        """
-        words = np.asarray(words, dtype=np.int64)
-        half = self.words // 2
-        out = w[np.where(words < self.k, words, words ^ half)]
-        beyond = words >= self.k
-        out[beyond] *= self.signs(w)
-        return out
-
-    def products(self, w: np.ndarray, vector: np.ndarray) -> np.ndarray:
-        """``<x_u, vector>`` for every word u < 2^t of the orbit: two products with the rows, never the 2^t words.
-
-        Examples
-        --------
-        >>> w = np.array([[1, 1], [1, -1], [-1, 1]]) / np.sqrt(2)
-        >>> (orbit_prefix(w, check_size=False).products(w, w[0]).round(12) + 0.0).tolist()  # f(u)
-        [1.0, 0.0, 0.0, -1.0]
-        """
-        half = self.words // 2
-        out = np.empty(self.words)
-        out[: self.k] = w @ vector
-        # x_u for u in [K, 2^t) is D_h x_{u ⊕ h}, u ⊕ h in [K − h, h): <x_u, v> = <x_{u ⊕ h}, D_h v>.
-        out[self.k :] = w[self.k - half : half] @ (self.signs(w) * vector)
-        return out
+    def top(self, w: np.ndarray, vectors: np.ndarray, inverse: bool = False) -> np.ndarray:
+        """``D_h vectors`` for h = 2^(t−1), its own inverse: row h's signs relative to row 0's (1 on zero columns)."""
+        return vectors * (np.where(w[self.words // 2] < 0, -1.0, 1.0) * np.where(w[0] < 0, -1.0, 1.0))
 
     def moved(self, rows, to) -> np.ndarray:
         """The words that ``D_to`` makes of the words ``rows``: ``rows ⊕ to`` (broadcast; may be ≥ K)."""
