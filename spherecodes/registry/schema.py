@@ -370,14 +370,3 @@ def file_sha256(path) -> str:
         for chunk in iter(lambda: fh.read(2**20), b""):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def catalog_name(method: str, d: int, k: int) -> str:
-    """The name of a catalog entry: ``<method>-d<d>-k<k>``.
-
-    Examples
-    --------
-    >>> catalog_name("tammes", 64, 1000)
-    'tammes-d64-k1000'
-    """
-    return f"{method}-d{d}-k{k}"
