@@ -36,6 +36,7 @@ from ..memory import Estimate, memory_limit, require_memory
 from ..orbit import OrbitPrefix
 from ..symmetry import PAIR_ELEMENTS
 from ..z4orbit import Z4Orbit
+from ._blocks import assemble_supports
 from ._budget import DEFAULT_TOL, max_support, shell_block_budget
 from ._result import CertificateProgress, OneVsRestCertificate
 from ._shell import SHELL_TOL, shell_block_bytes, shell_bounds
@@ -112,11 +113,8 @@ def orbit_words_certificate(w: np.ndarray, orbit, tol: float, rattler_tol: float
     if (choice < 0).any():
         _, nearest_rows, _ = orbit.nearest(w, cosines)
         nearest = np.where(choice < 0, nearest_rows, nearest)
-    width = max(len(words) for words, _ in kept)
-    indices = np.full((len(kept), width), -1, dtype=np.int64)
-    weights = np.zeros((len(kept), width))
-    for j, (words, mix) in enumerate(kept):
-        indices[j, : len(words)], weights[j, : len(words)] = words, mix
+    indices, weights = assemble_supports(len(kept), [([j], words[None, :], mix[None, :])
+                                                     for j, (words, mix) in enumerate(kept)])
     lo, hi, features = orbit.witness_bounds(w, indices, weights, nearest)
     cert = OneVsRestCertificate(
         lo=lo, hi=hi, tol=float(tol), rattler_tol=float(rattler_tol), support_indices=indices,
