@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -52,14 +52,7 @@ class Theorem39Bounds:
     best_upper_by: str
 
     def to_dict(self) -> dict:
-        return {
-            "lower": self.lower,
-            "upper": self.upper,
-            "applicable": self.applicable,
-            "condition": self.condition,
-            "best_upper": self.best_upper,
-            "best_upper_by": self.best_upper_by,
-        }
+        return asdict(self)
 
 
 #: How :attr:`Theorem39Bounds.best_upper_by` names each bound.

@@ -31,7 +31,7 @@ from .options import (
     AutoOptions, LinesOptions, MaxsepOptions, PrivilegedOptions, SoftmaxOptions, TammesOptions, check_given,
     given_options,
 )
-from .orbit import describe_orbit, resolve_orbit
+from .orbit import resolve_orbit
 from .rotated import ROTATION_KIND, turn_rows
 from .run_estimate import Phase, softmax_seconds
 from .structured import best_structured_code
@@ -259,7 +259,7 @@ def _packaged(plan, prototypes, settings: dict, *, stats_device: str = "cpu", or
     if why is not None:
         prototypes, orbit = turn_rows(prototypes, plan.seed, orbit)
         settings["rotation"] = {"seed": int(plan.seed), "why": why, "kind": ROTATION_KIND}
-    context.say(f"statistics: {describe_orbit(orbit)}" if orbit is not None
+    context.say(f"statistics: {orbit.describe_statistics()}" if orbit is not None
                 else f"statistics: float64 cosines of all {k * (k - 1) // 2:,} pairs")
     code_fields.setdefault("labels", plan.labels)
     return make_code(prototypes, settings=settings, orbit=orbit, name=plan.name, seed=plan.used_seed,

@@ -229,19 +229,12 @@ def require_memory(
     ...
     spherecodes.errors.SpherecodesError: the lists needs about 2.0 GiB on cpu, but max_memory (--max-memory) allows 1.0 GiB; raise it or choose a smaller size
     """
-    if limit is not None:
-        if nbytes > limit:
-            raise SpherecodesError(
-                f"{what} needs about {format_bytes(nbytes)} on {device}, but max_memory (--max-memory) allows "
-                f"{format_bytes(limit)}; raise it or {hint}"
-            )
+    allowed = memory_limit(device) if limit is None else limit
+    if not nbytes > allowed:
         return
-    limit = memory_limit(device)
-    if nbytes > limit:
-        raise SpherecodesError(
-            f"{what} needs about {format_bytes(nbytes)} on {device}, but only "
-            f"{format_bytes(limit)} can safely be allocated there; {hint}"
-        )
+    given = (f"only {format_bytes(allowed)} can safely be allocated there;" if limit is None
+             else f"max_memory (--max-memory) allows {format_bytes(limit)}; raise it or")
+    raise SpherecodesError(f"{what} needs about {format_bytes(nbytes)} on {device}, but {given} {hint}")
 
 
 #: A computation estimated longer than this is refused before any work (a day): a run of ``generate``, reading and

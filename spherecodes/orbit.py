@@ -44,7 +44,7 @@ import numpy as np
 from .symmetry import OrbitWords, Symmetry, block_maxima
 from .z4orbit import z4_orbit
 
-__all__ = ["ORBIT_MIN_K", "OrbitPrefix", "SignOrbit", "moved_vectors", "describe_orbit", "orbit_prefix", "resolve_orbit",
+__all__ = ["ORBIT_MIN_K", "OrbitPrefix", "SignOrbit", "moved_vectors", "orbit_prefix", "resolve_orbit",
            "sign_orbit"]
 
 #: Smallest K for which statistics and certificates take the orbit's shortcut
@@ -221,13 +221,7 @@ def sign_orbit(w: np.ndarray, generators: np.ndarray | None = None) -> SignOrbit
     words = _sign_words(w)
     if words is None:
         return None
-    if generators is None:
-        basis = _echelon_basis(words, rank)
-    else:
-        generators = np.asarray(generators)
-        if generators.shape != (rank, d) or not np.isin(generators, (0, 1)).all():
-            return None
-        basis = _pack(generators.astype(bool))
+    basis = _echelon_basis(words, rank) if generators is None else _claimed_basis(generators, rank, d)
     if basis is None or len(basis) != rank:
         return None
     return _orbit_of(words, basis, d)
@@ -260,18 +254,6 @@ def resolve_orbit(w: np.ndarray, orbit="auto") -> Symmetry | None:
         raise ValueError(f"orbit must be 'auto', None or the SignOrbit, OrbitPrefix, Z4Orbit or Rotated of these "
                          f"{len(w)} rows, got {orbit!r}")
     return orbit
-
-
-def describe_orbit(orbit: Symmetry) -> str:
-    """How the statistics of a code with this structure are computed, in words (:meth:`Symmetry.describe_statistics`).
-
-    Examples
-    --------
-    >>> w = np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]]) / np.sqrt(2)
-    >>> describe_orbit(sign_orbit(w))
-    'one orbit of sign changes, the float64 cosines of one class'
-    """
-    return orbit.describe_statistics()
 
 
 @dataclass(frozen=True)
@@ -312,43 +294,9 @@ class OrbitPrefix(OrbitWords):
         """
         return orbit_prefix(w, self.generators, check_size=False)
 
-    def signs(self, w: np.ndarray) -> np.ndarray:
-        """``D_h`` as a vector of ±1 for h = 2^(t−1): row h's signs relative to row 0's (1 on zero columns)."""
-        return np.where(w[self.words // 2] < 0, -1.0, 1.0) * np.where(w[0] < 0, -1.0, 1.0)
-
-    def rows_of(self, w: np.ndarray, words: np.ndarray) -> np.ndarray:
-        """The orbit's words ``x_u`` for the integers ``words`` (u < 2^t), built from the rows: exact in float64.
-
-        For u >= K, ``x_u = D_h x_{u ⊕ h}`` with h = 2^(t−1) and u ⊕ h < K.
-
-        Examples
-        --------
-        >>> w = np.array([[1, 1], [1, -1], [-1, 1]]) / np.sqrt(2)
-        >>> (orbit_prefix(w, check_size=False).rows_of(w, np.array([3])) * np.sqrt(2)).tolist()
-        [[-1.0, -1.0]]
-        """
-        words = np.asarray(words, dtype=np.int64)
-        half = self.words // 2
-        out = w[np.where(words < self.k, words, words ^ half)]
-        beyond = words >= self.k
-        out[beyond] *= self.signs(w)
-        return out
-
-    def products(self, w: np.ndarray, vector: np.ndarray) -> np.ndarray:
-        """``<x_u, vector>`` for every word u < 2^t of the orbit: two products with the rows, never the 2^t words.
-
-        Examples
-        --------
-        >>> w = np.array([[1, 1], [1, -1], [-1, 1]]) / np.sqrt(2)
-        >>> (orbit_prefix(w, check_size=False).products(w, w[0]).round(12) + 0.0).tolist()  # f(u)
-        [1.0, 0.0, 0.0, -1.0]
-        """
-        half = self.words // 2
-        out = np.empty(self.words)
-        out[: self.k] = w @ vector
-        # x_u for u in [K, 2^t) is D_h x_{u ⊕ h}, u ⊕ h in [K − h, h): <x_u, v> = <x_{u ⊕ h}, D_h v>.
-        out[self.k :] = w[self.k - half : half] @ (self.signs(w) * vector)
-        return out
+    def top(self, w: np.ndarray, vectors: np.ndarray, inverse: bool = False) -> np.ndarray:
+        """``D_h vectors`` for h = 2^(t−1), its own inverse: row h's signs relative to row 0's (1 on zero columns)."""
+        return vectors * (np.where(w[self.words // 2] < 0, -1.0, 1.0) * np.where(w[0] < 0, -1.0, 1.0))
 
     def moved(self, rows, to) -> np.ndarray:
         """The words that ``D_to`` makes of the words ``rows``: ``rows ⊕ to`` (broadcast; may be ≥ K)."""
@@ -526,13 +474,9 @@ def orbit_prefix(w: np.ndarray, generators: np.ndarray | None = None, *, check_s
     words = _sign_words(w)
     if words is None:
         return None
-    if generators is None:
-        basis = words[[1 << b for b in range(rank)]]
-    else:
-        generators = np.asarray(generators)
-        if generators.shape != (rank, d) or not np.isin(generators, (0, 1)).all():
-            return None
-        basis = _pack(generators.astype(bool))
+    basis = words[[1 << b for b in range(rank)]] if generators is None else _claimed_basis(generators, rank, d)
+    if basis is None:
+        return None
     # The combinations of the generators for messages 0 … K − 1, by doubling:
     # messages [2^b, 2^(b+1)) are messages [0, 2^b) with generator b added.
     combination = np.zeros_like(words)
@@ -550,6 +494,14 @@ def _pack(bits: np.ndarray) -> np.ndarray:
     packed = np.packbits(bits, axis=1)
     pad = (-packed.shape[1]) % 8
     return np.ascontiguousarray(np.pad(packed, ((0, 0), (0, pad)))).view(np.uint64)
+
+
+def _claimed_basis(generators, rank: int, d: int) -> np.ndarray | None:
+    """Claimed generators (0 or 1, shape (rank, d)) packed as :func:`_pack` packs rows; None if they are not such."""
+    generators = np.asarray(generators)
+    if generators.shape != (rank, d) or not np.isin(generators, (0, 1)).all():
+        return None
+    return _pack(generators.astype(bool))
 
 
 def _sign_words(w: np.ndarray) -> np.ndarray | None:

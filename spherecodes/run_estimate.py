@@ -25,7 +25,7 @@ from .bounds import max_cos_lower_bound
 from .lp_store import cache_path, read_table
 from .errors import SpherecodesError
 from .memory import ABSURD_SECONDS, format_bytes, format_duration
-from .orbit import ORBIT_MIN_K, OrbitPrefix, describe_orbit, resolve_orbit
+from .orbit import ORBIT_MIN_K, OrbitPrefix, resolve_orbit
 from .rotated import orthogonality_error
 from .sphere import DEFAULT_TILE, nearest_others, random_rotation, random_start
 from .z4orbit import Z4Orbit
@@ -279,7 +279,7 @@ def statistics_phase(d: int, k: int, points: np.ndarray, exact: bool, turned: bo
             if isinstance(orbit, (OrbitPrefix, Z4Orbit)):
                 orbit.nearest(points)
             seconds = time.perf_counter() - proved
-            what = describe_orbit(orbit)
+            what = orbit.describe_statistics()
             if turned:
                 seconds += rotation_seconds(points)
                 what += ", carried through the rotation"

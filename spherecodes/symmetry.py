@@ -170,12 +170,50 @@ class OrbitWords(Symmetry):
         return self.words
 
     @abstractmethod
-    def rows_of(self, w: np.ndarray, words) -> np.ndarray:
-        """The orbit's words ``x_u`` for the integers ``words`` (u < 2^t), built from the rows: exact in float64."""
+    def top(self, w: np.ndarray, vectors: np.ndarray, inverse: bool = False) -> np.ndarray:
+        """``vectors`` moved by the isometry of word h = 2^(t−1), which takes ``x_u`` to ``x_{u ⊕ h}`` for u < h
+        (by its inverse where ``inverse``): exact in floating point."""
 
-    @abstractmethod
+    def rows_of(self, w: np.ndarray, words) -> np.ndarray:
+        """The orbit's words ``x_u`` for the integers ``words`` (u < 2^t), built from the rows: exact in float64.
+
+        For u ≥ K, ``x_u`` is ``x_{u ⊕ h}`` moved by word h = 2^(t−1) (:meth:`top`), u ⊕ h < h < K.
+
+        Examples
+        --------
+        >>> from spherecodes.orbit import orbit_prefix
+        >>> from spherecodes.z4orbit import SQUARE, z4_orbit
+        >>> w = np.array([[1, 1], [1, -1], [-1, 1]]) / np.sqrt(2)
+        >>> (orbit_prefix(w, check_size=False).rows_of(w, np.array([3])) * np.sqrt(2)).tolist()
+        [[-1.0, -1.0]]
+        >>> (z4_orbit(SQUARE[:3]).rows_of(SQUARE[:3], np.array([3])) * np.sqrt(2)).round(12).tolist()
+        [[-1.0, 1.0]]
+        """
+        words = np.asarray(words, dtype=np.int64)
+        beyond = words >= self.k
+        out = w[np.where(beyond, words ^ (self.words // 2), words)]
+        out[beyond] = self.top(w, out[beyond])
+        return out
+
     def products(self, w: np.ndarray, vector: np.ndarray) -> np.ndarray:
-        """``<x_u, vector>`` for every word u < 2^t of the orbit, without forming the 2^t words."""
+        """``<x_u, vector>`` for every word u < 2^t of the orbit: two products with the rows, never the 2^t words.
+
+        Examples
+        --------
+        >>> from spherecodes.orbit import orbit_prefix
+        >>> from spherecodes.z4orbit import SQUARE, z4_orbit
+        >>> w = np.array([[1, 1], [1, -1], [-1, 1]]) / np.sqrt(2)
+        >>> (orbit_prefix(w, check_size=False).products(w, w[0]).round(12) + 0.0).tolist()  # f(u)
+        [1.0, 0.0, 0.0, -1.0]
+        >>> (z4_orbit(SQUARE[:3]).products(SQUARE[:3], SQUARE[0]).round(12) + 0.0).tolist()  # f(u)
+        [1.0, 0.0, -1.0, 0.0]
+        """
+        half = self.words // 2
+        out = np.empty(self.words)
+        out[: self.k] = w @ vector
+        # x_u for u in [K, 2^t) is x_{u ⊕ h} moved by word h, u ⊕ h in [K − h, h): <x_u, v> = <x_{u ⊕ h}, h⁻¹ v>.
+        out[self.k :] = w[self.k - half : half] @ self.top(w, vector, inverse=True)
+        return out
 
     @abstractmethod
     def pair_counts(self) -> np.ndarray:

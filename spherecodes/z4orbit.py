@@ -234,38 +234,10 @@ class Z4Orbit(OrbitWords):
             out[..., q[chosen]] = second[..., chosen]
         return out
 
-    def rows_of(self, w: np.ndarray, words) -> np.ndarray:
-        """The orbit's words ``x_u`` for the integers ``words`` (u < 2^t), built from the rows: exact in float64.
-
-        For u ≥ K, u = (u ⊕ h) + h with h = 2^(t−1): ``x_u = T_{g_{t−1}} x_{u ⊕ h}``, u ⊕ h < h < K.
-
-        Examples
-        --------
-        >>> (z4_orbit(SQUARE[:3]).rows_of(SQUARE[:3], np.array([3])) * np.sqrt(2)).round(12).tolist()
-        [[-1.0, 1.0]]
-        """
-        words = np.asarray(words, dtype=np.int64)
-        half = self.words // 2
-        beyond = words >= self.k
-        out = w[np.where(beyond, words ^ half, words)]
-        out[beyond] = self.turned(out[beyond], self.generators[-1])
-        return out
-
-    def products(self, w: np.ndarray, vector: np.ndarray) -> np.ndarray:
-        """``<x_u, vector>`` for every word u < 2^t of the orbit: two products with the rows, never the 2^t words.
-
-        Examples
-        --------
-        >>> (z4_orbit(SQUARE[:3]).products(SQUARE[:3], SQUARE[0]).round(12) + 0.0).tolist()  # f(u)
-        [1.0, 0.0, -1.0, 0.0]
-        """
-        half = self.words // 2
-        out = np.empty(self.words)
-        out[: self.k] = w @ vector
-        # <T x, v> = <x, T⁻¹ v>, T⁻¹ turning each pair back.
-        back = self.turned(vector, (4 - self.generators[-1].astype(np.int64)) % 4)
-        out[self.k :] = w[self.k - half : half] @ back
-        return out
+    def top(self, w: np.ndarray, vectors: np.ndarray, inverse: bool = False) -> np.ndarray:
+        """``T_{g_{t−1}}`` applied to ``vectors`` (``T⁻¹``, turning each pair back, where ``inverse``)."""
+        last = self.generators[-1].astype(np.int64)
+        return self.turned(vectors, (4 - last) % 4 if inverse else last)
 
     def pair_counts(self) -> np.ndarray:
         """For every word u < 2^t, the pairs of rows {i, j} with ``j − i = u`` (their cosine is ``f(u)``): O(2^t·t).

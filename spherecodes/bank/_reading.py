@@ -7,13 +7,15 @@ import time
 import h5py
 import numpy as np
 
-from ..certificate import SHELL_BLOCK_BYTES, prefix_bytes, verify_witness, z4_bytes
+from ..certificate import orbit_words_bytes, verify_witness
 from ..checks import SEED_LIMIT
 from ..code import Code, check_labels, prototype_checksum
 from ..errors import SpherecodesError
 from ..inputs import read_json
 from ..memory import Estimate, memory_limit, process_peak, require_memory
+from ..orbit import OrbitPrefix
 from ..stats import SeparationStats, validate_prototypes
+from ..z4orbit import Z4Orbit
 from ._schema import (
     COMPRESS_UP_TO_BYTES, ORBIT_WITNESS, PREFIX_WITNESS, READ_ROWS, Z4_WITNESS, Fields, as_str, hdf5_errors, open_bank,
 )
@@ -242,9 +244,10 @@ def _read_bytes(fields: Fields, k: int, d: int) -> float:
             nbytes += 8.0 * 4 * k + 16.0 * s + 8.0 * 2 * d
         elif witness == PREFIX_WITNESS:
             # The tree of nearest rows over the 2^t words (< 2K), the per-class bounds, and their blocks.
-            nbytes += prefix_bytes(k, d, 2 * k, None)
+            nbytes += orbit_words_bytes(k, d, 2 * k, OrbitPrefix.tree_numbers, None)
         elif witness == Z4_WITNESS:
-            nbytes += z4_bytes(k, d, 2 * k, SHELL_BLOCK_BYTES) + 16.0 * k * s + 4.0 * k * d  # and the rows' symbols
+            # The trees of nearest rows, the witnesses, and the rows' symbols.
+            nbytes += orbit_words_bytes(k, d, 2 * k, Z4Orbit.tree_numbers, None) + 16.0 * k * s + 4.0 * k * d
         else:
             nbytes += 16.0 * k * s + 8.0 * 4 * k * d + 8.0 * 4 * k
     return nbytes

@@ -164,13 +164,8 @@ def write_certificate(group: h5py.Group, code: Code) -> None:
         raise SpherecodesError(f"the certificate has {cert.k} classes but the code has {code.k}")
     a = group.attrs
     a["prototypes_sha256"] = code.sha256
-    a["rho_lower"] = cert.rho_lower
-    a["rho_upper"] = cert.rho_upper
-    a["width"] = cert.width
-    a["tol"] = cert.tol
-    a["certified"] = cert.certified
-    a["rho_certified"] = cert.rho_certified
-    a["rattler_tol"] = cert.rattler_tol
+    for name in ("rho_lower", "rho_upper", "width", "tol", "certified", "rho_certified", "rattler_tol"):
+        a[name] = getattr(cert, name)
     a["duplicates"] = json.dumps([list(map(int, g)) for g in cert.duplicates])
     a["rounds"] = np.int64(cert.rounds)
     a["device"] = cert.device

@@ -326,10 +326,8 @@ def _bounds_of(code: Code) -> dict:
 def _write_stats(group: h5py.Group, code: Code, bounds: dict) -> None:
     s = code.stats
     a = group.attrs
-    a["max_cos"] = s.max_cos
-    a["min_cos"] = s.min_cos
-    a["mean_cos"] = s.mean_cos
-    a["min_angle_deg"] = s.min_angle_deg
+    for name in ("max_cos", "min_cos", "mean_cos", "min_angle_deg"):
+        a[name] = getattr(s, name)
     for key, value in s.separation.items():
         a[f"separation_{key}"] = value
     a["rattler_tol"] = s.rattler_tol

@@ -17,7 +17,7 @@ from importlib import import_module as _import_module
 _HOMES = {
     "CATALOG_FORMAT": "..registry", "CATALOG_SCHEMA_VERSION": "..registry", "METHOD_PREFERENCE": "..registry",
     "REGISTRY_FILE": "..registry", "Catalog": "..registry", "CatalogEntry": "..registry",
-    "bundled_catalog": "..registry", "catalog_name": "..registry", "file_sha256": "..registry",
+    "bundled_catalog": "..registry", "file_sha256": "..registry",
     "parse_registry": "..registry", "registry_document": "..registry",
     "BankOptions": ".build", "BuildReport": ".build", "BuildTask": ".build", "build_bank": ".build", "build_catalog": ".build",
     "parse_grid": ".build", "parse_methods": ".build", "plan_build": ".build",
@@ -26,7 +26,7 @@ _HOMES = {
     "catalog_cache_dir": ".download", "catalogs": ".download", "check_location": ".download",
     "configured_url": ".download", "fetch": ".download", "fetch_bank": ".download", "find_entry": ".download",
     "open_catalog": ".download",
-    "StructuredOffer": ".on_demand", "parse_structured_name": ".on_demand", "structured_name": ".on_demand",
+    "StructuredOffer": ".on_demand", "parse_structured_name": ".on_demand",
     "structured_offers": ".on_demand",
     "entry_for_code": ".publishing", "fit_budget": ".publishing", "publish": ".publishing",
     "scan_directory": ".publishing", "select_best": ".publishing",

@@ -69,10 +69,8 @@ def _watched_session(watchdog: _Watchdog):
             super().connect()
             watchdog.sockets.append(self.sock)
 
-    class TLSConnection(urllib3.connection.HTTPSConnection):
-        def connect(self):
-            super().connect()
-            watchdog.sockets.append(self.sock)
+    class TLSConnection(Connection, urllib3.connection.HTTPSConnection):  # Connection.connect, then TLS's
+        pass
 
     pools = {"http": type("Pool", (urllib3.HTTPConnectionPool,), {"ConnectionCls": Connection}),
              "https": type("TLSPool", (urllib3.HTTPSConnectionPool,), {"ConnectionCls": TLSConnection})}

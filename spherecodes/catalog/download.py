@@ -146,18 +146,21 @@ def check_location(location: str) -> str:
 
 
 def local_path(location: str) -> Path:
-    """The directory of a ``file://`` URL or a plain path; any other scheme is refused."""
+    """The directory of a ``file://`` URL or a plain path (that of the registry where it names a ``.json``); any
+    other scheme is refused."""
     parts = urllib.parse.urlsplit(location)
     if parts.scheme.lower() == "file":
         from urllib.request import url2pathname  # here: it loads http.client, which the bundled catalog never needs
 
-        return Path(url2pathname(parts.path))
-    if parts.scheme and len(parts.scheme) > 1:
+        path = Path(url2pathname(parts.path))
+    elif parts.scheme and len(parts.scheme) > 1:
         raise SpherecodesError(
             f"cannot read a catalog from {redact_url(location)!r}: give an http(s):// URL, a file:// URL or a "
             "directory"
         )
-    return Path(location).expanduser()
+    else:
+        path = Path(location).expanduser()
+    return path.parent if path.suffix == ".json" else path
 
 
 def split_url(url: str) -> tuple[str, str]:
@@ -264,8 +267,6 @@ def open_catalog(location: str, *, offline: bool = False) -> Catalog:
         return bundled_catalog()
     if not is_http(location):
         directory = local_path(location)
-        if directory.suffix == ".json":
-            directory = directory.parent
         registry = directory / REGISTRY_FILE
         if not registry.exists():
             raise SpherecodesError(
@@ -522,10 +523,7 @@ def _load(cat: Catalog, entry: CatalogEntry, *, offline: bool) -> Fetched:
         code, path = read_bundled(entry)
         return Fetched(code=code, entry=entry, path=path, source="bundled")
     if cat.kind == "directory":
-        directory = local_path(cat.location)
-        if directory.suffix == ".json":
-            directory = directory.parent
-        path = directory / entry.file
+        path = local_path(cat.location) / entry.file
         check_bank_file(path, entry, cat.location)
         return Fetched(code=read_entry(path, entry), entry=entry, path=path, source=cat.location)
     return _download(cat.location, entry, offline=offline)

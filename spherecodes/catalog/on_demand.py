@@ -55,17 +55,6 @@ class StructuredOffer:
         }
 
 
-def structured_name(d: int, k: int) -> str:
-    """``structured-d<D>-k<K>``.
-
-    Examples
-    --------
-    >>> structured_name(64, 1000)
-    'structured-d64-k1000'
-    """
-    return default_code_name("structured", d, k)
-
-
 def parse_structured_name(name: str) -> tuple[int, int] | None:
     """(d, K) of a name ``structured-d<D>-k<K>``, or None for any other name.
 
@@ -106,6 +95,6 @@ def structured_offers(entries) -> list[StructuredOffer]:
     for (d, k), entry in sorted(best.items(), key=lambda item: (item[0][1], item[0][0])):
         code = structured_for(d, k)
         if beats(code, k, entry.max_cos):
-            offers.append(StructuredOffer(structured_name(d, k), d, k, structured_label(code, k),
+            offers.append(StructuredOffer(default_code_name("structured", d, k), d, k, structured_label(code, k),
                                           code.max_cos_bound(k), entry.name, entry.max_cos))
     return offers

@@ -19,7 +19,7 @@ from ..atomic import replace_atomically
 from ..bank import list_codes, read_code
 from ..bounds import max_cos_lower_bound
 from ..certificate import verify_witness
-from ..code import Code
+from ..code import Code, default_code_name
 from ..errors import SpherecodesError
 from ..memory import format_bytes
 from ..registry import (
@@ -27,7 +27,6 @@ from ..registry import (
     REGISTRY_FILE,
     Catalog,
     CatalogEntry,
-    catalog_name,
     file_sha256,
     method_rank,
     parse_registry,
@@ -49,7 +48,7 @@ def entry_for_code(code: Code, *, file: str, file_sha256: str, size: int, source
     bound = max_cos_lower_bound(code.d, code.k)
     rho_lower, rho_upper = float(lo.min()), float(hi.min())
     return CatalogEntry(
-        name=catalog_name(code.method, code.d, code.k),
+        name=default_code_name(code.method, code.d, code.k),
         d=code.d,
         k=code.k,
         method=code.method,

@@ -21,7 +21,7 @@ from ._blocks import host_memory
 from ._budget import DEFAULT_TOL, SHELL_BLOCK_BYTES, SHELL_SUPPORT_BYTES
 from ._driver import carried_certificate, check_dask_device, one_vs_rest_distances
 from ._estimate import QP_TIMING_REPEAT_BELOW, QP_TIMING_SECONDS, SHELL_SAMPLE, SHELL_TIMING_SECONDS, certificate_estimate
-from ._orbits import prefix_bytes, z4_bytes
+from ._orbits import orbit_words_bytes
 from ._result import CertificateOutOfTime, CertificateProgress, OneVsRestCertificate
 from ._solve import MAX_QP_WORKERS, qp_workers
 from .witness import WITNESS_SLACK, prefix_bounds, support_residuals, verify_witness
@@ -30,7 +30,6 @@ __all__ = [
     "DEFAULT_TOL", "MAX_QP_WORKERS", "QP_TIMING_REPEAT_BELOW", "QP_TIMING_SECONDS", "SHELL_BLOCK_BYTES",
     "SHELL_SAMPLE", "SHELL_SUPPORT_BYTES", "SHELL_TIMING_SECONDS", "WITNESS_SLACK", "CertificateOutOfTime",
     "CertificateProgress", "OneVsRestCertificate", "carried_certificate", "certificate_estimate", "check_dask_device",
-    "host_memory",
-    "one_vs_rest_distances", "prefix_bounds", "prefix_bytes", "qp_workers", "support_residuals", "verify_witness",
-    "z4_bytes",
+    "host_memory", "one_vs_rest_distances", "orbit_words_bytes", "prefix_bounds", "qp_workers", "support_residuals",
+    "verify_witness",
 ]

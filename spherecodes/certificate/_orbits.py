@@ -36,13 +36,13 @@ from ..memory import Estimate, memory_limit, require_memory
 from ..orbit import OrbitPrefix
 from ..symmetry import PAIR_ELEMENTS
 from ..z4orbit import Z4Orbit
+from ._blocks import assemble_supports
 from ._budget import DEFAULT_TOL, max_support, shell_block_budget
 from ._result import CertificateProgress, OneVsRestCertificate
 from ._shell import SHELL_TOL, shell_block_bytes, shell_bounds
 from ._solve import solve_rest
 
-__all__ = ["orbit_words_bytes", "orbit_words_certificate", "orbit_words_estimate", "prefix_bytes",
-           "sign_orbit_certificate", "z4_bytes"]
+__all__ = ["orbit_words_bytes", "orbit_words_certificate", "orbit_words_estimate", "sign_orbit_certificate"]
 
 
 def sign_orbit_certificate(w_np, orbit, tol, rattler_tol, m, device, max_memory, started, progress, deadline):
@@ -94,8 +94,8 @@ def orbit_words_certificate(w: np.ndarray, orbit, tol: float, rattler_tol: float
     ``progress`` gets a :class:`CertificateProgress` once, at the end.
     """
     k, d = w.shape
-    require_memory(orbit_words_bytes(k, d, orbit, max_memory), f"the certificate's inputs and results (K={k}, "
-                   f"d={d})", "cpu", limit=max_memory)
+    require_memory(orbit_words_bytes(k, d, orbit.words, orbit.tree_numbers, max_memory),
+                   f"the certificate's inputs and results (K={k}, d={d})", "cpu", limit=max_memory)
     cosines = orbit.cosines(w)  # the witnesses' shell and every row's nearest row both start from them
     choice = np.full(k, -1, dtype=np.int64)
     kept: list[tuple[np.ndarray, np.ndarray]] = []
@@ -113,11 +113,8 @@ def orbit_words_certificate(w: np.ndarray, orbit, tol: float, rattler_tol: float
     if (choice < 0).any():
         _, nearest_rows, _ = orbit.nearest(w, cosines)
         nearest = np.where(choice < 0, nearest_rows, nearest)
-    width = max(len(words) for words, _ in kept)
-    indices = np.full((len(kept), width), -1, dtype=np.int64)
-    weights = np.zeros((len(kept), width))
-    for j, (words, mix) in enumerate(kept):
-        indices[j, : len(words)], weights[j, : len(words)] = words, mix
+    indices, weights = assemble_supports(len(kept), [([j], words[None, :], mix[None, :])
+                                                     for j, (words, mix) in enumerate(kept)])
     lo, hi, features = orbit.witness_bounds(w, indices, weights, nearest)
     cert = OneVsRestCertificate(
         lo=lo, hi=hi, tol=float(tol), rattler_tol=float(rattler_tol), support_indices=indices,
@@ -139,7 +136,7 @@ def orbit_words_estimate(w: np.ndarray, orbit, max_memory: float | None) -> Esti
     times the cosines' two products, which the search began with.
     """
     k, d = w.shape
-    nbytes = orbit_words_bytes(k, d, orbit, max_memory)
+    nbytes = orbit_words_bytes(k, d, orbit.words, orbit.tree_numbers, max_memory)
     require_memory(nbytes, f"the certificate's inputs and results (K={k}, d={d})", "cpu", limit=max_memory)
     started = time.perf_counter()
     cosines = orbit.cosines(w)
@@ -205,40 +202,19 @@ def _search_witnesses(w: np.ndarray, orbit, cosines: np.ndarray, tol: float, max
                 return
 
 
-def orbit_words_bytes(k: int, d: int, orbit, max_memory: float | None) -> float:
-    """Working memory of the certificate of the first K words of ``orbit``, or of its check (:func:`prefix_bytes`,
-    :func:`z4_bytes`)."""
-    return _words_bytes(k, d, orbit.words, orbit.tree_numbers, shell_block_budget(max_memory))
+def orbit_words_bytes(k: int, d: int, words: int, tree_numbers: int, max_memory: float | None) -> float:
+    """Working memory of the certificate of the first K words of an orbit of 2^t ``words``, or of its check: the
+    trees of the nearest rows (``tree_numbers`` per word, :attr:`~spherecodes.symmetry.OrbitWords.tree_numbers`),
+    ten per-class arrays, the pairs formed for the nearest rows, the nearest shell's rows (counted as 4(d + 1), or
+    all words if fewer) and the shell pass's block.
 
-
-def _words_bytes(k: int, d: int, words: int, tree_numbers: int, block_bytes: float) -> float:
-    """The trees of the nearest rows (``tree_numbers`` per word), ten per-class arrays, the pairs formed for the
-    nearest rows, the nearest shell's rows (counted as 4(d + 1), or all words if fewer) and the shell pass's block."""
+    Examples
+    --------
+    >>> orbit_words_bytes(1_000_000, 128, 2**20, OrbitPrefix.tree_numbers, None) < 2**30
+    True
+    >>> orbit_words_bytes(100_000, 1024, 2**17, Z4Orbit.tree_numbers, None) < 2**30
+    True
+    """
     candidates = min(words, 4 * (d + 1))
     return (8.0 * (tree_numbers * words + 10 * k) + 2 * 8.0 * PAIR_ELEMENTS + 8.0 * candidates * d
-            + shell_block_bytes(candidates, d, block_bytes))
-
-
-def prefix_bytes(k: int, d: int, words: int, max_memory: float | None) -> float:
-    """Working memory of the certificate of the first K words of an orbit of sign changes of 2^t ``words``, or of
-    its check: the tree of the nearest rows (the cosines and a level of maxima with their words), the per-class
-    bounds and nearest rows, the nearest shell's rows and the shell pass's block.
-
-    Examples
-    --------
-    >>> prefix_bytes(1_000_000, 128, 2**20, None) < 2**30
-    True
-    """
-    return _words_bytes(k, d, words, OrbitPrefix.tree_numbers, shell_block_budget(max_memory))
-
-
-def z4_bytes(k: int, d: int, words: int, block_bytes: float) -> float:
-    """Working memory of the certificate of (the first K words of) an orbit of Z4 translations of 2^t ``words``,
-    or of its check: two trees of nearest rows, as :func:`prefix_bytes` counts one.
-
-    Examples
-    --------
-    >>> z4_bytes(100_000, 1024, 2**17, 64 * 2**20) < 2**30
-    True
-    """
-    return _words_bytes(k, d, words, Z4Orbit.tree_numbers, block_bytes)
+            + shell_block_bytes(candidates, d, shell_block_budget(max_memory)))

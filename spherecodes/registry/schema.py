@@ -249,10 +249,6 @@ class CatalogEntry:
                                    "number of bytes below 2**63")
         return entry
 
-    @property
-    def rho_width(self) -> float:
-        return self.rho_upper - self.rho_lower
-
 
 def _integer(value) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
@@ -374,14 +370,3 @@ def file_sha256(path) -> str:
         for chunk in iter(lambda: fh.read(2**20), b""):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def catalog_name(method: str, d: int, k: int) -> str:
-    """The name of a catalog entry: ``<method>-d<d>-k<k>``.
-
-    Examples
-    --------
-    >>> catalog_name("tammes", 64, 1000)
-    'tammes-d64-k1000'
-    """
-    return f"{method}-d{d}-k{k}"

@@ -27,7 +27,7 @@ from ..sphere import pairs_above, random_start
 from ..stats import max_cos
 from ._core import Clock, PolishBudget, Progress, SolverResult, check_common, check_init, descend_on_sphere
 from ._options import EFFORTS, TammesSettings
-from ._polish import Linearisation, polish
+from ._polish import Linearisation, PairCosines, polish
 
 __all__ = ["LINE_RESTARTS", "LINE_STEPS", "LineCosines", "coherence", "line_packing"]
 
@@ -50,18 +50,12 @@ def coherence(w: np.ndarray) -> float:
     return max_cos(np.vstack([w, -w])) if len(w) > 1 else -1.0
 
 
-class LineCosines:
-    """The line problem as a minimax problem for the polish: the functions are ``±<w_i, w_j>``, i < j."""
+class LineCosines(PairCosines):
+    """The line problem as a minimax problem for the polish: the functions are ``±<w_i, w_j>``, i < j (logged as
+    :class:`PairCosines` logs max-cos: the objective twice, here max |cos|)."""
 
     def value(self, w: np.ndarray) -> float:
         return coherence(w)
-
-    def log_values(self, w: np.ndarray, value: float) -> tuple[float, float]:
-        """(objective, max |cos|) for the history."""
-        return value, value
-
-    def progress_rho(self, logged: tuple[float, float]) -> None:
-        return None
 
     def active(self, w: np.ndarray, threshold: float) -> Linearisation:
         k = len(w)
