@@ -246,14 +246,16 @@ class AutoPlan:
         if proven is not None and sure <= proven.value + TIE:
             why = f"cannot win: {sure:.4g} is the proven optimum (Levenshtein bound)"
             return replace(self, optimisers=tuple(replace(o, skip=why) for o in optimisers), budget=0.0)
-        # A bundled code at the published best-known value was searched for long: a default run does not beat
-        # it (the table's interpolated prediction can say otherwise between measured sizes). A time limit given
-        # for the optimisers still lets them try.
+        # At a size of the published tables the bundled code was searched for long (catalog build at high
+        # effort or the record search, which start with what a default run does): a default run does not beat
+        # it, whether or not it reaches the published value (the table's interpolated prediction can say
+        # otherwise between measured sizes). A time limit given for the optimisers still lets them try.
         stored = self.stored
         best_known = compare_with_record(self.d, self.k, stored.max_cos) if stored is not None else None
-        if time_limit is None and best_known is not None and best_known.standing != "above":
-            why = (f"cannot win: the bundled code reaches the best known value ({best_known.record.source}); "
-                   "--time-limit runs it")
+        if time_limit is None and best_known is not None:
+            standing = ("reaches the best known value" if best_known.standing != "above"
+                        else f"was searched for long ({best_known.gap:+.2g} to the best known value)")
+            why = f"cannot win: the bundled code {standing} ({best_known.record.source}); --time-limit runs it"
             return replace(self, optimisers=tuple(replace(o, skip=why) for o in optimisers), budget=0.0)
         planned, budget = _budgeted(optimisers, sure, time_limit,
                                     self.defaults and self.seed == MEASURED_SEED and time_limit is None)

@@ -267,3 +267,23 @@ def test_cli_prints_the_plan_and_its_budget_before_any_work(run):
     first = result.stderr.splitlines()[0]
     assert first.startswith("auto: extended BCH [64,10,28]") and first.endswith("budget 2.0 s")
     assert "exactly 1/8" in result.stdout
+
+
+@pytest.mark.parametrize("offset, standing", [(0.0, "reaches the best known value"), (1e-4, "was searched for long")])
+def test_a_bundled_code_of_a_published_size_is_not_rerun_by_default(monkeypatch, offset, standing):
+    # At a size of the published tables the bundled code comes from a long search, whether it reaches the
+    # published value or not: a default run of the optimiser (seconds, and interpolated predictions) is skipped.
+    import dataclasses
+
+    import spherecodes.best_of as best_of
+    from spherecodes.records import published_record
+
+    value = published_record(3, 110).max_cos + offset
+    entry = dataclasses.replace(best_of.bundled_entry(3, 100), k=110, name="tammes-d3-k110", max_cos=value)
+    monkeypatch.setattr(best_of, "bundled_entry", lambda d, k: entry if (d, k) == (3, 110) else None)
+    plan = plan_auto(3, 110)
+    assert not plan.runs_optimiser and plan.budget == 0.0
+    assert all(standing in o.skip for o in plan.optimisers)
+    assert plan.within(60).runs_optimiser  # a time limit lets the optimiser try
+    monkeypatch.setattr(best_of, "bundled_entry", lambda d, k: None)
+    assert plan_auto(3, 110).runs_optimiser  # without the bundled code the optimiser runs
