@@ -213,15 +213,6 @@ class AutoPlan:
     defaults: bool = True
 
     @property
-    def single_method(self) -> str | None:
-        """The method when ``auto`` reduces to one: a closed form, or ``tammes`` (nothing else fits)."""
-        if self.closed_form is not None:
-            return self.closed_form
-        if self.structured is None and not self.closed_forms and self.stored is None:
-            return "tammes"
-        return None
-
-    @property
     def runs_optimiser(self) -> bool:
         """Whether any optimiser is planned to run."""
         return any(not o.skip for o in self.optimisers)
@@ -404,8 +395,8 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
     ('extended BCH [64,10,28]', False)
     >>> plan_auto(256, 1000, catalog=False).optimisers[0].kind   # predicted to beat every binary code of R^256
     'tammes'
-    >>> plan_auto(3, 13).single_method
-    'tammes'
+    >>> [o.kind for o in plan_auto(3, 13).optimisers]   # nothing exact fits: tammes alone
+    ['tammes']
     """
     closed = optimal_closed_form(d, k)
     if closed is not None:

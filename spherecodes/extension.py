@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from .checks import check_int
 from .code import Code, check_code_name, check_labels, make_code
 from .devices import resolve_device
 from .context import RunContext
@@ -132,12 +133,10 @@ def extend(code: Code, m: int, *, labels=None, name: str | None = None, method: 
     max_memory, device = context.max_memory, context.device
     if not isinstance(code, Code):
         raise SpherecodesError(f"extend takes a Code (from read_code or generate), got {type(code).__name__}")
-    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
-        raise SpherecodesError(f"the number of prototypes to add must be an integer >= 1, got {m!r}")
+    m = check_int("the number of prototypes to add", m, 1)
     if method not in EXTEND_METHODS:
         raise SpherecodesError(f"method must be one of {', '.join(EXTEND_METHODS)}, got {method!r}")
     k, d = code.k, code.d
-    m = int(m)
     require_memory(3 * 8.0 * (k + m) * d, f"the extended code ({k + m:,} x {d} float64 rows)",
                    limit=max_memory)
     all_labels = _joined_labels(code, m, labels)

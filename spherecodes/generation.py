@@ -81,8 +81,8 @@ class Method:
         ``build(plan) -> list of Candidate``: the exact codes it chooses from, where it runs no optimiser.
     optimises : callable
         ``optimises(plan) -> bool``: whether an optimiser runs.
-    check : callable or None
-        ``check(plan)``: refusals of this method's input, before any work.
+    check : callable
+        ``check(plan)``: refusals of this method's input (the embeddings of ``privileged``), before any work.
     """
 
     name: str
@@ -91,7 +91,7 @@ class Method:
     phase: Callable
     build: Callable | None = None
     optimises: Callable = lambda plan: True
-    check: Callable | None = None
+    check: Callable = lambda plan: None
 
 
 def method_entry(method: str) -> Method:
@@ -121,11 +121,6 @@ def resolve_method(d: int, k: int, method: str = "auto") -> str:
     ('auto', 'auto')
     """
     check_sizes(d, k)
-    return chosen_method(d, k, method)
-
-
-def chosen_method(d: int, k: int, method: str) -> str:
-    """:func:`resolve_method` for sizes already checked."""
     if method == "auto":
         return auto_method(d, k)
     if method not in METHODS:
@@ -347,8 +342,7 @@ def _auto_phase(plan, cost, seconds: float, limit) -> Phase:
     if not plan.optimises:
         return Phase("candidates", "exact codes (structured, closed forms, bundled)", seconds, **_build_memory(plan))
     runs = sum(1 for o in plan.auto.optimisers if not o.skip)
-    phase = _capped(Phase("candidates", f"{runs} optimiser run{'s' if runs > 1 else ''} of {cost.what}",
-                          runs * cost.seconds, cost.nbytes, cost.limit), limit)
+    phase = _capped(f"{runs} optimiser run{'s' if runs > 1 else ''} of {cost.what}", runs * cost.seconds, cost, limit)
     if plan.build_cost is None:
         return phase
     return Phase("candidates", f"the structured code ({describe_build(plan.build_cost)}), then {phase.what}",
@@ -450,39 +444,34 @@ def _check_privileged(plan) -> None:
 
 def _privileged(plan) -> Code:
     """:func:`spherecodes.semantic.privileged`, packaged as a code labelled by the embeddings' class names."""
-    from .semantic import DEFAULT_MAX_COS_TOLERANCE, DEFAULT_SEMANTIC_WEIGHT, privileged
+    from .semantic import privileged
 
     options, context = plan.options, plan.optimiser_context
-    result = privileged(
-        plan.d, plan.k, options.embeddings, seed=plan.seed, steps=options.steps, device=context.device,
-        time_limit=context.time_limit, progress=context.progress,
-        semantic_weight=DEFAULT_SEMANTIC_WEIGHT if options.semantic_weight is None else options.semantic_weight,
-        max_cos_tolerance=(DEFAULT_MAX_COS_TOLERANCE if options.max_cos_tolerance is None
-                           else options.max_cos_tolerance),
-        triplets=options.triplets,
-    )
+    weights = {key: value for key, value in given_options(options).items()
+               if key in ("semantic_weight", "max_cos_tolerance")}  # those not given: privileged's defaults
+    result = privileged(plan.d, plan.k, options.embeddings, seed=plan.seed, steps=options.steps, device=context.device,
+                        time_limit=context.time_limit, progress=context.progress, triplets=options.triplets, **weights)
     # Every term of its objective is a function of inner products: a rotation changes none of them.
     return _from_result(plan, result, labels=options.embeddings.names)
 
 
-def _capped(phase: Phase, limit) -> Phase:
-    """An optimiser's phase within the optimisers' share of the time limit (they stop there)."""
-    return phase if limit is None else Phase(phase.name, phase.what, min(phase.seconds, limit), phase.nbytes,
-                                             phase.limit)
+def _capped(what: str, seconds: float, cost, limit) -> Phase:
+    """An optimiser's phase, of ``cost``'s memory, within the optimisers' share of the time limit (they stop there)."""
+    return Phase("candidates", what, seconds if limit is None else min(seconds, limit), cost.nbytes, cost.limit)
 
 
 def _tammes_phase(plan, cost, seconds: float, limit) -> Phase:
-    return _capped(Phase("candidates", cost.what, cost.seconds, cost.nbytes, cost.limit), limit)
+    return _capped(cost.what, cost.seconds, cost, limit)
 
 
 def _optimiser_phase(plan, cost, seconds: float, limit) -> Phase:
-    return _capped(Phase("candidates", f"{plan.method}: the start and work of {cost.what} (its cost at this size)",
-                         cost.seconds, cost.nbytes, cost.limit), limit)
+    return _capped(f"{plan.method}: the start and work of {cost.what} (its cost at this size)", cost.seconds, cost,
+                   limit)
 
 
 def _softmax_phase(plan, cost, seconds: float, limit) -> Phase:
     total, what = softmax_seconds(plan.d, plan.k, plan.options.steps, cost.seconds, plan.stand_in, plan.context)
-    return _capped(Phase("candidates", what, total, cost.nbytes, cost.limit), limit)
+    return _capped(what, total, cost, limit)
 
 
 #: The methods of ``generate``; every closed form of :data:`spherecodes.constructions.CLOSED_FORMS` is

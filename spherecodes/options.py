@@ -41,7 +41,18 @@ def _check_counts(options) -> None:
 
 
 @dataclass(frozen=True)
-class TammesOptions:
+class _StartOptions:
+    """The options every optimiser that runs from starts takes: steps, restarts, a start code."""
+
+    steps: int | None = None
+    restarts: int | None = None
+    init: object = None
+
+    __post_init__ = _check_counts
+
+
+@dataclass(frozen=True)
+class TammesOptions(_StartOptions):
     """``method="tammes"`` (:func:`spherecodes.solvers.tammes`; ``effort="record"``: :func:`spherecodes.solvers.record_search`).
 
     Attributes
@@ -67,9 +78,6 @@ class TammesOptions:
     spherecodes.errors.SpherecodesError: workers and scheduler spread the chains of a record search over Dask: ...
     """
 
-    steps: int | None = None
-    restarts: int | None = None
-    init: object = None
     neighbours: int | None = None
     refresh: int | None = None
     effort: str = "default"
@@ -84,29 +92,17 @@ class TammesOptions:
 
 
 @dataclass(frozen=True)
-class SoftmaxOptions:
+class SoftmaxOptions(_StartOptions):
     """``method="softmax"`` (:func:`spherecodes.solvers.softmax_code`): steps, restarts of its tammes start, a start code."""
 
-    steps: int | None = None
-    restarts: int | None = None
-    init: object = None
-
-    __post_init__ = _check_counts
-
 
 @dataclass(frozen=True)
-class MaxsepOptions:
+class MaxsepOptions(_StartOptions):
     """``method="maxsep"`` (:func:`spherecodes.solvers.maxsep`): steps, restarts, a start code."""
 
-    steps: int | None = None
-    restarts: int | None = None
-    init: object = None
-
-    __post_init__ = _check_counts
-
 
 @dataclass(frozen=True)
-class LinesOptions:
+class LinesOptions(_StartOptions):
     """``method="lines"`` (:mod:`spherecodes.lines`, :func:`spherecodes.solvers.line_packing`).
 
     Examples
@@ -117,9 +113,6 @@ class LinesOptions:
     spherecodes.errors.SpherecodesError: effort 'record' runs the record search of method 'tammes', not 'lines'; ...
     """
 
-    steps: int | None = None
-    restarts: int | None = None
-    init: object = None
     effort: str = "default"
 
     def __post_init__(self):

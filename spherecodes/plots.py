@@ -405,7 +405,6 @@ def _draw_points(ax, code: Code) -> None:
         ax.scatter(w[:, 0], np.zeros(code.k), s=size * 2, color="#1f77b4", zorder=3)
         ax.set_xlim(-1.3, 1.3)
         ax.set_yticks([])
-        ax.set_xlabel("x")
     elif code.d == 2:
         t = np.linspace(0, 2 * math.pi, 400)
         ax.plot(np.cos(t), np.sin(t), color="0.7", lw=1)
@@ -413,16 +412,15 @@ def _draw_points(ax, code: Code) -> None:
         ax.set_aspect("equal")
         ax.set_xlim(-1.25, 1.25)
         ax.set_ylim(-1.25, 1.25)
-        ax.set_xlabel("x")
-        ax.set_ylabel("y")
     else:
         u, v = np.meshgrid(np.linspace(0, 2 * math.pi, 36), np.linspace(0, math.pi, 18))
         ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.85", lw=0.5)
         ax.scatter(w[:, 0], w[:, 1], w[:, 2], s=size, color="#1f77b4", depthshade=True)
         ax.set_box_aspect((1, 1, 1))
-        ax.set_xlabel("x")
-        ax.set_ylabel("y")
         ax.set_zlabel("z")
+    ax.set_xlabel("x")
+    if code.d > 1:
+        ax.set_ylabel("y")
     ax.set_title({1: "The prototypes on the line", 2: "The prototypes on the unit circle"}.get(
         code.d, "The prototypes on the unit sphere"))
 
@@ -470,12 +468,10 @@ def plot_bounds(k: int, d_values, path, *, entries=()):
     ds = np.array(sorted({int(d) for d in d_values}))
     if len(ds) < 2:
         raise SpherecodesError("plot the bounds over at least two dimensions, e.g. --d 8..512")
-    for d in ds:
-        check_sizes(int(d), k)
     lower = np.full(len(ds), np.nan)
     upper = np.full(len(ds), np.nan)
     for i, d in enumerate(ds):
-        thm = theorem_3_9(int(d), k)
+        thm = theorem_3_9(*check_sizes(int(d), k))
         if thm.applicable:
             lower[i], upper[i] = thm.lower, thm.upper
     cap = simplex_rho_cap(k)

@@ -97,6 +97,7 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
     best_known = compare_with_record(code.d, code.k, s.max_cos)
     thm = theorem_3_9(code.d, code.k).to_dict()
     cert = code.certificate
+    auto = code.settings.get("auto")
     if cert is not None:
         # Room left between this code's certified rho and the best any code can have.
         thm["gap"] = thm["best_upper"] - cert.rho_lower
@@ -130,10 +131,13 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
         "softmax_rattlers": None,
         "rattlers_undecided": None,
         "one_vs_rest": None,
-        "exact_max_cos": _exact_max_cos(code.settings),
-        "auto": code.settings.get("auto"),
+        # A structured code's exact max-cos ("1/8"), or that of auto's winner when it is one.
+        "exact_max_cos": (code.settings if auto is None else auto).get("exact_max_cos"),
+        "auto": auto,
         "lines": line_report(code) if code.method == "lines" else None,
-        "dimensions": _span(code).to_dict(),
+        # A structured code turned by a rotation spans at most its live columns.
+        "dimensions": spanned_dimensions(code.prototypes,
+                                         None if code.orbit is None else code.orbit.span_bound).to_dict(),
         "carried": None if code.orbit is None else code.orbit.carried,
         "cosine_error": None if code.orbit is None else code.orbit.cosine_error,
     }
@@ -159,19 +163,6 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
             "wall_time_s": cert.wall_time,
         }
     return report
-
-
-def _span(code: Code):
-    """The dimensions the prototypes span; a structured code turned by a rotation spans at most its live columns."""
-    return spanned_dimensions(code.prototypes, None if code.orbit is None else code.orbit.span_bound)
-
-
-def _exact_max_cos(settings: dict) -> str | None:
-    """The exact max-cos of a structured code (``"1/8"``), or of ``auto``'s winner when it is one."""
-    auto = settings.get("auto")
-    if auto is not None:
-        return auto.get("exact_max_cos")
-    return settings.get("exact_max_cos")
 
 
 def bounds_report(d: int, k: int) -> dict:
@@ -561,7 +552,7 @@ def format_semantic_report(semantic: dict) -> list[tuple[str, str]]:
             return f"sample of {used:,} of {total:,} {what}, seed {semantic['seed']}"
         return f"all {total:,} {what}"
 
-    spearman = "n/a" if semantic["spearman"] is None else f"{semantic['spearman']:.6g}"
+    spearman = _fmt(semantic["spearman"], 6)
     return [
         (
             "triplet agreement",
@@ -594,8 +585,7 @@ def format_assignment(assignment) -> str:
         else "mean cos(prototype, class mean)"
 
     def pair(before, after):
-        fmt = lambda x: "n/a" if x is None else f"{x:.6g}"  # noqa: E731
-        return f"{fmt(before)} -> {fmt(after)}"
+        return f"{_fmt(before, 6)} -> {_fmt(after, 6)}"
 
     rows = [
         (objective, pair(assignment.objective_before, assignment.objective_after)),
@@ -603,13 +593,12 @@ def format_assignment(assignment) -> str:
                                    assignment.agreement_after["triplet_agreement"])),
         ("Spearman", pair(assignment.agreement_before["spearman"], assignment.agreement_after["spearman"])),
     ]
-    width = max(len(label) for label, _ in rows)
     moved = int((np.asarray(assignment.order) != np.asarray(assignment.initial_order)).sum())
     # The linear assignment solves for the whole order at once: it makes no swaps, it moves labels.
     swaps = f"{assignment.swaps} swaps, " if assignment.method == "quadratic" else ""
     head = (f"{assignment.method} assignment ({assignment.stop_reason}), {swaps}{moved} of {len(assignment.order)} "
             f"labels moved, {assignment.wall_time:.3g} s")
-    return "\n".join([head] + [f"  {label:<{width}}  {value}" for label, value in rows])
+    return _align([head, *rows])
 
 
 def format_offers(offers) -> str:

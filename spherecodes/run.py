@@ -39,7 +39,7 @@ from .code import Code, check_code_name
 from .context import RunContext
 from .errors import SpherecodesError
 from .export import EXPORT_FORMATS, export_code
-from .generation import ROTATION_CHOICES, STRUCTURED, chosen_method, code_name, method_entry, method_options, \
+from .generation import ROTATION_CHOICES, STRUCTURED, code_name, method_entry, method_options, resolve_method, \
     rotation_reason, unused_dimensions
 from .memory import format_duration, require_memory
 from .run_estimate import (
@@ -76,16 +76,12 @@ class RunPlan:
 
     Attributes
     ----------
-    d, k : int
+    d, k, seed, rotation, name, labels, context
+        As :func:`plan_run` takes them, checked (``name`` given or the default, ``context`` given or made).
     method : str
         The method that runs (``auto`` resolved: :func:`spherecodes.generation.resolve_method`).
     options : options object or None
         Its options (:mod:`spherecodes.options`).
-    seed : int
-    rotation : str
-    name : str
-    labels : list of str or None
-    context : RunContext
     auto : AutoPlan or None
         What ``auto`` runs (:func:`spherecodes.best_of.plan_auto`), planned once.
     optimiser_time_limit : float or None
@@ -171,7 +167,9 @@ class RunPlan:
         ['start-up', 'bound', 'candidates', 'statistics', 'certificate', 'writing']
         """
         context, d, k = self.context, self.d, self.k
-        self._check_inputs()
+        # The method's refusals of its inputs, before any of its work: the options may be completed after planning
+        # (files read once the destination is checked).
+        self.entry.check(self)
         if self.auto is not None:
             context.say(describe_plan(self.auto, k))
         # What cannot fit in memory is refused first: the optimiser's working set, or the exact code as it is built.
@@ -205,19 +203,12 @@ class RunPlan:
         self._estimate = RunEstimate(d, k, (*fixed, first, *phases), context.time_limit, self.optimiser_time_limit)
         return self._estimate
 
-    def _check_inputs(self) -> None:
-        """The method's own refusals of its inputs (the embeddings of ``privileged``), before any of its work:
-        the options may be completed after planning (files read once the destination is checked)."""
-        if self.entry.check is not None:
-            self.entry.check(self)
-
     def _certified_points(self):
         """The rows the certificate will see: the best exact code built, else a random code of the size."""
         if self.optimises:
             return self.stand_in
         # The best of them is the code returned (a tie goes to the earlier, as auto breaks ties of large codes).
-        return min(self.built, key=lambda c: c.max_cos).prototypes if len(self.built) > 1 else \
-            self.built[0].prototypes
+        return min(self.built, key=lambda c: c.max_cos).prototypes
 
     def _after_the_code(self, certify: bool, announce_certificate: bool = False):
         """The statistics' and the certificate's phases (the bound's found between them), and the build's seconds."""
@@ -258,7 +249,7 @@ class RunPlan:
         Ctrl-C during an optimiser keeps its best code so far (``interrupted``);
         during the certificate or the bound it ends them and keeps the code.
         """
-        self._check_inputs()
+        self.entry.check(self)
         code = self.entry.run(self)
         result = RunResult(code, code.settings.get("stop_reason") == "interrupted")
         try:
@@ -354,7 +345,7 @@ def plan_run(d: int, k: int, method: str = "auto", options=None, *, seed: int = 
         raise SpherecodesError(f"rotation must be one of {', '.join(ROTATION_CHOICES)}, got {rotation!r}")
     # Whatever method makes it, the code ends as K x d float64 numbers in memory: refused first where they cannot fit.
     require_memory(8.0 * k * d, f"the code itself (K={k} x d={d} float64 prototypes)")
-    resolved = chosen_method(d, k, method)
+    resolved = resolve_method(d, k, method)
     options = method_options(method, resolved, options)
     name = check_code_name(name) if name is not None else code_name(d, k, resolved, seed, rotation)[0]
     context = context or RunContext()

@@ -43,9 +43,6 @@ LARGE_CODE = 10**7
 #: Bytes of prototypes written (into memory) to time the bank's write.
 WRITE_SAMPLE_BYTES = 256 * 2**10
 
-#: Phases whose time is spent after the code exists, counted against a time limit before the optimisers.
-AFTER_THE_CODE = ("statistics", "certificate", "writing")
-
 #: Rows and columns of the block of float64 products that times the statistics.
 STATS_SAMPLE_ROWS = 512
 STATS_SAMPLE_COLUMNS = 4096
@@ -284,9 +281,8 @@ def statistics_phase(d: int, k: int, points: np.ndarray, exact: bool, turned: bo
                 seconds += rotation_seconds(points)
                 what += ", carried through the rotation"
             return Phase("statistics", what, seconds), orbit
-        return Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs",
-                     statistics_seconds(d, k)), None
-    return Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k)), "auto"
+    pairs = Phase("statistics", f"float64 cosines of all {k * (k - 1) // 2:,} pairs", statistics_seconds(d, k))
+    return pairs, (None if exact and k >= ORBIT_MIN_K else "auto")
 
 
 #: Rows of the code turned in :func:`rotation_seconds`' timing.

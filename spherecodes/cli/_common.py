@@ -71,11 +71,6 @@ def lock_notice(enabled: bool):
     return (lambda line: click.echo(printable(line), err=True)) if enabled else None
 
 
-def default_bank_path(d: int, k: int) -> Path:
-    """Bank file used when ``--out`` is not given: ``spherecodes_d<d>_k<k>.h5``."""
-    return Path(f"spherecodes_d{d}_k{k}.h5")
-
-
 def run_context(flags: dict, started: float | None = None, progress=None, announce=None) -> RunContext:
     """The command's :class:`spherecodes.context.RunContext` from its flags (``--device``, ``--max-memory``,
     ``--time-limit``, those it has) and the thread count ``--threads`` set."""
@@ -91,12 +86,13 @@ def tell(quiet: bool, as_json: bool) -> bool:
     return not quiet and (not as_json or sys.stderr.isatty())
 
 
-def certify(code, *, device, max_memory, quiet: bool, tol: float = DEFAULT_TOL, estimate: bool = True, client=None):
-    """The certificate of a code (its orbit of sign changes, if any, proved once already), with its estimate
-    (unless ``estimate`` is False: printed before) and a progress bar on stderr unless ``quiet``; the QP's
+def certify(code, context: RunContext, *, quiet: bool, tol: float = DEFAULT_TOL, client=None):
+    """The certificate of a code (its orbit of sign changes, if any, proved once already) on the ``context``'s
+    device and within its memory limit, with its estimate and a progress bar on stderr unless ``quiet``; the QP's
     blocks as tasks on a Dask ``client``'s cluster if given.  (A run with a time limit certifies within its
     deadline: :func:`spherecodes.run.certify_within`.)"""
-    if not quiet and estimate:  # the certificate checks its memory itself before allocating
+    device, max_memory = context.device, context.max_memory
+    if not quiet:  # the certificate checks its memory itself before allocating
         click.echo(certificate_estimate(code.prototypes, device=device, max_memory=max_memory,
                                         orbit=code.orbit).describe(), err=True)
     with ProgressBar(enabled=not quiet) as progress:
@@ -160,19 +156,20 @@ def read_with_certificate_check(bank, name: str | None, *, max_memory: float | N
     return claims.code, bad_certificate, verified, claims
 
 
-def show_report(code, bank: str | None, as_json: bool, semantic: dict | None = None,
-                verified: dict | None = None) -> None:
-    """Print a code's report (:func:`spherecodes.report.code_report`), with its ``semantic`` part and what
-    reading it ``verified`` (:func:`read_with_certificate_check`) if given."""
+def show_report(code, bank: str | None, as_json: bool, **parts) -> None:
+    """Print a code's report (:func:`spherecodes.report.code_report`) with the ``parts`` given (None: left out): its
+    ``semantic`` part, what reading it ``verified`` (:func:`read_with_certificate_check`), where it was ``fetched``."""
     report = code_report(code, bank=bank)
-    if semantic is not None:
-        report["semantic"] = semantic
-    if verified is not None:
-        report["verified"] = verified
+    report.update({key: part for key, part in parts.items() if part is not None})
     if as_json:
         print_json(report)
     else:
         click.echo(format_code_report(report))
+
+
+def _bar(fraction: float, width: int = 24) -> str:
+    filled = int(round(fraction * width))
+    return "#" * filled + "-" * (width - filled)
 
 
 class ProgressBar:
@@ -189,8 +186,6 @@ class ProgressBar:
     Only drawn on a terminal (a log file would fill with carriage returns)
     and at most ten times a second; a no-op when disabled.
     """
-
-    WIDTH = 24
 
     #: Seconds without an update after which the heartbeat redraws the line.
     HEARTBEAT = 1.0
@@ -229,8 +224,7 @@ class ProgressBar:
             return
         self.last_draw = now
         fraction = min(1.0, update.step / max(1, update.steps))
-        filled = int(round(fraction * self.WIDTH))
-        bar = "#" * filled + "-" * (self.WIDTH - filled)
+        bar = _bar(fraction)
         done, seconds = update.step - self.stage_start[0], update.elapsed - self.stage_start[1]
         rate = done / seconds if done > 0 and seconds > 0 else None
         if hasattr(update, "max_cos"):
@@ -292,8 +286,6 @@ class ProgressBar:
 class BuildProgress:
     """Progress of a catalog build on stderr: a bar on a terminal, one line per bank otherwise."""
 
-    WIDTH = 24
-
     def __init__(self, enabled: bool):
         self.enabled = enabled
         self.tty = sys.stderr.isatty()
@@ -314,14 +306,9 @@ class BuildProgress:
         else:
             what = f"{summary['name']} FAILED: {summary.get('error', '')}"
         if self.tty:
-            filled = int(round(done / max(1, total) * self.WIDTH))
-            bar = "#" * filled + "-" * (self.WIDTH - filled)
-            click.echo(f"\r\033[K[{bar}] {done}/{total}  {what}", nl=False, err=True)
+            click.echo(f"\r\033[K[{_bar(done / max(1, total))}] {done}/{total}  {what}", nl=False, err=True)
             self.drawn = True
         else:
             click.echo(f"[{done}/{total}] {what}", err=True)
 
-    def close(self) -> None:
-        if self.drawn:
-            click.echo(err=True)
-            self.drawn = False
+    close = ProgressBar._end_line

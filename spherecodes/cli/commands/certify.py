@@ -104,8 +104,7 @@ def certify(**flags):
         if distributed and tell(quiet, as_json):
             where = f"the Dask cluster at {scheduler}" if scheduler else f"a local Dask cluster of {workers} workers"
             click.echo(f"certificate: the QP's blocks of classes as tasks on {where}", err=True)
-        code.certificate = certify_code(code, device=context.device, max_memory=context.max_memory,
-                                        quiet=not tell(quiet, as_json), tol=flags["tol"], client=client)
+        code.certificate = certify_code(code, context, quiet=not tell(quiet, as_json), tol=flags["tol"], client=client)
     new = code.certificate
     if write and stored is not None and stored.rho_certified and not new.rho_certified:
         # A certificate that checks is never replaced by one that does not (a --tol below what float64 meets).

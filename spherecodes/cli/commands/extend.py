@@ -92,8 +92,7 @@ def extend_cmd(**flags):
         extended = extend(code, m, labels=labels, name=flags["name"], method=flags["method"], seed=flags["seed"],
                           options=options, context=context)
     if flags["certify"]:
-        extended.certificate = certify_code(extended, device=context.device, max_memory=context.max_memory,
-                                            quiet=quiet or as_json)
+        extended.certificate = certify_code(extended, context, quiet=quiet or as_json)
     write_code(out, extended, overwrite=flags["overwrite"], waiting=lock_notice(not quiet))
     if not quiet:
         settings = extended.settings

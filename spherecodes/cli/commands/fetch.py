@@ -12,9 +12,8 @@ from ...catalog import fetch_bank
 from ...errors import SpherecodesError
 from ...export import export_code, rotate_code
 from ...generation import METHODS, unused_dimensions
-from ...report import code_report, format_code_report
 from ...run import destination
-from .._common import lock_notice, print_json
+from .._common import lock_notice, show_report
 from ..main import COUNT, DIM, URL_HELP, CatalogLocation, main
 from .export import export_options, refuse_unused_seed
 
@@ -110,20 +109,16 @@ def fetch_cmd(**flags):
     elif out is not None:
         write_code(out, code, overwrite=overwrite, waiting=lock_notice(not quiet))
         origin += f"\nstored as {code.name} in {out}"
-    if as_json:
-        report = code_report(code, bank=_bank_of(out, matrix_file, fetched, rotation == "random"))
-        report["fetched"] = {
+    if not as_json:
+        click.echo(origin)
+    if as_json or not quiet:
+        show_report(code, _bank_of(out, matrix_file, fetched, rotation == "random"), as_json, fetched={
             "source": fetched.source,
             "path": None if fetched.path is None else str(fetched.path),
             "downloaded": fetched.downloaded,
             "out": None if out is None else str(out),
             "entry": None if fetched.entry is None else fetched.entry.to_dict(),
-        }
-        print_json(report)
-        return
-    click.echo(origin)
-    if not quiet:
-        click.echo(format_code_report(code_report(code, bank=_bank_of(out, matrix_file, fetched, rotation == "random"))))
+        })
 
 
 def _bank_of(out, matrix_file: bool, fetched, rotated: bool):

@@ -23,7 +23,7 @@ from ...semantic import (
     class_embeddings,
     read_class_names,
 )
-from .._common import ProgressBar, default_bank_path, lock_notice, run_context, show_report, tell
+from .._common import ProgressBar, lock_notice, run_context, show_report, tell
 from ..main import (
     COUNT, DIM, EFFORT, FILE, MAX_MEMORY_HELP, MAX_THREADS, SECONDS, SEED, FiniteFloat, MemorySize, SchedulerAddress,
     embedding_options, main, threads_option,
@@ -195,7 +195,7 @@ def generate_cmd(**flags):
         context = run_context(flags, started, bar, bar.announcer(speak))
         plan = plan_run(d, k, method, options, seed=flags["seed"], rotation=flags["rotation"], name=flags["name"],
                         labels=None if method in NEEDS_CLASS_DATA else names, context=context)
-        where = destination(flags["out"] or default_bank_path(d, k), plan.name, overwrite=flags["overwrite"],
+        where = destination(flags["out"] or Path(f"spherecodes_d{d}_k{k}.h5"), plan.name, overwrite=flags["overwrite"],
                             dtype=flags["dtype"])
         plan.options = _read_inputs(plan, flags, names)  # before the long computation: a missing name fails fast
         plan.estimate(certify=flags["certify"])  # each phase timed on a sample; refuses what cannot fit
@@ -225,7 +225,7 @@ def generate_cmd(**flags):
     if as_json or not quiet:
         privileged = plan.method in NEEDS_CLASS_DATA
         report = semantic.semantic_report(code, plan.options.embeddings) if privileged else None
-        show_report(code, None if where.matrix else str(out), as_json, report)
+        show_report(code, None if where.matrix else str(out), as_json, semantic=report)
 
 
 def _class_names(classes, k, method: str):
@@ -250,7 +250,7 @@ def _options(flags: dict, method: str, resolved: str):
         raise click.UsageError("--init-code names a code in the bank given with --init")
     given = {field: flags[flag] for flag, field in METHOD_FLAGS.items() if flags[flag] != FLAG_DEFAULTS.get(flag)}
     try:
-        return method_options(method, resolved, given=given, spell=lambda name: _flag(name))
+        return method_options(method, resolved, given=given, spell=_flag)
     except SpherecodesError as err:
         raise click.UsageError(str(err)) from None
 

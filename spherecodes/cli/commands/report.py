@@ -71,7 +71,7 @@ def report(bank, name, as_json, embeddings, classes, embeddings_format, missing_
         semantic_part = semantic.semantic_report(code, class_vectors, labels=names)
     elif classes is not None:
         raise click.UsageError("--classes is used with --embeddings")
-    show_report(code, str(bank), as_json, semantic_part, verified=verified)
+    show_report(code, str(bank), as_json, semantic=semantic_part, verified=verified)
     if plot is not None:
         plot_code(code, plot)
         click.echo(f"plot written to {plot}", err=as_json)
