@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -170,3 +171,43 @@ def test_effort_without_a_method_that_takes_it_is_refused_before_any_work(tmp_pa
     assert result.exit_code == 1 and "none of softmax, auto takes it" in result.output
     assert "Traceback" not in result.output
     assert not (tmp_path / "cat").exists() and not (tmp_path / "cli").exists()
+
+
+def test_improve_searches_again_only_the_banks_short_of_their_published_value(tmp_path):
+    from spherecodes.records import published_record
+
+    folder = tmp_path / "cat"
+    weak = BankOptions(steps=5, restarts=1)  # five steps from one random start: far from the record of (3, 13)
+    build_catalog(parse_grid("d=3 k=13"), ["tammes"], folder, weak, workers=1, processes=False, **FAST)
+    bank = folder / "tammes-d3-k13.h5"
+    first = read_code(bank)
+    record = published_record(3, 13).max_cos
+    assert first.stats.max_cos > record + 1e-3
+    # Without --improve a finished bank is skipped, whatever its gap.
+    plain = build_catalog(parse_grid("d=3 k=13"), ["tammes"], folder, BankOptions(), workers=1, processes=False,
+                          **FAST)
+    assert [s["status"] for s in plain.skipped] == ["skipped"] and read_code(bank).sha256 == first.sha256
+    # The same weak settings again find the same code: the bank is kept as it is.
+    kept = build_catalog(parse_grid("d=3 k=13"), ["tammes"], folder, BankOptions(steps=5, restarts=1, improve=True),
+                         workers=1, processes=False, **FAST)
+    assert [s["status"] for s in kept.skipped] == ["kept"] and read_code(bank).sha256 == first.sha256
+    # A default run reaches the published value (one of the sizes it is measured to reach) and replaces the bank.
+    better = build_catalog(parse_grid("d=3 k=13"), ["tammes"], folder, BankOptions(improve=True), workers=1,
+                           processes=False, **FAST)
+    assert [s["status"] for s in better.built] == ["improved"]
+    improved = read_code(bank)
+    gram = improved.prototypes @ improved.prototypes.T
+    assert float((gram - 3 * np.eye(13)).max()) <= record + 1e-9
+    verify_witness(improved.prototypes, improved.certificate)
+    # Now at the published value, it is done: --improve skips it.
+    done = build_catalog(parse_grid("d=3 k=13"), ["tammes"], folder, BankOptions(improve=True), workers=1,
+                         processes=False, **FAST)
+    assert [s["status"] for s in done.skipped] == ["skipped"] and read_code(bank).sha256 == improved.sha256
+
+
+def test_an_improving_record_search_resumes_from_the_bank():
+    start = np.eye(3)
+    assert BankOptions(effort="record", improve=True).method_options("tammes", start).init is start
+    assert BankOptions(effort="high", improve=True).method_options("tammes", start).init is None
+    result = CliRunner().invoke(main, ["catalog", "build", "--help"])
+    assert "--improve" in result.output

@@ -33,6 +33,7 @@ from ..errors import SpherecodesError
 from ..context import RunContext
 from ..devices import set_cpu_threads
 from ..generation import NEEDS_CLASS_DATA, OPTIMISERS, options_kinds
+from ..records import compare_with_record
 from ..run import generate
 from .publishing import publish as publish_registry
 
@@ -72,6 +73,11 @@ class BankOptions:
         Passed to the methods whose options take it (``tammes``, see
         :mod:`spherecodes.options`) and ignored by the others, so one grid can
         mix them.
+    improve : bool
+        Search again the finished banks whose code is short of its size's
+        published best-known value (:mod:`spherecodes.records`), the record
+        search resuming from that code, and replace a bank only with a code of
+        smaller max-cos; without it finished banks are skipped.
 
     Examples
     --------
@@ -83,16 +89,26 @@ class BankOptions:
     steps: int | None = None
     restarts: int | None = None
     effort: str = "default"
+    improve: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "seed", check_seed(self.seed))
 
-    def method_options(self, method: str):
+    def method_options(self, method: str, init=None):
         """The options object of ``method`` (:mod:`spherecodes.options`) that these settings give; ``auto`` leaves
-        the bundled catalog out: the catalog is what a build makes."""
+        the bundled catalog out: the catalog is what a build makes.  ``init`` is the code a record search resumes
+        from."""
         kind = options_kinds()[method]
         given = {"steps": self.steps, "restarts": self.restarts, "catalog": False, "effort": self.effort}
+        if init is not None and self.effort == "record":
+            given["init"] = init
         return kind(**{name: value for name, value in given.items() if name in kind.__dataclass_fields__})
+
+    def searches_again(self, code) -> bool:
+        """Whether a finished bank's ``code`` is searched again: with ``improve``, where it is above its size's
+        published best-known max-cos (sizes no table lists are never searched again)."""
+        comparison = compare_with_record(code.d, code.k, code.stats.max_cos) if self.improve else None
+        return comparison is not None and comparison.standing == "above"
 
 
 @dataclass
@@ -103,8 +119,10 @@ class BuildReport:
     ----------
     built, skipped : list of dict
         Per bank: ``name``, ``file``, ``d``, ``k``, ``method``, ``status``
-        (``"built"``; ``"skipped"``: finished by an earlier run; ``"on
-        demand"``: ``auto`` found an exact code, not stored),
+        (``"built"``; ``"improved"``: a finished bank searched again and
+        replaced; ``"skipped"``: finished by an earlier run; ``"kept"``: searched
+        again, nothing better found; ``"on demand"``: ``auto`` found an exact
+        code, not stored),
         ``seconds``, ``cpu_seconds`` (built banks: the CPU time of the
         worker process that built it), ``max_cos``, ``rho_lower``.
     closed_forms : list of tuple
@@ -266,12 +284,19 @@ def is_finished(path, task: BuildTask) -> bool:
     return code.method == task.method and (code.d, code.k) == (task.d, task.k) and code.certificate is not None
 
 
+def is_done(path, task: BuildTask, options: BankOptions) -> bool:
+    """Whether the task has nothing to do: its bank is finished and not to be searched again."""
+    return is_finished(path, task) and not options.searches_again(read_code(path))
+
+
 def build_bank(d: int, k: int, method: str, out: str, options: BankOptions | None = None, *,
                context: RunContext | None = None) -> dict:
     """Generate, certify and store one catalog bank (the body of one Dask task).
 
     Writes ``<out>/<method>-d<d>-k<k>.h5`` atomically and returns a summary;
-    a bank already finished there is left as it is (``status`` ``"skipped"``).
+    a bank already finished there is left as it is (``status`` ``"skipped"``),
+    unless ``options.improve`` searches it again (``"improved"`` where the new
+    code has a smaller max-cos and replaces it, ``"kept"`` otherwise).
     Where ``auto`` returns an exact code (a structured code or a closed
     form), which ``fetch`` builds on demand, nothing is written (``status``
     ``"on demand"``).
@@ -308,27 +333,32 @@ def build_bank(d: int, k: int, method: str, out: str, options: BankOptions | Non
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / task.file
     summary = {"name": task.name, "file": task.file, "d": d, "k": k, "method": method}
-    if is_finished(path, task):
-        code = read_code(path)
-        return {**summary, "status": "skipped", "seconds": 0.0, "max_cos": code.stats.max_cos,
-                "rho_lower": code.certificate.rho_lower}
+    previous = read_code(path) if is_finished(path, task) else None
+    if previous is not None and not options.searches_again(previous):
+        return {**summary, "status": "skipped", "seconds": 0.0, "max_cos": previous.stats.max_cos,
+                "rho_lower": previous.certificate.rho_lower}
     if context.threads is not None:
         set_cpu_threads(context.threads, torch_only=True)
     started, cpu_started = time.perf_counter(), time.process_time()
     # The time limit counts from here: a task's context was made in another process, whose clock is not this one's.
     context = replace(context, started=started)
-    code = generate(d, k, method, options.method_options(method), seed=options.seed, context=context)
+    init = previous.prototypes if previous is not None else None
+    code = generate(d, k, method, options.method_options(method, init), seed=options.seed, context=context)
     if code.settings.get("auto", {}).get("winner_kind") in ("structured", "closed-form"):
         # An exact code: fetch builds it on demand (spherecodes.catalog.on_demand), so nothing is stored.
         return {**summary, "status": "on demand", "seconds": time.perf_counter() - started,
                 "max_cos": code.stats.max_cos, "rho_lower": None}
+    if previous is not None and code.stats.max_cos >= previous.stats.max_cos:
+        return {**summary, "status": "kept", "seconds": time.perf_counter() - started,
+                "cpu_seconds": time.process_time() - cpu_started, "max_cos": previous.stats.max_cos,
+                "rho_lower": previous.certificate.rho_lower}
     code.certificate = one_vs_rest_distances(code.prototypes, device=context.device, max_memory=context.max_memory,
                                              orbit=code.orbit)
     with replace_atomically(path, suffix=".h5") as tmp:
         tmp.unlink()  # write_code makes a new bank, not one inside the empty placeholder
         write_code(tmp, code)
     # The CPU time of the worker process (one task at a time): what the bank cost, whatever the machine's load.
-    return {**summary, "status": "built", "seconds": time.perf_counter() - started,
+    return {**summary, "status": "built" if previous is None else "improved", "seconds": time.perf_counter() - started,
             "cpu_seconds": time.process_time() - cpu_started, "max_cos": code.stats.max_cos,
             "rho_lower": code.certificate.rho_lower}
 
@@ -426,7 +456,7 @@ def build_catalog(pairs, methods, out, options: BankOptions | None = None, *, co
     report = BuildReport(closed_forms=closed)
     todo = []
     for task in tasks:
-        if is_finished(out / task.file, task):
+        if is_done(out / task.file, task, options):
             report.skipped.append({"name": task.name, "file": task.file, "d": task.d, "k": task.k,
                                    "method": task.method, "status": "skipped"})
         else:
@@ -465,7 +495,8 @@ def build_catalog(pairs, methods, out, options: BankOptions | None = None, *, co
                         report.failed.append((task.name, message))
                         summary = {"name": task.name, "status": "failed", "error": message}
                     else:
-                        (report.built if summary["status"] == "built" else report.skipped).append(summary)
+                        written = summary["status"] in ("built", "improved")
+                        (report.built if written else report.skipped).append(summary)
                     if progress is not None:
                         progress(done, total, summary)
             finally:

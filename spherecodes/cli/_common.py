@@ -295,8 +295,8 @@ class BuildProgress:
         if not self.enabled:
             return
         status = summary["status"]
-        if status == "built":
-            what = (f"{summary['name']} built in {summary['seconds']:.1f} s ({summary['cpu_seconds']:.1f} s CPU) "
+        if status in ("built", "improved", "kept"):
+            what = (f"{summary['name']} {status} in {summary['seconds']:.1f} s ({summary['cpu_seconds']:.1f} s CPU) "
                     f"(max-cos {summary['max_cos']:.6f}, rho {summary['rho_lower']:.6f})")
         elif status == "skipped":
             what = f"{summary['name']} finished before, skipped"

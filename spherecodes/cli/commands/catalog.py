@@ -123,6 +123,11 @@ def catalog_publish(directory, best, into, max_size, compressed, as_json):
 @click.option("--effort", type=EFFORT, default="default", show_default=True,
               help="tammes banks only: how much work each spends, as 'spherecodes generate --effort' (high: more "
               "starts, then rounds of perturb-and-repolish of the best code).")
+@click.option("--improve", is_flag=True,
+              help="Search again the finished banks whose code is short of its size's published best-known value "
+              "(spherecodes report shows it), with this command's settings (--effort record resumes from the "
+              "bank's code), and replace a bank only with a code of smaller max-cos. Without it finished banks "
+              "are skipped.")
 @click.option("--publish/--no-publish", default=True, show_default=True,
               help="Write the folder's registry.json when the banks are done.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no table.")
@@ -132,7 +137,8 @@ def catalog_build(**flags):
     Each bank is generated, certified and written to OUT/<method>-d<D>-k<K>.h5
     (atomically) by one task on a local Dask cluster, or on an existing cluster
     given --scheduler.  Finished banks are skipped, so an interrupted build is
-    resumed by running the same command again.  At the end the registry is
+    resumed by running the same command again; --improve searches again those
+    short of their published best-known value.  At the end the registry is
     published (see 'spherecodes catalog publish').
 
     \b
@@ -140,12 +146,14 @@ def catalog_build(**flags):
       spherecodes catalog build --grid "d=16,32,64 k=100,1000" --methods tammes,softmax --out my-banks
       spherecodes catalog build --grid "d=3 k=7..12" --out small --workers 2 --steps 500
       spherecodes catalog build --grid "d=6 k=98" --methods tammes --effort high --out records
+      spherecodes catalog build --grid "d=3 k=7..130" --effort record --time-limit 600 --improve --out records
       spherecodes catalog build --grid "d=128 k=1000" --out /shared/banks --scheduler tls://10.0.0.5:8786
     """
     check_cluster_flags(flags["workers"], flags["scheduler"], flags["trust_scheduler"])
     pairs = parse_grid(flags["grid"])
     method_list = parse_methods(flags["methods"])
-    options = BankOptions(seed=flags["seed"], steps=flags["steps"], restarts=flags["restarts"], effort=flags["effort"])
+    options = BankOptions(seed=flags["seed"], steps=flags["steps"], restarts=flags["restarts"], effort=flags["effort"],
+                          improve=flags["improve"])
     progress = BuildProgress(enabled=not flags["quiet"])
     try:
         result = build_catalog(pairs, method_list, flags["out"], options,
@@ -160,7 +168,10 @@ def catalog_build(**flags):
         sizes = ", ".join(f"d={d} K={k} ({form})" for d, k, form in result.closed_forms)
         click.echo(f"left out {len(result.closed_forms)} sizes where a closed form is optimal "
                    f"(fetch constructs them): {sizes}")
-    click.echo(f"built {len(result.built)}, finished before {len(result.skipped)}")
+    improved = sum(b["status"] == "improved" for b in result.built)
+    kept = sum(b["status"] == "kept" for b in result.skipped)
+    click.echo(f"built {len(result.built) - improved}, finished before {len(result.skipped) - kept}"
+               + (f", searched again {improved + kept} (improved {improved})" if flags["improve"] else ""))
     if result.catalog is not None:
         cat = result.catalog
         click.echo(format_entries(cat.entries))
