@@ -317,7 +317,7 @@ def auto_method(d: int, k: int) -> str:
 
     Examples
     --------
-    >>> auto_method(3, 4), auto_method(3, 13), auto_method(64, 1000)
+    >>> auto_method(3, 4), auto_method(3, 131), auto_method(64, 1000)
     ('etf', 'tammes', 'auto')
     """
     closed = optimal_closed_form(d, k)
@@ -395,7 +395,7 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
     ('extended BCH [64,10,28]', False)
     >>> plan_auto(256, 1000, catalog=False).optimisers[0].kind   # predicted to beat every binary code of R^256
     'tammes'
-    >>> [o.kind for o in plan_auto(3, 13).optimisers]   # nothing exact fits: tammes alone
+    >>> [o.kind for o in plan_auto(3, 131).optimisers]   # nothing exact fits: tammes alone
     ['tammes']
     """
     closed = optimal_closed_form(d, k)

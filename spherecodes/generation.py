@@ -115,7 +115,7 @@ def resolve_method(d: int, k: int, method: str = "auto") -> str:
 
     Examples
     --------
-    >>> resolve_method(11, 12), resolve_method(3, 5), resolve_method(3, 13)
+    >>> resolve_method(11, 12), resolve_method(3, 5), resolve_method(3, 131)
     ('etf', 'cross-polytope', 'tammes')
     >>> resolve_method(64, 1000), resolve_method(8, 240)
     ('auto', 'auto')

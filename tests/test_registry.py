@@ -299,7 +299,8 @@ def test_every_bundled_bank_passes_the_certificate(entry):
 def test_the_bundled_checks_would_catch_a_damaged_catalog(published):
     """The checks above, run on a catalog with an altered bank, fail: they are not vacuous."""
     folder, cat = published
-    entry = cat.entries[0]
+    bundled = {e.name for e in bundled_catalog().entries}  # fetch searches the bundled catalog first
+    entry = next(e for e in cat.entries if e.name not in bundled)
     data = bytearray((folder / entry.file).read_bytes())
     data[-100] ^= 0x01
     (folder / entry.file).write_bytes(bytes(data))
@@ -362,25 +363,26 @@ def test_download_verifies_caches_and_then_hits_the_cache(server):
 
 def test_offline_reads_only_the_cache(server):
     httpd, url, cat = server
+    # (3, 9) has a bundled code, which fetch would serve first: the served catalog's others are asked for.
     with pytest.raises(SpherecodesError, match="not in the cache.*without --offline"):
-        fetch_bank(d=3, k=9, url=url, offline=True)
-    fetch_bank(d=3, k=9, url=url)
+        fetch_bank(d=4, k=11, url=url, offline=True)
+    fetch_bank(d=4, k=11, url=url)
     httpd.shutdown()  # the server is gone: only the cache can answer now
-    code = spherecodes.fetch(d=3, k=9, url=url, offline=True)
+    code = spherecodes.fetch(d=4, k=11, url=url, offline=True)
     assert code.method == "tammes"
     with pytest.raises(SpherecodesError, match="not in the cache"):
-        fetch_bank(d=4, k=11, url=url, offline=True)
+        fetch_bank("maxsep-d3-k9", url=url, offline=True)
 
 
 def test_a_tampered_download_is_refused_and_not_cached(server):
     httpd, url, cat = server
-    entry = next(e for e in cat.entries if e.name == "tammes-d3-k9")
+    entry = next(e for e in cat.entries if e.name == "tammes-d4-k11")  # not in the bundled catalog, which is first
     httpd.behaviour[entry.file] = "tamper"
     data = bytearray((Path(httpd.RequestHandlerClass.keywords["directory"]) / entry.file).read_bytes())
     data[len(data) // 2] ^= 0xFF
     got = hashlib.sha256(bytes(data)).hexdigest()
     with pytest.raises(SpherecodesError) as err:
-        fetch_bank(d=3, k=9, url=url)
+        fetch_bank(d=4, k=11, url=url)
     assert f"SHA-256 expected {entry.sha256}, got {got}" in str(err.value)
     assert "nothing was cached" in str(err.value)
     assert _cached_files(url) == [REGISTRY_FILE]
