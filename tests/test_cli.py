@@ -162,7 +162,7 @@ def test_generate_with_init_and_effort(run, tmp_path):
     assert result.exit_code == 0, result.output
     report = json.loads(result.output[result.output.index("{"):])
     assert report["settings"]["init"] == "array"
-    result = run("generate", "--d", 3, "--k", 40, "--effort", "low", "--no-certify", "-q")
+    result = run("generate", "--d", 3, "--k", 40, "--method", "tammes", "--effort", "low", "--no-certify", "-q")
     assert result.exit_code == 0, result.output
     report = json.loads(run("report", "spherecodes_d3_k40.h5", "--json").output)
     assert report["settings"]["effort"] == "low"

@@ -166,13 +166,13 @@ def test_bounds_plot_overlays_catalog_banks(tmp_path, monkeypatch):
     folder = tmp_path / "cat"
     folder.mkdir()
     for d in (3, 4):
-        code = make_code(random_code(30, d, d), method="tammes")
+        code = make_code(random_code(131, d, d), method="tammes")
         code.certificate = one_vs_rest_distances(code.prototypes, device="cpu")
-        write_code(folder / f"tammes-d{d}-k30.h5", code)
+        write_code(folder / f"tammes-d{d}-k131.h5", code)
     publish(folder)
     monkeypatch.setenv("SPHERECODES_BANK_URL", str(folder))
     out = tmp_path / "band.png"
-    result = CliRunner().invoke(main, ["bounds", "--k", "30", "--d", "2..64", "--plot", str(out)])
+    result = CliRunner().invoke(main, ["bounds", "--k", "131", "--d", "2..64", "--plot", str(out)])
     assert result.exit_code == 0, result.output
     assert "2 catalog banks overlaid" in result.output
     width, height = _png_size(out)

@@ -160,7 +160,7 @@ def generate_cmd(**flags):
       spherecodes generate --d 128 --k 10000 --out faces.h5
       spherecodes generate --d 512 --k 100000 --no-certify --max-memory 8GiB
       spherecodes generate --d 64 --method privileged --classes classes.txt --embeddings glove.txt
-      spherecodes generate --d 3 --k 120 --effort high
+      spherecodes generate --d 3 --k 120 --method tammes --effort high
       spherecodes generate --d 3 --k 110 --method tammes --effort record --time-limit 600 --workers 2
       spherecodes generate --d 64 --k 1000 --method tammes --init start.npy
       spherecodes generate --d 7 --k 28 --method lines
