@@ -458,7 +458,9 @@ def test_sigterm_or_sighup_during_a_write_removes_the_temporary_bank(tmp_path, s
     before = bank.read_bytes()
     proc = subprocess.Popen([sys.executable, "-c", _HALF_WRITTEN, "generate", "--d", "3", "--k", "4", "--out",
                              str(bank), "-q"], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            # An ignored signal stays ignored across exec: start the child as a shell would.
+                            preexec_fn=lambda: signal.signal(signum, signal.SIG_DFL))
     try:
         assert proc.stdout.readline().strip() == "written"
         assert len(hidden_temporaries(tmp_path)) == 1  # the temporary bank, complete
