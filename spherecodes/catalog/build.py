@@ -269,24 +269,27 @@ def plan_build(pairs, methods) -> tuple[list[BuildTask], list[tuple[int, int, st
     return tasks, closed
 
 
-def is_finished(path, task: BuildTask) -> bool:
-    """Whether ``path`` is a valid bank holding one certified code of the task's size and method."""
+def finished_code(path, task: BuildTask):
+    """The code of ``path`` if it is a valid bank holding one certified code of the task's size and method, else
+    None."""
     path = Path(path)
     if not path.is_file():
-        return False
+        return None
     try:
         rows = list_codes(path)
         if len(rows) != 1:
-            return False
+            return None
         code = read_code(path, rows[0]["name"])
     except SpherecodesError:
-        return False
-    return code.method == task.method and (code.d, code.k) == (task.d, task.k) and code.certificate is not None
+        return None
+    finished = code.method == task.method and (code.d, code.k) == (task.d, task.k) and code.certificate is not None
+    return code if finished else None
 
 
 def is_done(path, task: BuildTask, options: BankOptions) -> bool:
     """Whether the task has nothing to do: its bank is finished and not to be searched again."""
-    return is_finished(path, task) and not options.searches_again(read_code(path))
+    code = finished_code(path, task)
+    return code is not None and not options.searches_again(code)
 
 
 def build_bank(d: int, k: int, method: str, out: str, options: BankOptions | None = None, *,
@@ -333,7 +336,7 @@ def build_bank(d: int, k: int, method: str, out: str, options: BankOptions | Non
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / task.file
     summary = {"name": task.name, "file": task.file, "d": d, "k": k, "method": method}
-    previous = read_code(path) if is_finished(path, task) else None
+    previous = finished_code(path, task)
     if previous is not None and not options.searches_again(previous):
         return {**summary, "status": "skipped", "seconds": 0.0, "max_cos": previous.stats.max_cos,
                 "rho_lower": previous.certificate.rho_lower}
