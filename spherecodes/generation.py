@@ -386,7 +386,7 @@ def _maxsep(plan) -> Code:
 
 
 def _record_search(plan) -> Code:
-    """The record search (chains of tammes at high effort) for the time limit or ``restarts`` chains."""
+    """The record search (chains of tammes runs) for the time limit or ``restarts`` chains."""
     from .solvers import record_search
 
     options, context = plan.options, plan.optimiser_context

@@ -4,6 +4,7 @@ Expected values are independent facts (closed forms, the orders of the
 rotation groups, Sloane's tables of spherical codes), never this code's output.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -180,3 +181,28 @@ def test_high_effort_searches_the_sphere_longer_up_to_130_points():
     assert rounds(3, 100) == (0, PATIENCE) and rounds(3, 100, effort="low")[0] == 0
     # Rounds asked for by count all run.
     assert rounds(3, 100, effort="high", perturb_rounds=7) == (7, 0)
+
+
+def test_a_record_chain_runs_its_rounds_until_they_stop_gaining():
+    from spherecodes.solvers import TammesSettings
+    from spherecodes.solvers._basin import PATIENCE
+    from spherecodes.solvers.record_search import CHAIN_EFFORT
+
+    def settings(d, k, effort):
+        return TammesSettings.resolve(d, k, device="cpu", effort=effort)
+
+    assert CHAIN_EFFORT == "record"
+    # In R^3 up to 130 points the rounds are not cut to two minutes of work (40 at N = 120 for
+    # "high"): at most 1000, ended by 150 rounds in a row without a gain.
+    for k in (64, 103, 120, 130):
+        record, high = settings(3, k, "record"), settings(3, k, "high")
+        assert (record.perturb_rounds, record.perturb_patience) == (1000, 150)
+        assert high.perturb_rounds < 1000
+        # Everything else is the "high" run's.
+        assert (record.restarts, record.symmetric_starts, record.steps) == (high.restarts, high.symmetric_starts,
+                                                                            high.steps)
+    # Past the published tables and outside R^3 a chain is a "high" run.
+    for d, k in ((3, 131), (5, 42)):
+        record = settings(d, k, "record")
+        assert dataclasses.replace(record, effort="high") == settings(d, k, "high") and record.perturb_rounds == 40
+    assert settings(5, 42, "record").perturb_patience == PATIENCE

@@ -64,10 +64,15 @@ EFFORTS = {
              "sphere_rounds": 300},
 }
 #: "record": the record search (:func:`spherecodes.solvers.record_search`), which
-#: ``generate`` and ``catalog build`` run for method tammes: chains of "high" runs,
-#: each with a seed of its own, until the time limit is spent.  One run of
-#: :func:`spherecodes.solvers.tammes` at this effort is one such chain.
-EFFORTS["record"] = EFFORTS["high"]
+#: ``generate`` and ``catalog build`` run for method tammes: chains with seeds of
+#: their own until the time limit is spent.  One run of
+#: :func:`spherecodes.solvers.tammes` at this effort is one such chain: a "high"
+#: run whose rounds in R^3 are not cut to two minutes of work
+#: (:data:`SPHERE_ROUNDS_WORK`): up to 1000 (at N = 110 about 0.45 s each), ended
+#: sooner by :data:`SPHERE_PATIENCE` rounds in a row without a gain or by the
+#: search's time limit.  Past N = 100 the cut left 40-128 rounds after the 512
+#: starts, while the rounds gain as late as the 113th.
+EFFORTS["record"] = {**EFFORTS["high"], "sphere_rounds": 1000}
 
 #: Points in R^3 up to which an effort's ``sphere_starts`` and
 #: ``sphere_rounds`` apply.  From 82 points the default falls to 16 starts
@@ -209,8 +214,9 @@ class TammesSettings:
         sphere_search = on_sphere and bool(EFFORTS[effort]["sphere_rounds"])
         rounds = EFFORTS[effort]["perturb_rounds"]
         if sphere_search:
-            rounds = max(rounds, min(EFFORTS[effort]["sphere_rounds"],
-                                     int(SPHERE_ROUNDS_WORK / (k * k * d)) - SPHERE_ROUNDS_SPENT))
+            # A record chain's rounds are bounded by its patience and the search's time limit instead.
+            work_left = int(SPHERE_ROUNDS_WORK / (k * k * d)) - SPHERE_ROUNDS_SPENT if effort != "record" else math.inf
+            rounds = max(rounds, min(EFFORTS[effort]["sphere_rounds"], work_left))
         cfg["perturb_rounds"] = rounds if cfg["polish"] else 0
         if warm:
             cfg.update(t_start=cfg["t_end"] / 25, lr_start=cfg["lr_start"] / 10, lr_end=cfg["lr_end"] / 10,

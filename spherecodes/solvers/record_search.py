@@ -5,9 +5,10 @@ ends in a local optimum of its own, and the basin of the best known code
 is rarer than one start in several hundred: a hard size needs many more
 polished local optima than one run gives.  :func:`record_search` runs
 **chains**, each one run of :func:`spherecodes.solvers.tammes` at
-``effort="high"`` (its annealed starts, the polish of the best, then rounds
-of perturb / re-anneal / polish: :mod:`spherecodes.solvers._basin`) with a
-seed of its own, one after the other until the budget is spent, and keeps
+``effort="record"`` (the annealed starts of ``"high"``, the polish of the
+best, then rounds of perturb / re-anneal / polish,
+:mod:`spherecodes.solvers._basin`, until they stop gaining) with a seed of
+its own, one after the other until the budget is spent, and keeps
 the best code.  Given a start code (``init``: the best code of an earlier
 search, read from its bank), the even chains start from it (perturbed
 copies of it, then the rounds), the odd ones from scratch: the search
@@ -45,10 +46,10 @@ from .tammes import tammes
 __all__ = ["CHAIN_EFFORT", "ChainResult", "SearchProgress", "chain_seed", "record_search", "run_chain"]
 
 #: The effort of :func:`spherecodes.solvers.tammes` that each chain runs: in R^3 up to
-#: 130 points, 512 starts then up to 300 perturbation rounds, elsewhere four times the
-#: default starts and 40 rounds (the CPU time a chain takes: docs/optimisers.md,
-#: "Record tables").
-CHAIN_EFFORT = "high"
+#: 130 points, 512 starts then perturbation rounds until 150 in a row gain nothing,
+#: elsewhere four times the default starts and 40 rounds (the CPU time a chain
+#: takes: docs/optimisers.md, "Record tables").
+CHAIN_EFFORT = "record"
 
 
 @dataclass(frozen=True)

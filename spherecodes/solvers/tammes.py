@@ -109,9 +109,11 @@ def tammes(
         and up to 300 in R^3 up to 130 points; half its starts are
         symmetric in R^3 (unions of orbits of a rotation group) and
         energy-continuation starts above R^3 (``riesz_starts``).
-        "record" runs as "high": it is one chain of the record search
+        "record" is one chain of the record search
         (:func:`spherecodes.solvers.record_search`), which runs such runs
-        with seeds of their own until a time budget is spent.
+        with seeds of their own until a time budget is spent: "high", with
+        its rounds in R^3 up to 130 points not cut to two minutes of work
+        but run until 150 in a row bring no gain (at most 1000).
         ``result.stages`` records what each stage spent.
     frozen : array_like of bool, shape (K,), optional
         Rows of ``init`` that stay where they are, bit for bit (new classes
