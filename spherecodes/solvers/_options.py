@@ -54,25 +54,26 @@ SMALL_CODE = 20_000
 #: Higman-Sims code, which the annealing of max-cos misses from 16 starts),
 #: and the fewest starts in R^3 up to :data:`SPHERE_STARTS_MAX_K` points
 #: (``sphere_starts``; see there), and the most perturbation rounds there
-#: (``sphere_rounds``; see :data:`SPHERE_ROUNDS_WORK`).
+#: (``sphere_rounds``), cut to what is left of two minutes of work where
+#: ``sphere_rounds_by_work`` (see :data:`SPHERE_ROUNDS_WORK`).
 EFFORTS = {
     "low": {"restarts": 0.25, "perturb_rounds": 0, "symmetric": 0.0, "riesz": 0.0, "sphere_starts": 0,
-            "sphere_rounds": 0},
+            "sphere_rounds": 0, "sphere_rounds_by_work": True},
     "default": {"restarts": 1.0, "perturb_rounds": 0, "symmetric": 0.0, "riesz": 0.0, "sphere_starts": 0,
-                "sphere_rounds": 0},
+                "sphere_rounds": 0, "sphere_rounds_by_work": True},
     "high": {"restarts": 4.0, "perturb_rounds": 40, "symmetric": 0.5, "riesz": 0.5, "sphere_starts": 512,
-             "sphere_rounds": 300},
+             "sphere_rounds": 300, "sphere_rounds_by_work": True},
 }
 #: "record": the record search (:func:`spherecodes.solvers.record_search`), which
 #: ``generate`` and ``catalog build`` run for method tammes: chains with seeds of
 #: their own until the time limit is spent.  One run of
 #: :func:`spherecodes.solvers.tammes` at this effort is one such chain: a "high"
 #: run whose rounds in R^3 are not cut to two minutes of work
-#: (:data:`SPHERE_ROUNDS_WORK`): up to 1000 (at N = 110 about 0.45 s each), ended
-#: sooner by :data:`SPHERE_PATIENCE` rounds in a row without a gain or by the
-#: search's time limit.  Past N = 100 the cut left 40-128 rounds after the 512
-#: starts, while the rounds gain as late as the 113th.
-EFFORTS["record"] = {**EFFORTS["high"], "sphere_rounds": 1000}
+#: (:data:`SPHERE_ROUNDS_WORK`): up to 1000, ended sooner by
+#: :data:`SPHERE_PATIENCE` rounds in a row without a gain or by the search's
+#: time limit.  Past N = 100 the cut left 40-128 rounds after the 512 starts,
+#: while the rounds gain as late as the 113th.
+EFFORTS["record"] = {**EFFORTS["high"], "sphere_rounds": 1000, "sphere_rounds_by_work": False}
 
 #: Points in R^3 up to which an effort's ``sphere_starts`` and
 #: ``sphere_rounds`` apply.  From 82 points the default falls to 16 starts
@@ -214,9 +215,10 @@ class TammesSettings:
         sphere_search = on_sphere and bool(EFFORTS[effort]["sphere_rounds"])
         rounds = EFFORTS[effort]["perturb_rounds"]
         if sphere_search:
-            # A record chain's rounds are bounded by its patience and the search's time limit instead.
-            work_left = int(SPHERE_ROUNDS_WORK / (k * k * d)) - SPHERE_ROUNDS_SPENT if effort != "record" else math.inf
-            rounds = max(rounds, min(EFFORTS[effort]["sphere_rounds"], work_left))
+            sphere_rounds = EFFORTS[effort]["sphere_rounds"]
+            if EFFORTS[effort]["sphere_rounds_by_work"]:
+                sphere_rounds = min(sphere_rounds, int(SPHERE_ROUNDS_WORK / (k * k * d)) - SPHERE_ROUNDS_SPENT)
+            rounds = max(rounds, sphere_rounds)
         cfg["perturb_rounds"] = rounds if cfg["polish"] else 0
         if warm:
             cfg.update(t_start=cfg["t_end"] / 25, lr_start=cfg["lr_start"] / 10, lr_end=cfg["lr_end"] / 10,
