@@ -141,7 +141,7 @@ def method_options(asked: str, method: str, options=None, given: dict | None = N
     Examples
     --------
     >>> method_options("auto", "tammes", AutoOptions(steps=10))
-    TammesOptions(steps=10, restarts=None, init=None, neighbours=None, refresh=None, effort='default', workers=None, scheduler=None)
+    TammesOptions(steps=10, restarts=None, init=None, neighbours=None, refresh=None, effort='default', workers=None, scheduler=None, adjacent=())
     >>> method_options("softmax", "softmax", given={"neighbours": 16})
     Traceback (most recent call last):
     ...
@@ -396,14 +396,15 @@ def _record_search(plan) -> Code:
 
     def report(p) -> None:
         budget = f" of {p.budget:.0f}" if p.budget is not None else ""
-        context.say(f"chain {p.chain.chain}{' (from the start code)' if p.chain.warm else ''}: max-cos "
+        start = {"init": " (from the start code)", "adjacent": " (from the adjacent sizes)"}.get(p.chain.start, "")
+        context.say(f"chain {p.chain.chain}{start}: max-cos "
                     f"{p.chain.max_cos:.12g} in {p.chain.seconds:.1f} s; best {p.best_max_cos:.12g} (chain "
                     f"{p.best_chain}) after {p.elapsed:.0f}{budget} s")
 
     context.say("optimiser: record_search")
     result = record_search(plan.d, plan.k, seed=plan.seed, time_budget=context.time_limit, chains=options.restarts,
-                           init=options.init, device=context.device, workers=options.workers,
-                           scheduler=options.scheduler, progress=report, **chain_options)
+                           init=options.init, adjacent=options.adjacent, device=context.device,
+                           workers=options.workers, scheduler=options.scheduler, progress=report, **chain_options)
     return _from_result(plan, result)
 
 

@@ -67,6 +67,9 @@ class TammesOptions(_StartOptions):
     workers, scheduler : optional
         ``effort="record"`` only: the chains on a local Dask cluster of ``workers`` processes, or on the
         cluster of the scheduler at that address.
+    adjacent : tuple of array_like
+        ``effort="record"`` only: codes of K + 1 or K - 1 points that some chains start from
+        (:func:`spherecodes.solvers.record_search`).
 
     Examples
     --------
@@ -83,12 +86,17 @@ class TammesOptions(_StartOptions):
     effort: str = "default"
     workers: int | None = None
     scheduler: str | None = None
+    adjacent: tuple = ()
 
     def __post_init__(self):
         _check_counts(self)
         if (self.workers is not None or self.scheduler is not None) and self.effort != "record":
             raise SpherecodesError("workers and scheduler spread the chains of a record search over Dask: they apply "
                                    f"to method 'tammes' with effort 'record', not to 'tammes' at effort {self.effort!r}")
+        object.__setattr__(self, "adjacent", tuple(self.adjacent))
+        if self.adjacent and self.effort != "record":
+            raise SpherecodesError("adjacent codes start chains of a record search: they apply to method 'tammes' "
+                                   f"with effort 'record', not to 'tammes' at effort {self.effort!r}")
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,14 @@ import pytest
 from click.testing import CliRunner
 
 from spherecodes import generate, read_code
-from spherecodes.catalog import BankOptions, build_catalog, parse_grid
+from spherecodes.catalog import BankOptions, build_bank, build_catalog, parse_grid
+from spherecodes.context import RunContext
 from spherecodes.cli import main
 from spherecodes.errors import SpherecodesError
 from spherecodes.options import LinesOptions, TammesOptions
 from spherecodes.records import published_record
 from spherecodes.solvers import record_search, tammes
-from spherecodes.solvers.record_search import chain_seed
+from spherecodes.solvers.record_search import ADJACENT_HOLES, adjacent_starts, chain_seed
 from spherecodes.stats import max_cos
 
 #: Short chains, so that a search takes seconds: the machinery is the same as the long ones'.
@@ -36,10 +37,41 @@ def test_a_resumed_search_starts_from_its_code_and_is_never_worse():
     first = record_search(3, 20, chains=1, restarts=4, steps=100, perturb_rounds=0)
     resumed = record_search(3, 20, chains=2, init=first.prototypes, restarts=4, steps=100, perturb_rounds=0)
     chains = resumed.settings["record_search"]["chains"]
-    assert [c["warm"] for c in chains] == [True, False]
+    assert [c["start"] for c in chains] == ["init", "scratch"]
     assert resumed.max_cos <= first.max_cos
     # New chains, not the ones that made the start code: the seeds depend on it.
     assert chains[1]["seed"] != chain_seed(0, 1)
+
+
+def _icosahedron() -> np.ndarray:
+    phi = (1 + 5**0.5) / 2
+    rows = [np.roll([0.0, s, t * phi], shift) for shift in range(3) for s in (1, -1) for t in (1, -1)]
+    return np.array(rows) / np.linalg.norm(rows[0])
+
+
+def test_starts_from_the_adjacent_sizes_leave_out_a_point_or_fill_a_deep_hole():
+    ico = _icosahedron()
+    starts = adjacent_starts([ico], 11, seed=0)
+    # Each of the 12 points left out once: every start is the icosahedron less one row.
+    assert len(starts) == 12
+    left_out = sorted(next(i for i in range(12) if not np.any(np.all(np.isclose(s, ico[i]), axis=1))) for s in starts)
+    assert left_out == list(range(12))
+    # The octahedron's deepest holes are its 8 face centres, at cosine 1/sqrt(3) to the nearest vertices.
+    octahedron = np.vstack([np.eye(3), -np.eye(3)])
+    filled = adjacent_starts([octahedron], 7, seed=0)
+    assert len(filled) == ADJACENT_HOLES and all(np.array_equal(s[:6], octahedron) for s in filled)
+    depths = sorted(float((s[6] @ octahedron.T).max()) for s in filled)
+    assert all(abs(v - 3**-0.5) < 0.02 for v in depths[:8]) and depths[8] > 3**-0.5 + 0.02
+
+
+def test_a_chain_from_the_adjacent_sizes_is_never_worse_than_its_best_derived_start():
+    # Eleven points: the icosahedron less one point is optimal (Danzer 1963; max-cos 1/sqrt(5), as for 12).
+    res = record_search(3, 11, chains=2, adjacent=[_icosahedron()], restarts=1, steps=20, perturb_rounds=0)
+    chains = res.settings["record_search"]["chains"]
+    assert [c["start"] for c in chains] == ["adjacent", "scratch"]
+    assert res.settings["record_search"]["adjacent_sizes"] == [12]
+    assert chains[0]["max_cos"] <= 5**-0.5 + 1e-12
+    assert published_record(3, 11).max_cos - 1e-9 <= chains[0]["max_cos"]
 
 
 def test_a_time_budget_ends_the_search_after_the_chain_under_way():
@@ -69,6 +101,10 @@ def test_bad_search_settings_are_refused_in_one_line():
         generate(3, 13, "lines", LinesOptions(effort="record", restarts=1))
     with pytest.raises(SpherecodesError, match="workers and scheduler spread the chains"):
         generate(3, 13, "tammes", TammesOptions(workers=2))
+    with pytest.raises(SpherecodesError, match="adjacent codes start chains of a record search"):
+        TammesOptions(adjacent=[_icosahedron()])
+    with pytest.raises(SpherecodesError, match=r"adjacent codes hold K \+ 1 or K - 1 points in R\^3 \(14 or 12 rows"):
+        record_search(3, 13, chains=1, adjacent=[_icosahedron()[:10]])
     with pytest.raises(SpherecodesError, match="give --time-limit SECONDS"):
         build_catalog(parse_grid("d=3 k=13"), ["tammes"], "unused", BankOptions(effort="record"))
 
@@ -86,3 +122,14 @@ def test_generate_runs_the_record_search_and_the_bank_lists_its_chains(tmp_path)
     assert code.stats.max_cos == min(c["max_cos"] for c in chains)
     # 13 points: the chains reach the published value (Lai et al. 2023) within its precision.
     assert code.stats.max_cos - published_record(3, 13).max_cos < 1e-9
+
+
+def test_a_record_build_starts_chains_from_the_finished_banks_of_the_adjacent_sizes(tmp_path):
+    quick = BankOptions(steps=50, restarts=2)
+    for k in (10, 12):
+        assert build_bank(3, k, "tammes", tmp_path, quick, context=RunContext(device="cpu"))["status"] == "built"
+    summary = build_bank(3, 11, "tammes", tmp_path, BankOptions(steps=50, restarts=2, effort="record"),
+                         context=RunContext(device="cpu", time_limit=4))
+    search = read_code(tmp_path / summary["file"]).settings["record_search"]
+    assert search["adjacent_sizes"] == [10, 12]
+    assert search["chains"][0]["start"] == "adjacent"

@@ -94,14 +94,14 @@ class BankOptions:
     def __post_init__(self):
         object.__setattr__(self, "seed", check_seed(self.seed))
 
-    def method_options(self, method: str, init=None):
+    def method_options(self, method: str, init=None, adjacent=()):
         """The options object of ``method`` (:mod:`spherecodes.options`) that these settings give; ``auto`` leaves
         the bundled catalog out: the catalog is what a build makes.  ``init`` is the code a record search resumes
-        from."""
+        from, ``adjacent`` the codes of K + 1 and K - 1 points some of its chains start from."""
         kind = options_kinds()[method]
         given = {"steps": self.steps, "restarts": self.restarts, "catalog": False, "effort": self.effort}
-        if init is not None and self.effort == "record":
-            given["init"] = init
+        if self.effort == "record":
+            given.update(init=init, adjacent=tuple(adjacent))
         return kind(**{name: value for name, value in given.items() if name in kind.__dataclass_fields__})
 
     def searches_again(self, code) -> bool:
@@ -346,7 +346,8 @@ def build_bank(d: int, k: int, method: str, out: str, options: BankOptions | Non
     # The time limit counts from here: a task's context was made in another process, whose clock is not this one's.
     context = replace(context, started=started)
     init = previous.prototypes if previous is not None else None
-    code = generate(d, k, method, options.method_options(method, init), seed=options.seed, context=context)
+    code = generate(d, k, method, options.method_options(method, init, _adjacent_codes(folder, d, k, method, options)),
+                    seed=options.seed, context=context)
     if code.settings.get("auto", {}).get("winner_kind") in ("structured", "closed-form"):
         # An exact code: fetch builds it on demand (spherecodes.catalog.on_demand), so nothing is stored.
         return {**summary, "status": "on demand", "seconds": time.perf_counter() - started,
@@ -364,6 +365,15 @@ def build_bank(d: int, k: int, method: str, out: str, options: BankOptions | Non
     return {**summary, "status": "built" if previous is None else "improved", "seconds": time.perf_counter() - started,
             "cpu_seconds": time.process_time() - cpu_started, "max_cos": code.stats.max_cos,
             "rho_lower": code.certificate.rho_lower}
+
+
+def _adjacent_codes(folder: Path, d: int, k: int, method: str, options: BankOptions) -> tuple:
+    """A record search's codes of K - 1 and K + 1 points: the finished banks of those sizes in ``folder``."""
+    if options.effort != "record":
+        return ()
+    tasks = [BuildTask(d, n, method) for n in (k - 1, k + 1) if n >= 2]
+    codes = [finished_code(folder / task.file, task) for task in tasks]
+    return tuple(code.prototypes for code in codes if code is not None)
 
 
 def _build_bank_or_error(d: int, k: int, method: str, out: str, options: BankOptions, context: RunContext) -> dict:

@@ -32,7 +32,7 @@ import numpy as np
 from ..stats import max_cos
 from ._core import batch_size
 
-__all__ = ["LOCAL_STEPS", "PATIENCE", "perturb", "perturbation_rounds", "round_batch"]
+__all__ = ["LOCAL_STEPS", "PATIENCE", "deepest_holes", "perturb", "perturbation_rounds", "round_batch"]
 
 #: Margin (relative to 1 - max-cos) within which a pair counts as a contact.
 _CONTACT_MARGIN = 1e-3
@@ -76,6 +76,33 @@ def _reinsert(w: np.ndarray, points: np.ndarray, rng: np.random.Generator) -> np
         others = np.delete(w, p, axis=0)
         w[p] = candidates[np.argmin((candidates @ others.T).max(axis=1))]
     return w
+
+
+def deepest_holes(w: np.ndarray, count: int, rng: np.random.Generator, candidates: int = 20_000) -> np.ndarray:
+    """Up to ``count`` unit vectors far from the code ``w``: its deepest holes among random candidates.
+
+    The candidates are taken in order of their largest cosine to the code,
+    smallest first, skipping any within cosine 0.99 of one already taken, so
+    that the holes are distinct.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> octahedron = np.vstack([np.eye(3), -np.eye(3)])
+    >>> holes = deepest_holes(octahedron, 8, np.random.default_rng(0))
+    >>> holes.shape, bool(np.all((holes @ octahedron.T).max(axis=1) < 0.6))  # the face centres: 1/sqrt(3)
+    ((8, 3), True)
+    """
+    d = w.shape[1]
+    points = rng.standard_normal((candidates, d))
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    taken: list[np.ndarray] = []
+    for i in np.argsort((points @ w.T).max(axis=1), kind="stable"):
+        if all(points[i] @ hole < 0.99 for hole in taken):
+            taken.append(points[i])
+            if len(taken) == count:
+                break
+    return np.array(taken).reshape(-1, d)
 
 
 def round_batch(k: int) -> int:

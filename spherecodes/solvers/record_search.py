@@ -14,6 +14,16 @@ search, read from its bank), the even chains start from it (perturbed
 copies of it, then the rounds), the odd ones from scratch: the search
 resumes where the code left off.
 
+Given the codes of the **adjacent sizes** (``adjacent``: K + 1 or K - 1
+points in R^d, the banks of N + 1 and N - 1), a third kind of chain starts
+from them: the best codes of neighbouring N are often close to each other
+(one point more or less), and a record code of N + 1 less one point, or of
+N - 1 with a point in one of its deepest holes, can lie in a basin that no
+start from scratch finds.  Such a chain anneals and polishes every start so
+derived, briefly, from :data:`SCREEN_RESTARTS` warm starts each (for at
+most half its time), and runs its rounds from the best.  The chains then
+take turns: from the start code, from the adjacent codes, from scratch.
+
 Chain c of a search draws from a seed derived from (``seed``, c, and the
 start code's prototypes when there is one), so the same settings give the
 same chains in any order and on any worker, and a resumed search runs new
@@ -40,16 +50,25 @@ from ..cluster import check_cluster, dask_client
 from ..devices import resolve_device
 from ..errors import SpherecodesError
 from ..sphere import normalise_rows
+from ..stats import max_cos
+from ._basin import deepest_holes
 from ._core import SolverResult, check_init
 from .tammes import tammes
 
-__all__ = ["CHAIN_EFFORT", "ChainResult", "SearchProgress", "chain_seed", "record_search", "run_chain"]
+__all__ = ["ADJACENT_HOLES", "CHAIN_EFFORT", "SCREEN_RESTARTS", "ChainResult", "SearchProgress", "adjacent_starts",
+           "chain_seed", "chain_start", "record_search", "run_chain"]
 
 #: The effort of :func:`spherecodes.solvers.tammes` that each chain runs: in R^3 up to
 #: 130 points, 512 starts then perturbation rounds until 150 in a row gain nothing,
 #: elsewhere four times the default starts and 40 rounds (the CPU time a chain
 #: takes: docs/optimisers.md, "Record tables").
 CHAIN_EFFORT = "record"
+
+#: The deepest holes of a code of K - 1 points that each give one start of K points.
+ADJACENT_HOLES = 10
+
+#: Warm starts (the derived start and noisy copies of it) annealed for each start derived from an adjacent code.
+SCREEN_RESTARTS = 4
 
 
 @dataclass(frozen=True)
@@ -58,7 +77,7 @@ class ChainResult:
 
     chain: int
     seed: int
-    warm: bool  # started from the search's start code
+    start: str  # "init" (the search's start code), "adjacent" (the adjacent sizes' codes) or "scratch"
     max_cos: float
     prototypes: np.ndarray
     seconds: float
@@ -66,7 +85,7 @@ class ChainResult:
     stop_reason: str
 
     def to_dict(self) -> dict:
-        return {"chain": self.chain, "seed": self.seed, "warm": self.warm, "max_cos": self.max_cos,
+        return {"chain": self.chain, "seed": self.seed, "start": self.start, "max_cos": self.max_cos,
                 "seconds": self.seconds, "cpu_seconds": self.cpu_seconds, "stop_reason": self.stop_reason}
 
 
@@ -98,18 +117,91 @@ def chain_seed(seed: int, chain: int, init: np.ndarray | None = None) -> int:
     return (int(high) << 31) ^ int(low)
 
 
+def chain_start(chain: int, init: bool, adjacent: bool) -> str:
+    """Where chain ``chain`` of a search starts: ``"init"``, ``"adjacent"`` or ``"scratch"``, in turns.
+
+    The turns are those of the start kinds the search has, in the order
+    start code, adjacent codes, scratch.
+
+    Examples
+    --------
+    >>> [chain_start(c, True, False) for c in range(3)]
+    ['init', 'scratch', 'init']
+    >>> [chain_start(c, True, True) for c in range(4)]
+    ['init', 'adjacent', 'scratch', 'init']
+    """
+    turns = [kind for kind, present in (("init", init), ("adjacent", adjacent), ("scratch", True)) if present]
+    return turns[chain % len(turns)]
+
+
+def adjacent_starts(codes, k: int, seed: int) -> list[np.ndarray]:
+    """Starts of K points derived from codes of K + 1 and K - 1 points, in an order drawn from ``seed``.
+
+    A code of K + 1 points gives K + 1 starts (each of its points left out in
+    turn); one of K - 1 points gives :data:`ADJACENT_HOLES` (a point added at
+    each of its deepest holes, :func:`spherecodes.solvers._basin.deepest_holes`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> square = np.array([[1.0, 0, 0], [0, 1, 0], [-1, 0, 0], [0, -1, 0]])
+    >>> starts = adjacent_starts([square], 5, seed=0) + adjacent_starts([square], 3, seed=0)
+    >>> len(starts), {s.shape for s in starts}
+    (14, {(3, 3), (5, 3)})
+    """
+    rng = np.random.default_rng([seed, 5])
+    starts = []
+    for code in codes:
+        if len(code) == k + 1:
+            starts.extend(np.delete(code, i, axis=0) for i in range(k + 1))
+        else:
+            starts.extend(np.vstack([code, hole]) for hole in deepest_holes(code, ADJACENT_HOLES, rng))
+    return [starts[i] for i in rng.permutation(len(starts))]
+
+
+def _best_adjacent_start(d: int, k: int, adjacent, seed: int, time_limit: float | None, device: str,
+                         options: dict) -> tuple[np.ndarray, bool]:
+    """The best code of the starts derived from the adjacent codes, each annealed and polished briefly from
+    :data:`SCREEN_RESTARTS` warm starts, within ``time_limit`` (at least one); and whether Ctrl-C ended it."""
+    began = time.perf_counter()
+    screen = {**options, "restarts": SCREEN_RESTARTS, "perturb_rounds": 0}
+    best = None
+    for start in adjacent_starts(adjacent, k, seed):
+        left = None if time_limit is None else time_limit - (time.perf_counter() - began)
+        if best is not None and left is not None and left <= 0:
+            break
+        result = tammes(d, k, seed=seed, init=start, time_limit=None if left is None else max(left, 1e-3),
+                        device=device, **screen)
+        if best is None or result.max_cos < best.max_cos:
+            best = result
+        if result.stop_reason == "interrupted":
+            return best.prototypes, True
+    return best.prototypes, False
+
+
 def run_chain(d: int, k: int, seed: int, chain: int, init: np.ndarray | None, time_limit: float | None,
-              device: str, options: dict | None = None) -> ChainResult:
+              device: str, options: dict | None = None, adjacent=()) -> ChainResult:
     """Chain ``chain`` of a search: one :func:`tammes` run at :data:`CHAIN_EFFORT` (the body of a Dask task).
 
-    ``options`` go to :func:`tammes` as they are (``restarts``, ``perturb_rounds``, ...).
+    It starts where :func:`chain_start` says: from ``init``, from the best
+    start derived from the ``adjacent`` codes (screened for at most half of
+    ``time_limit``), or from scratch.  ``options`` go to :func:`tammes` as
+    they are (``restarts``, ``perturb_rounds``, ...).
     """
     began, cpu_began = time.perf_counter(), time.process_time()
-    warm = init is not None and chain % 2 == 0
+    start = chain_start(chain, init is not None, bool(adjacent))
     own_seed = chain_seed(seed, chain, init)
-    result = tammes(d, k, seed=own_seed, effort=CHAIN_EFFORT, init=init if warm else None, time_limit=time_limit,
-                    device=device, **(options or {}))
-    return ChainResult(chain, own_seed, warm, float(result.max_cos), result.prototypes,
+    options = options or {}
+    code = init if start == "init" else None
+    if start == "adjacent":
+        code, interrupted = _best_adjacent_start(d, k, adjacent, own_seed, None if time_limit is None else
+                                                 time_limit / 2, device, options)
+        if interrupted:
+            return ChainResult(chain, own_seed, start, max_cos(code), code, time.perf_counter() - began,
+                               time.process_time() - cpu_began, "interrupted")
+    left = None if time_limit is None else max(time_limit - (time.perf_counter() - began), 1e-3)
+    result = tammes(d, k, seed=own_seed, effort=CHAIN_EFFORT, init=code, time_limit=left, device=device, **options)
+    return ChainResult(chain, own_seed, start, float(result.max_cos), result.prototypes,
                        time.perf_counter() - began, time.process_time() - cpu_began, result.stop_reason)
 
 
@@ -121,6 +213,7 @@ def record_search(
     time_budget: float | None = None,
     chains: int | None = None,
     init: np.ndarray | None = None,
+    adjacent=(),
     device: str = "cpu",
     workers: int | None = None,
     scheduler: str | None = None,
@@ -146,6 +239,10 @@ def record_search(
         A start code (K, d): the even chains start from it, and the result
         is never worse than it.  Give the best code of an earlier search to
         resume it.
+    adjacent : sequence of array_like, optional
+        Codes of K + 1 or K - 1 points in R^d (the best codes of the adjacent
+        sizes): every third chain (every second without ``init``) starts from
+        the best start derived from them (:func:`adjacent_starts`).
     device : str
         Where each chain's annealing runs.
     workers : int, optional
@@ -189,6 +286,7 @@ def record_search(
     limit = math.inf if chains is None else check_int("chains", chains, 1)
     check_cluster(workers, scheduler)
     init = None if init is None else normalise_rows(check_init(init, d, k))
+    adjacent = _check_adjacent(adjacent, d, k)
     device = str(resolve_device(device))
     taken = {"effort", "seed", "init", "time_limit", "device"} & set(chain_options)
     if taken:
@@ -221,13 +319,13 @@ def record_search(
     try:
         if workers is None and scheduler is None:
             while may_start(len(results)):
-                record(run_chain(d, k, seed, len(results), init, time_left(), device, chain_options))
+                record(run_chain(d, k, seed, len(results), init, time_left(), device, chain_options, adjacent))
                 if results[-1].stop_reason == "interrupted":
                     interrupted = True
                     break
         else:
-            _run_on_dask(d, k, seed, init, device, chain_options, workers, scheduler, may_start, time_left, record,
-                         limit)
+            _run_on_dask(d, k, seed, (init, adjacent), device, chain_options, workers, scheduler, may_start, time_left,
+                         record, limit)
     except KeyboardInterrupt:
         interrupted = True  # the chains that ended are kept
     if not results:
@@ -241,7 +339,7 @@ def record_search(
         "method": "tammes", "d": d, "k": k, "seed": seed, "effort": "record", "time_limit": budget,
         "device": device, "init": None if init is None else "array",
         "record_search": {"chain_effort": CHAIN_EFFORT, "chains_asked": None if chains is None else int(chains),
-                          "chain_options": chain_options, "workers": workers, "scheduler": scheduler is not None,
+                          "adjacent_sizes": [len(code) for code in adjacent], "chain_options": chain_options, "workers": workers, "scheduler": scheduler is not None,
                           "chains": records,
                           "cpu_seconds": sum(r.cpu_seconds for r in results)},
     }
@@ -260,9 +358,26 @@ def record_search(
                         stop_detail=detail)
 
 
-def _run_on_dask(d, k, seed, init, device, options, workers, scheduler, may_start, time_left, record,
+def _check_adjacent(adjacent, d: int, k: int) -> tuple[np.ndarray, ...]:
+    """The adjacent codes as float64 unit rows, each of K + 1 or K - 1 points in R^d."""
+    codes = []
+    for code in adjacent or ():
+        code = np.asarray(code, dtype=np.float64)
+        if code.ndim != 2 or code.shape[1] != d or abs(len(code) - k) != 1 or len(code) < 2:
+            raise SpherecodesError(f"adjacent codes hold K + 1 or K - 1 points in R^{d} ({k + 1} or {k - 1} rows of "
+                                   f"{d}); one has shape {code.shape}")
+        try:
+            codes.append(normalise_rows(check_init(code, d, len(code))))
+        except SpherecodesError as error:
+            raise SpherecodesError(f"adjacent code of {len(code)} points: {str(error).removeprefix('init: ')}") from None
+    return tuple(codes)
+
+
+def _run_on_dask(d, k, seed, starts, device, options, workers, scheduler, may_start, time_left, record,
                  limit) -> None:
-    """Keep every worker busy with one chain until no more may start; ``record`` each as it ends."""
+    """Keep every worker busy with one chain until no more may start; ``record`` each as it ends.
+
+    ``starts`` is the search's (start code, adjacent codes)."""
     as_completed = heavy.distributed().as_completed
 
     tasks = None if math.isinf(limit) else int(limit)
@@ -273,7 +388,8 @@ def _run_on_dask(d, k, seed, init, device, options, workers, scheduler, may_star
 
         def submit() -> None:
             nonlocal started
-            pending.add(client.submit(run_chain, d, k, seed, started, init, time_left(), device, options, pure=False,
+            pending.add(client.submit(run_chain, d, k, seed, started, starts[0], time_left(), device, options, starts[1],
+                                                    pure=False,
                                       key=f"spherecodes-chain-{d}-{k}-{seed}-{started}-{time.time_ns()}"))
             started += 1
 

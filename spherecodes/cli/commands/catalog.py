@@ -122,7 +122,8 @@ def catalog_publish(directory, best, into, max_size, compressed, as_json):
 @click.option("--device", default="auto", show_default=True, help="auto (CUDA when present), cpu, cuda or cuda:N.")
 @click.option("--effort", type=EFFORT, default="default", show_default=True,
               help="tammes banks only: how much work each spends, as 'spherecodes generate --effort' (high: more "
-              "starts, then rounds of perturb-and-repolish of the best code).")
+              "starts, then rounds of perturb-and-repolish of the best code; record: the record search, some of "
+              "whose chains start from the finished banks of K - 1 and K + 1 in --out).")
 @click.option("--improve", is_flag=True,
               help="Search again the finished banks whose code is short of its size's published best-known value "
               "(spherecodes report shows it), with this command's settings (--effort record resumes from the "
