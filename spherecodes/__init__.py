@@ -39,24 +39,6 @@ def __dir__():
     return sorted({*globals(), *_HOMES})
 
 
-__all__ = [
-    "Code",
-    "RunContext",
-    "SpherecodesError",
-    "__version__",
-    "catalog_entries",
-    "check_labels",
-    "default_code_name",
-    "delete_code",
-    "extend",
-    "fetch",
-    "generate",
-    "list_codes",
-    "make_code",
-    "plan_run",
-    "max_cos_lower_bound",
-    "read_code",
-    "separation_statistics",
-    "theorem_3_9",
-    "write_code",
-]
+__all__ = ["Code", "RunContext", "SpherecodesError", "__version__", "catalog_entries", "check_labels",
+           "default_code_name", "delete_code", "extend", "fetch", "generate", "list_codes", "make_code", "plan_run",
+           "max_cos_lower_bound", "read_code", "separation_statistics", "theorem_3_9", "write_code"]

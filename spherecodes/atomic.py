@@ -2,18 +2,13 @@
 
 The temporary file is named after the target, the host and the process that
 writes it (``.bank.h5.<host>-<pid>.<random>.tmp``), so that the next write to
-the same file can tell a temporary file left by a writer that died (killed,
-or its machine rebooted) from one that is still being written, and remove it.
-Ctrl-C while the temporary file is written abandons it and leaves the target
-as it was; Ctrl-C during the rename itself is held back until the rename is
-done, then delivered.  Each file replaced is noted, so that a command stopped
-by Ctrl-C can say which of its files were written (:func:`written_files`,
-checked on disk, not assumed).
-
-A symbolic link as the target is written through: its target is replaced and
-the link kept.  Read-modify-write of a file (adding a code to a bank while
-another process deletes one) is serialised by :func:`exclusive_lock`, an
-advisory ``fcntl`` lock that every spherecodes writer takes.
+the same file can tell one left by a writer that died from one still being
+written, and remove it.  Ctrl-C abandons the temporary file, except during
+the rename, where it is held back until the rename is done; each file
+replaced is noted, so that a command stopped by Ctrl-C can say which of its
+files were written (:func:`written_files`).  A symbolic link as the target is
+written through.  Read-modify-write of a file is serialised by
+:func:`exclusive_lock`.  docs/security.md ("Writing") gives the guarantees.
 """
 
 from __future__ import annotations
@@ -34,8 +29,8 @@ from pathlib import Path
 
 from .errors import SpherecodesError
 
-__all__ = ["ENDING_SIGNALS", "LOCK_QUIET_S", "Terminated", "check_name_fits", "check_not_input", "ending_signals_raise", "exclusive_lock",
-           "file_kind", "output_directory", "replace_atomically", "resolve_output", "written_files"]
+__all__ = ["ENDING_SIGNALS", "LOCK_QUIET_S", "Terminated", "check_name_fits", "check_not_input", "ending_signals_raise",
+           "exclusive_lock", "file_kind", "output_directory", "replace_atomically", "resolve_output", "written_files"]
 
 _SPECIAL_FILES = (
     (stat.S_ISDIR, "a directory"),
@@ -80,7 +75,6 @@ def file_kind(mode: int) -> str:
     if stat.S_ISREG(mode):
         return "a regular file"
     return next((name for test, name in _SPECIAL_FILES if test(mode)), "not a plain file")
-
 
 
 @contextlib.contextmanager
@@ -134,9 +128,8 @@ def replace_atomically(path, suffix: str = ".tmp", *, noted: bool = True):
     try:
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.{_writer()}.", suffix=suffix, dir=directory)
     except OSError as err:
-        raise SpherecodesError(
-            f"cannot write {path}: its temporary file cannot be created in {directory} ({_reason(err)})"
-        ) from None
+        raise SpherecodesError(f"cannot write {path}: its temporary file cannot be created in {directory} "
+                               f"({_reason(err)})") from None
     os.close(fd)
     tmp = Path(name)
     record = _Write(path)
@@ -232,13 +225,11 @@ def exclusive_lock(path, waiting=None, timeout: float | None = None):
     """Hold an advisory lock on ``path`` so that read-modify-write cycles of it run one at a time.
 
     The lock is ``fcntl.flock`` on a hidden file beside ``path``
-    (``.NAME.lock``), taken by every spherecodes writer of that file and
-    released by the kernel when its holder exits, however it exits.  The
-    holder writes its process id into the lock file, which is removed on
-    release; a writer that finds the lock file it locked already removed or
-    replaced takes the new one.  A second writer waits (Ctrl-C stops the wait
-    and changes nothing); after :data:`LOCK_QUIET_S` seconds of waiting it
-    says so once, through ``waiting``.
+    (``.NAME.lock``), released by the kernel when its holder exits, however
+    it exits.  The holder writes its process id into the lock file, which is
+    removed on release; a writer that finds the lock file it locked already
+    removed or replaced takes the new one.  A second writer waits (Ctrl-C
+    stops the wait and changes nothing).
 
     Parameters
     ----------
@@ -390,10 +381,8 @@ def written_files() -> list[tuple[Path, bool]]:
 def check_name_fits(path, suffix: str = ".tmp") -> None:
     """Refuse a file name too long for its file system, counting the temporary file written beside it.
 
-    The temporary file's name is the target's plus the writer and a random
-    part (about 30 to 70 bytes more), so a name close to the file system's
-    limit (255 bytes on most) is refused here, before any work, rather than
-    when the file is written.
+    The temporary file's name is some 30 to 70 bytes longer than the target's:
+    a name close to the limit is refused here, before any work.
 
     Examples
     --------
@@ -412,10 +401,9 @@ def check_name_fits(path, suffix: str = ".tmp") -> None:
     extra = len(os.fsencode(f"..{_writer()}.")) + _RANDOM_CHARACTERS + len(os.fsencode(suffix))
     if length + extra > most:
         shown = path.name if len(path.name) <= 40 else path.name[:40] + "..."
-        raise SpherecodesError(
-            f"the file name {shown} is too long: {length} bytes, and this file system allows {most} bytes for a name, "
-            f"less {extra} for the temporary file written beside it; choose a name of at most {most - extra} bytes"
-        )
+        raise SpherecodesError(f"the file name {shown} is too long: {length} bytes, and this file system allows {most} "
+                               f"bytes for a name, less {extra} for the temporary file written beside it; choose a "
+                               f"name of at most {most - extra} bytes")
 
 
 #: Characters of the random part of a temporary file's name (what :func:`tempfile.mkstemp` adds).

@@ -4,48 +4,23 @@
 once where one applies (:func:`spherecodes.constructions.optimal_closed_form`).
 Everywhere else it gathers *candidates* and keeps the one with the smallest
 max-cos (ties: the larger certified ρ where both are computed, else the
-earlier candidate):
-
-1. the structured code that fits (d, K) best
-   (:func:`spherecodes.structured.best_structured_code`, embedded from a
-   smaller dimension where that wins), with its exact max-cos;
-2. the other closed forms that apply (24-cell, 600-cell, E8);
-3. the bundled catalog's code of that size, read and verified in milliseconds;
-4. the ``tammes`` optimiser warm-started from that structured code (it can
-   use what the construction leaves free: the dimensions it is embedded
-   away from, the words left out; an embedded code is first moved off its
-   subspace by :func:`lift`);
-5. the ``tammes`` optimiser from random starts, exactly as ``--method tammes``
-   runs it with the same seed.
+earlier candidate): the structured code that fits best
+(:func:`spherecodes.structured.best_structured_code`), the other closed forms
+that apply (24-cell, 600-cell, E8), the bundled catalog's code of that size,
+``tammes`` warm-started from the structured code (moved off its subspace by
+:func:`lift` where it is embedded) and ``tammes`` from random starts, exactly
+as ``--method tammes`` runs it with the same seed.
 
 The first three are exact and cost milliseconds.  Which optimisers run is
 decided before any work, deterministically, from what they are known to
-reach (:mod:`spherecodes.optimiser_table`: measured over a grid of sizes and
-bracketed between them) and what they cost (:func:`predicted_seconds`):
-
-* an optimiser whose best plausible result cannot beat the best exact
-  candidate, nor the worst plausible result of an optimiser planned before
-  it, is skipped (``cannot win``), and so is every optimiser when an exact
-  candidate is a sharp configuration, a proven optimum
-  (:func:`spherecodes.bounds.sharp_optimum`);
-* the optimisers run in the order of their predicted result; the predicted
-  winner (predicted to beat the exact candidates by more than half the
-  noise of :data:`spherecodes.optimiser_table.NOISE`) always runs, the others
-  where they could win and fit the *budget*:
-  half the predicted winner's time plus :data:`EXTRA_SECONDS` (so that
-  ``auto`` takes at most about 1.5 times its winner alone plus two
-  seconds), or the whole ``time_limit`` when one is given;
-* at a measured size, with the measured seed and the default settings, an
-  optimiser repeats its measurement: one measured not below the exact
-  candidates cannot win there and is skipped (the noise band is for other
-  seeds and machines); this keeps ``auto`` from re-running an optimiser
-  beside the bundled code that is its own result;
-* during the run, an optimiser whose best plausible result cannot beat what
-  a candidate has already reached is skipped too.
-
-So ``auto`` is never worse than ``--method tammes`` where the table says the
-optimiser can compete, runs it exactly as that method does, and does not
-spend minutes on an optimiser that the measurements say cannot win.
+reach (:mod:`spherecodes.optimiser_table`) and what they cost
+(:func:`predicted_seconds`): an optimiser that cannot win is skipped, the
+predicted winner always runs and the others where they fit the budget
+(1.5 times the winner's predicted time plus :data:`EXTRA_SECONDS`, or
+``time_limit``).  docs/structured.md ("How ``auto`` decides what to run")
+gives the rules in full.  So ``auto`` is never worse than ``--method tammes``
+where the table says the optimiser can compete, and does not spend minutes
+on an optimiser that the measurements say cannot win.
 """
 
 from __future__ import annotations
@@ -131,15 +106,9 @@ class Candidate:
 
     def to_dict(self) -> dict:
         """JSON-serialisable summary (no prototypes)."""
-        return {
-            "label": self.label,
-            "kind": self.kind,
-            "max_cos": self.max_cos,
-            "exact": None if self.exact is None else str(self.exact),
-            "rho": self.rho,
-            "seconds": round(self.seconds, 3),
-            "skipped": self.skipped or None,
-        }
+        return {"label": self.label, "kind": self.kind, "max_cos": self.max_cos,
+                "exact": None if self.exact is None else str(self.exact), "rho": self.rho,
+                "seconds": round(self.seconds, 3), "skipped": self.skipped or None}
 
 
 @dataclass(frozen=True)
@@ -184,8 +153,8 @@ class AutoPlan:
     optimisers : tuple of PlannedOptimiser
         In the order they run (those planned to run first).
     budget : float
-        Seconds for the whole best-of: the time limit, or half the predicted
-        winner's time plus :data:`EXTRA_SECONDS`.
+        Seconds for the whole best-of: the time limit, or 1.5 times the
+        predicted winner's time plus :data:`EXTRA_SECONDS`.
     sure : float or None
         The smallest max-cos among the exact candidates (structured code,
         closed forms, bundled code): what an optimiser must beat.
@@ -237,10 +206,8 @@ class AutoPlan:
         if proven is not None and sure <= proven.value + TIE:
             why = f"cannot win: {sure:.4g} is the proven optimum (Levenshtein bound)"
             return replace(self, optimisers=tuple(replace(o, skip=why) for o in optimisers), budget=0.0)
-        # At a size of the published tables the bundled code was searched for long (catalog build at high
-        # effort or the record search, which start with what a default run does): a default run does not beat
-        # it, whether or not it reaches the published value (the table's interpolated prediction can say
-        # otherwise between measured sizes). A time limit given for the optimisers still lets them try.
+        # At a size of the published tables the bundled code was searched for long (from what a default run
+        # does): a default run does not beat it. A time limit given for the optimisers still lets them try.
         stored = self.stored
         best_known = compare_with_record(self.d, self.k, stored.max_cos) if stored is not None else None
         if time_limit is None and best_known is not None:
@@ -426,18 +393,15 @@ def plan_auto(d: int, k: int, *, steps: int | None = None, restarts: int | None 
 
 def _budgeted(optimisers, sure: float, time_limit: float | None, repeats: bool) -> tuple[tuple, float]:
     """Which optimisers run within the budget, those first, and the budget (see the module docstring)."""
-    # A predicted winner must beat the exact candidates by more than half the noise band: a bundled code is
-    # often this optimiser's own result, which it would only repeat to within rounding.  A bracket with no
-    # upper end (more points than any measured size: only an easier size bounds it, from below) is no
-    # evidence that the optimiser gets below them: it runs only within a time limit given for it.
+    # A predicted winner must beat the exact candidates by more than half the noise band (a bundled code is
+    # often this optimiser's own result), and a bracket with no upper end is no evidence that it gets below them.
     first = optimisers[0].prediction
     margin = abs(sure) * NOISE / 2 + TIE
     winner = optimisers[0] if first.high is not None and first.value < sure - margin else None
     budget = time_limit if time_limit is not None else (
         (1.5 * winner.seconds if winner is not None else 0.0) + EXTRA_SECONDS)
-    # With the seed and settings the table was measured with (``repeats``), an optimiser repeats its measured
-    # value (up to the machine's rounding): the band around it is for other seeds and machines.  A time limit
-    # given for the optimisers still lets them try.
+    # With the table's seed and settings (``repeats``) an optimiser repeats its measured value: the band around
+    # it is for other seeds and machines.
     planned, bar, spent = [], sure, 0.0
     for opt in optimisers:
         low = opt.prediction.low
@@ -524,15 +488,9 @@ def structured_candidate(code: StructuredCode, k: int, max_memory: float | None 
                    limit=max_memory, hint="choose a smaller size")
     points = code.points(k)
     exact = code.max_cos_for(k)
-    settings = {
-        "structured_code": code.name,
-        "family": code.family,
-        "code_size": int(code.size),
-        "native_d": int(code.native_d),
-        "exact_max_cos": str(exact),
-        "max_cos_exact": bool(code.max_cos_exact),
-        "citation": code.citation,
-    }
+    settings = {"structured_code": code.name, "family": code.family, "code_size": int(code.size),
+                "native_d": int(code.native_d), "exact_max_cos": str(exact), "max_cos_exact": bool(code.max_cos_exact),
+                "citation": code.citation}
     return Candidate(structured_label(code, k), "structured", points, float(exact), exact,
                      time.perf_counter() - begin, settings=settings)
 
@@ -608,16 +566,13 @@ def best_of(d: int, k: int, plan: AutoPlan, options=None, *, seed: int, context=
 
     The caller (:class:`spherecodes.run.RunPlan`) has checked the input.
     ``options`` (:class:`spherecodes.options.AutoOptions`) are the tammes
-    runs' settings; ``context`` (:class:`spherecodes.context.RunContext`)
-    their device, memory limit, time limit (shared by the optimisers that
-    run) and progress, and ``context.announce`` is called with one line as
-    each optimiser starts ("optimiser 1/2: ..."), so that its progress bar
-    is not mistaken for another's.  ``built``, if given, holds the exact
-    candidates that :func:`exact_candidates` returns for (d, K), already
-    built, so that they are not built twice.  The warm start from the
-    structured code never ends above that code: where the optimiser finishes
-    worse (it starts from the code moved off its subspace, see :func:`lift`),
-    the structured code itself is its result.
+    runs' settings; ``context`` their device, memory limit, time limit
+    (shared by the optimisers that run) and progress, and it announces each
+    optimiser as it starts, so that its progress bar is not mistaken for
+    another's.  ``built`` holds the candidates of :func:`exact_candidates`
+    where they are built already.  The warm start never ends above the
+    structured code it starts from (moved by :func:`lift`): where the
+    optimiser finishes worse, the structured code itself is its result.
 
     Examples
     --------

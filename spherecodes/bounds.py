@@ -191,18 +191,16 @@ def max_cos_lower_bound(d: int, k: int) -> MaxCosLowerBound:
     return lp if lp.value > classical.value else classical
 
 
-#: Levenshtein's bound is met with equality by the sharp configurations (m inner
-#: products, a spherical (2m − 1)-design; Levenshtein 1979 and 1992), which are
-#: therefore optimal codes; Cohn & Kumar (2007), Table 1, list them.
+#: Sources of :data:`SHARP_CONFIGURATIONS`.
 LEVENSHTEIN = "Levenshtein 1979, 1992; Cohn & Kumar 2007, Table 1"
 KISSING = "Levenshtein 1979; Odlyzko & Sloane 1979"
 
-#: Sharp configurations (Cohn & Kumar 2007, Table 1) beyond the simplex and
-#: cross-polytope: (d, K) → (max-cos, name, source, inner products). They attain
-#: Levenshtein's linear-programming bound, so their max-cos is the exact optimum
-#: for their (d, K). The inner products other than 1 (exact where rational) give
-#: the bound exactly, in rationals (:func:`sharp_lp_size_bound`); the tests
-#: check that it equals K for every rational entry.
+#: Sharp configurations (m inner products, a spherical (2m − 1)-design; Cohn &
+#: Kumar 2007, Table 1) beyond the simplex and cross-polytope: (d, K) →
+#: (max-cos, name, source, inner products).  They meet Levenshtein's
+#: linear-programming bound, so their max-cos is the exact optimum for their
+#: (d, K); the inner products other than 1, where rational, give that bound
+#: exactly (:func:`sharp_lp_size_bound`).
 SHARP_CONFIGURATIONS = {
     (3, 12): (1 / math.sqrt(5), "icosahedron", LEVENSHTEIN, None),
     (4, 120): ((1 + math.sqrt(5)) / 4, "600-cell", LEVENSHTEIN, None),
@@ -359,18 +357,12 @@ def known_optimal(d: int, k: int, max_cos: float, tol: float = OPTIMALITY_TOL) -
     gap = float(max_cos - bound.value)
     if gap <= tol:
         return KnownOptimal(True, f"attains the {bound.method}", gap)
-    return KnownOptimal(
-        False, f"max-cos is {gap:.3g} above the {bound.method}", gap
-    )
+    return KnownOptimal(False, f"max-cos is {gap:.3g} above the {bound.method}", gap)
 
 
 # --------------------------------------------------------------------------
-# The Delsarte–Goethals–Seidel linear-programming bound on max-cos
-#
-# If f(t) = Σ_{i=0..D} f_i G_i(t) (G_i the Gegenbauer polynomials of R^d with
-# G_i(1) = 1) has f_0 > 0, f_i >= 0 for i >= 1 and f <= 0 on [−1, s], every
-# code with all inner products <= s has at most f(1)/f_0 points.  So if that
-# is below K, every K-point code has max-cos > s.
+# The Delsarte–Goethals–Seidel linear-programming bound on max-cos (:class:`LPCertificate`;
+# docs/certificate.md, "3. The LP lower bound on max-cos")
 
 #: Largest polynomial degree the LP bound uses.  Degree 11 suffices for the
 #: 600-cell and 7 for E8; higher degrees gain little for the sizes spherecodes
@@ -568,13 +560,8 @@ def _solve_lp(d: int, s: float, degree: int, hints: np.ndarray) -> tuple[np.ndar
     grid = np.union1d(base, hints[(hints >= -1.0) & (hints <= s)])
     coefficients, peaks = None, np.empty(0)
     for _ in range(LP_EXCHANGE_ROUNDS):
-        result = linprog(
-            c=np.ones(degree),
-            A_ub=gegenbauer_table(d, degree, grid)[1:].T,
-            b_ub=-np.ones(grid.size),
-            bounds=(0, None),
-            method="highs",
-        )
+        result = linprog(c=np.ones(degree), A_ub=gegenbauer_table(d, degree, grid)[1:].T, b_ub=-np.ones(grid.size),
+                         bounds=(0, None), method="highs")
         if result.status != 0:
             break
         coefficients = np.concatenate([[1.0], np.clip(result.x, 0.0, None)])
@@ -742,12 +729,10 @@ def verify_lp_bound(d: int, k: int, s: float, coefficients) -> bool:
 def lp_max_cos_lower_bound(d: int, k: int) -> MaxCosLowerBound:
     """The Delsarte–Goethals–Seidel LP bound: every K-point code in R^d has max-cos above it.
 
-    The value of :func:`search_lp_bound`, found once per size: read from
-    the table shipped with spherecodes or this user's cache
-    (:mod:`spherecodes.lp_store`) where it is there, its polynomial verified
-    again here as the search verified it (a record that does not verify is
-    ignored); else searched, and cached.  For d = 1 or K = 2 the LP says
-    nothing beyond max-cos >= −1.
+    The value of :func:`search_lp_bound`, found once per size: a stored
+    record (:mod:`spherecodes.lp_store`) whose polynomial verifies again
+    here, else searched, and cached.  For d = 1 or K = 2 the LP says nothing
+    beyond max-cos >= −1.
 
     Examples
     --------

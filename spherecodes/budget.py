@@ -22,10 +22,8 @@ MIN_STEPS, MAX_STEPS = 100, 2000
 #: Pair entries (restarts x steps x K^2) that the default starts of a small
 #: code may anneal: each step also passes over the K x K matrices some ten
 #: times whatever d is, so in low dimension the K^2 d budget above
-#: under-counts the work (at (3, 200) 16 starts annealed for 4.5 s).  The
-#: cap (that of R^3 at N = 81, 64 x 2000 steps) leaves R^3 up to N = 162
-#: and (16, 100) unchanged and gives (3, 200) 10 starts; it never takes the
-#: starts below 4.
+#: under-counts the work.  The cap (that of R^3 at N = 81, 64 x 2000 steps)
+#: never takes the starts below 4 (benchmarks/README.md has the figures).
 ANNEAL_ENTRIES = 8.4e8
 
 #: Above this many prototypes :func:`spherecodes.solvers.tammes` uses neighbour
@@ -53,11 +51,8 @@ def neighbour_defaults(d: int, k: int) -> dict:
     >>> neighbour_defaults(512, 1_000_000)
     {'neighbours': 128, 'refresh': 100, 'steps': 1000}
     """
-    return {
-        "neighbours": int(min(k - 1, max(32, min(128, d)))),
-        "refresh": int(min(100, max(10, k // 2000))),
-        "steps": 1000,
-    }
+    return {"neighbours": int(min(k - 1, max(32, min(128, d)))), "refresh": int(min(100, max(10, k // 2000))),
+            "steps": 1000}
 
 
 def dense_bytes(k: int, d: int, batch: int, itemsize: int) -> float:
@@ -97,4 +92,3 @@ def annealing_budget(d: int, k: int, device: str = "cpu", neighbours: int | None
     steps = int(min(max(WORK_BUDGET / work, MIN_STEPS), MAX_STEPS))
     restarts = min(restarts, max(4, int(ANNEAL_ENTRIES // (steps * float(k) ** 2))))
     return {"steps": steps, "restarts": restarts, "neighbours": 0, "refresh": None}
-

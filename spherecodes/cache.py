@@ -1,14 +1,9 @@
 """The per-user cache: banks downloaded from catalogs, and LP bounds computed on this machine.
 
-One folder per user (:func:`cache_dir`, ``$SPHERECODES_CACHE`` overrides
-it), as pooch keeps downloads:
-
-* ``<catalog>-<hash>/``: one folder per remote catalog, holding its
-  ``registry.json`` and the banks fetched from it (written there by
-  :mod:`spherecodes.catalog.download` once their size and SHA-256 check out);
-* ``lp-bounds/d<D>-k<K>.json``: the Delsarte–Goethals–Seidel LP bound of
-  each size computed here, with its polynomial, verified again whenever it is
-  read (:mod:`spherecodes.lp_store`).
+One folder per user (:func:`cache_dir`) holds ``<catalog>-<hash>/``, one
+folder per remote catalog with its ``registry.json`` and the banks fetched
+from it (:mod:`spherecodes.catalog.download`), and ``lp-bounds/d<D>-k<K>.json``,
+the LP bound of each size computed here (:mod:`spherecodes.lp_store`).
 
 :func:`cached_files` lists what spherecodes put there (``spherecodes cache
 list``) and :func:`clear_cache` removes it (``spherecodes cache clear``);

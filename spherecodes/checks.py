@@ -12,7 +12,8 @@ import math
 
 from .errors import SpherecodesError
 
-__all__ = ["check_choice", "check_fraction", "check_int", "check_options", "check_positive", "check_seed", "check_sizes"]
+__all__ = ["check_choice", "check_fraction", "check_int", "check_options", "check_positive", "check_seed",
+           "check_sizes"]
 
 #: Seeds must fit in a signed 64-bit integer (NumPy's generators and HDF5 attributes take them).
 SEED_LIMIT = 2**63
@@ -86,8 +87,7 @@ def check_sizes(d, k) -> tuple[int, int]:
     Parameters
     ----------
     d, k : int
-        Dimension (at least 1) and number of prototypes (at least 2); Python
-        or NumPy integers.
+        Dimension (at least 1) and number of prototypes (at least 2).
 
     Raises
     ------
@@ -107,9 +107,7 @@ def check_sizes(d, k) -> tuple[int, int]:
     if not _is_integer(d) or d < 1:
         raise SpherecodesError(f"d must be a positive integer, got {d!r}")
     if not _is_integer(k) or k < 2:
-        raise SpherecodesError(
-            f"K must be an integer >= 2 (one prototype per class, at least two classes), got {k!r}"
-        )
+        raise SpherecodesError(f"K must be an integer >= 2 (one prototype per class, at least two classes), got {k!r}")
     return int(d), int(k)
 
 
@@ -153,6 +151,5 @@ def check_options(method: str, options: dict, allowed) -> None:
     """
     unknown = sorted(set(options) - set(allowed))
     if unknown:
-        raise SpherecodesError(
-            f"unknown {method} option(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"
-        )
+        raise SpherecodesError(f"unknown {method} option(s) {', '.join(unknown)}; allowed: "
+                               f"{', '.join(sorted(allowed))}")

@@ -1,20 +1,12 @@
 """What a stored code claims, checked against its rows before it is shown: nothing stored is believed over them.
 
-A bank stores, beside the prototypes, figures computed from them (max-cos,
-every class's nearest cosine, the rattlers; the groups of identical
-prototypes of a certificate) and what made them (an exact max-cos such as
-``1/8``, the structured code's name, the candidate ``auto`` chose).  Reading a
-bank checks the figures only where that costs one pass over the rows (each
-stored nearest cosine is the cosine of the pair it names, max-cos the largest
-of them): a bank whose nearest neighbours point at farther rows passes that,
-and claims a max-cos below the truth, even below the LP bound.  Before a
-command shows a stored code (``report``, ``certify`` of a bank, ``certify
---lines``, ``ls``), :func:`check_claims` recomputes the statistics from the
-rows — in O(K·d) for a code that is one orbit of sign changes or its first K
-words, as the certificate's re-check is, else over all pairs in float64 tiles
-— and compares every stored claim with them.  The code then carries the
-recomputed statistics; a claim that disagrees is dropped from it and named in
-the result, so the command can say so and refuse it.
+Reading a bank checks its stored figures only where that costs one pass over
+the rows, which a bank whose nearest neighbours point at farther rows passes
+while claiming a max-cos below the truth.  So before a command shows a stored
+code, :func:`check_claims` recomputes its statistics from the rows and
+compares every stored claim with them; a claim that disagrees is dropped and
+named, so the command can say so and refuse it (docs/security.md, "Verified
+on every read").
 """
 
 from __future__ import annotations
@@ -104,7 +96,7 @@ def check_claims(code: Code, *, device=None, max_memory: float | None = None, pr
 
     Checked: max-cos, min-cos, the mean cosine, every class's nearest
     cosine and the rattlers (recomputed over all pairs, or through the
-    code's orbit of sign changes in O(K·d)); the exact max-cos of a
+    code's symmetry in O(K·d)); the exact max-cos of a
     structured code (``settings["exact_max_cos"]``, with its ``label``) and
     of ``auto``'s winner (``settings["auto"]``: its exact max-cos and the
     max-cos its winner reached); and a certificate's groups of identical

@@ -1,25 +1,15 @@
 """Dask distributed clients for the work that spreads over a cluster: catalog builds and certificates.
 
 :func:`dask_client` connects to an existing scheduler, or starts a
-``LocalCluster`` of worker processes on this machine, and closes what it
-opened on exit.  The catalog build runs one bank per task
-(:mod:`spherecodes.catalog.build`); a certificate runs one block of classes
-per task (:func:`spherecodes.certificate.one_vs_rest_distances` with
-``client``).
+``LocalCluster`` on this machine, and closes what it opened on exit.  The
+catalog build runs one bank per task, a certificate one block of classes.
 
-A scheduler is trusted code.  Dask's protocol unpickles what the scheduler
-sends (task results, errors, parts of its very first answer), and unpickling
-runs whatever code the data names: whoever answers at a scheduler address can
-run code in this process.  So :func:`check_scheduler_trust` lets through,
-without being told, only a scheduler on this machine (a loopback address,
-``inproc://``) or one reached over ``tls://`` with Dask's TLS configuration
-(a CA that authenticates it); any other address must be trusted explicitly
-(``trust=True``, ``--trust-scheduler``).  Every step with a scheduler has a
-deadline: connecting and its handshake (:data:`CONNECT_TIMEOUT_S`), a worker
-to run the tasks (:data:`WORKERS_TIMEOUT_S`) and each result
-(:func:`next_result`), so that a scheduler that accepts and stays silent,
-swallows what it is sent, has no workers or loses them is one line, never a
-hang.
+A scheduler is trusted code (Dask's protocol unpickles what it sends), so
+:func:`check_scheduler_trust` refuses one it cannot authenticate unless told
+to trust it; docs/security.md ("A Dask scheduler is trusted code") says
+why.  Every step with a scheduler has a deadline (:data:`CONNECT_TIMEOUT_S`,
+:data:`WORKERS_TIMEOUT_S`, :func:`next_result`), so that a scheduler that
+stays silent, has no workers or loses them is one line, never a hang.
 """
 
 from __future__ import annotations
@@ -106,13 +96,11 @@ def _is_loopback(host: str) -> bool:
 def check_scheduler_trust(address: str, trust: bool = False) -> str:
     """``address`` unchanged if a scheduler there may be trusted with this process: refused otherwise.
 
-    Dask's protocol unpickles what the scheduler sends, so a scheduler can
-    run any code in the client.  Let through: a scheduler in this process
-    (``inproc://``) or on this machine (a loopback address: ``127.0.0.1``,
-    ``::1``, ``localhost``), and one reached over ``tls://`` or ``wss://``
-    when Dask's TLS configuration names a certificate authority that
-    authenticates it (``distributed.comm.tls.ca-file``, e.g.
-    ``DASK_DISTRIBUTED__COMM__TLS__CA_FILE``).  Any other address only with
+    A scheduler can run any code in the client.  Let through: a scheduler
+    in this process (``inproc://``) or on this machine (a loopback address),
+    and one reached over ``tls://`` or ``wss://`` when Dask's TLS
+    configuration names a certificate authority that authenticates it
+    (``distributed.comm.tls.ca-file``).  Any other address only with
     ``trust=True``.
 
     Raises

@@ -1,9 +1,8 @@
 """Codes in memory: the prototypes with everything needed to trust and reproduce them.
 
 A :class:`Code` holds a (K, d) float64 matrix of unit rows, how it was made,
-its float64 separation statistics and, once certified, its certificate.
-Reading and writing codes in HDF5 banks is :mod:`spherecodes.bank`'s job;
-this module is numpy only.
+its float64 separation statistics and, once certified, its certificate
+(NumPy only: HDF5 banks are :mod:`spherecodes.bank`'s).
 """
 
 from __future__ import annotations
@@ -90,13 +89,11 @@ class Code:
     certificate : OneVsRestCertificate or None
         Certified one-vs-rest distances, when the code has been certified
         (:func:`spherecodes.certificate.one_vs_rest_distances`).
-    orbit : SignOrbit, OrbitPrefix or None
-        The group of sign changes of which the code is one orbit (a binary
-        linear code or a coset of one, :mod:`spherecodes.orbit`), or whose
-        orbit's first K words it is (a linear code's first K messages),
-        proved once where the code was made or read; None for any other
-        code.  Its statistics and certificate come from one class (of the
-        whole orbit, for a prefix).
+    orbit : Symmetry or None
+        The code's symmetry (:mod:`spherecodes.symmetry`: an orbit, or the
+        first K words of one, possibly turned by a rotation), proved once
+        where the code was made or read; None for any other code.  Its
+        statistics and certificate then come from one class.
 
     The numbers most often wanted are attributes too: ``k``, ``d``,
     ``max_cos``, ``min_angle_deg``, ``rattlers`` (from :attr:`stats`), and
@@ -174,19 +171,9 @@ def default_code_name(method: str, d: int, k: int, seed: int | None = None) -> s
     return name if seed is None else f"{name}-s{seed}"
 
 
-def make_code(
-    prototypes,
-    *,
-    method: str,
-    name: str | None = None,
-    labels=None,
-    settings: dict | None = None,
-    seed: int | None = None,
-    device: str = "cpu",
-    wall_time: float = 0.0,
-    orbit="auto",
-    context: RunContext | None = None,
-) -> Code:
+def make_code(prototypes, *, method: str, name: str | None = None, labels=None, settings: dict | None = None,
+              seed: int | None = None, device: str = "cpu", wall_time: float = 0.0, orbit="auto",
+              context: RunContext | None = None) -> Code:
     """Package prototypes as a :class:`Code`, computing statistics and checksum.
 
     Parameters
@@ -206,9 +193,9 @@ def make_code(
         Where the code was computed.
     wall_time : float
         Seconds spent computing it.
-    orbit : SignOrbit, OrbitPrefix, None or "auto"
-        The code's orbit of sign changes (or its prefix) if the caller proved it already
-        (None: known not to be one); ``"auto"`` proves it here
+    orbit : Symmetry, None or "auto"
+        The code's symmetry if the caller proved it already (None: known to
+        have none); ``"auto"`` proves it here
         (:func:`spherecodes.orbit.resolve_orbit`).  Kept as :attr:`Code.orbit`.
     context : spherecodes.context.RunContext, optional
         How the float64 statistics are computed
@@ -238,21 +225,12 @@ def make_code(
         raise SpherecodesError(f"settings must be JSON-serialisable: {err}") from None
     orbit = resolve_orbit(w, orbit)
     statistics = context if context is not None else RunContext(device="cpu")
-    return Code(
-        name=name,
-        prototypes=w,
-        method=str(method),
-        stats=separation_statistics(w, device=statistics.device, max_memory=statistics.max_memory,
-                                    progress=statistics.progress, orbit=orbit),
-        sha256=prototype_checksum(w),
-        labels=labels,
-        settings=settings,
-        seed=None if seed is None else check_seed(seed),
-        device=str(device),
-        wall_time=float(wall_time),
-        created_utc=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        orbit=orbit,
-    )
+    stats = separation_statistics(w, device=statistics.device, max_memory=statistics.max_memory,
+                                  progress=statistics.progress, orbit=orbit)
+    return Code(name=name, prototypes=w, method=str(method), stats=stats, sha256=prototype_checksum(w), labels=labels,
+                settings=settings, seed=None if seed is None else check_seed(seed), device=str(device),
+                wall_time=float(wall_time), orbit=orbit,
+                created_utc=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
 
 
 def check_code_name(name: str) -> str:
@@ -266,10 +244,8 @@ def check_code_name(name: str) -> str:
     if not isinstance(name, str) or not CODE_NAME_PATTERN.match(name):
         shown = repr(name) if not isinstance(name, str) or len(name) <= 80 else \
             f"{name[:40]!r}... ({len(name):,} characters)"
-        raise SpherecodesError(
-            f"invalid code name {shown}: use 1-128 letters, digits, '.', '_', '+' or '-', "
-            "starting with a letter or digit"
-        )
+        raise SpherecodesError(f"invalid code name {shown}: use 1-128 letters, digits, '.', '_', '+' or '-', "
+                               "starting with a letter or digit")
     return name
 
 

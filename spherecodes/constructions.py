@@ -36,7 +36,6 @@ CLOSED_FORMS = ("etf", "cross-polytope", "polygon", "24-cell", "600-cell", "e8")
 
 ROTATIONS = ("canonical", "random")
 
-
 #: Rows of the simplex ETF filled at a time (bounds the temporary masks).
 ETF_BLOCK_ROWS = 1024
 
@@ -194,8 +193,7 @@ def cell_600() -> np.ndarray:
 
 def _is_even(perm: tuple[int, ...]) -> bool:
     """Whether a permutation has an even number of inversions."""
-    inversions = sum(1 for a, b in itertools.combinations(perm, 2) if a > b)
-    return inversions % 2 == 0
+    return sum(1 for a, b in itertools.combinations(perm, 2) if a > b) % 2 == 0
 
 
 def e8_roots() -> np.ndarray:
@@ -210,9 +208,7 @@ def e8_roots() -> np.ndarray:
     >>> W.shape, bool(np.isclose(np.max(W @ W.T - 2 * np.eye(240)), 0.5))
     ((240, 8), True)
     """
-    halves = np.array(
-        [s for s in itertools.product((0.5, -0.5), repeat=8) if sum(x < 0 for x in s) % 2 == 0]
-    )
+    halves = np.array([s for s in itertools.product((0.5, -0.5), repeat=8) if sum(x < 0 for x in s) % 2 == 0])
     return np.vstack([_signed_pairs(8), halves]) / math.sqrt(2)
 
 
@@ -290,9 +286,7 @@ def closed_form_rho(d: int, k: int) -> float | None:
     return 1 - math.cos(2 * math.pi / k)
 
 
-def construct(
-    method: str, d: int, k: int, *, rotation: str = "canonical", seed: int = 0
-) -> np.ndarray:
+def construct(method: str, d: int, k: int, *, rotation: str = "canonical", seed: int = 0) -> np.ndarray:
     """Build a closed-form code by name, in canonical orientation or randomly rotated.
 
     Parameters
@@ -320,25 +314,14 @@ def construct(
     if rotation not in ROTATIONS:
         raise SpherecodesError(f"rotation must be one of {', '.join(ROTATIONS)}, got {rotation!r}")
     if method not in CLOSED_FORMS:
-        raise SpherecodesError(
-            f"unknown closed form {method!r}; closed forms are {', '.join(CLOSED_FORMS)}"
-        )
+        raise SpherecodesError(f"unknown closed form {method!r}; closed forms are {', '.join(CLOSED_FORMS)}")
     applicable = applicable_closed_forms(d, k)
     if method not in applicable:
-        hint = (
-            f"closed forms for these sizes: {', '.join(applicable)}"
-            if applicable
-            else "no closed form applies to these sizes"
-        )
+        hint = f"closed forms for these sizes: {', '.join(applicable)}" if applicable else \
+            "no closed form applies to these sizes"
         raise SpherecodesError(f"method {method!r} does not apply to d={d}, K={k}; {hint}")
-    builders = {
-        "etf": lambda: simplex_etf(k, d),
-        "cross-polytope": lambda: cross_polytope(k, d),
-        "polygon": lambda: regular_polygon(k),
-        "24-cell": cell_24,
-        "600-cell": cell_600,
-        "e8": e8_roots,
-    }
+    builders = {"etf": lambda: simplex_etf(k, d), "cross-polytope": lambda: cross_polytope(k, d),
+                "polygon": lambda: regular_polygon(k), "24-cell": cell_24, "600-cell": cell_600, "e8": e8_roots}
     points = builders[method]()
     if rotation == "random":
         points = points @ random_rotation(d, seed)

@@ -3,9 +3,8 @@
 One :class:`RunContext` is passed to :func:`spherecodes.generate` (and
 :func:`spherecodes.run.plan_run`) instead of the device, the memory limit,
 the time limit, the thread count and the progress and announce callbacks
-one by one.  It is
-frozen: a run that needs another (a share of the time limit for the
-optimisers) makes one with :func:`dataclasses.replace`.
+one by one.  It is frozen: a run that needs another (a share of the time
+limit for the optimisers) makes one with :func:`dataclasses.replace`.
 """
 
 from __future__ import annotations
@@ -45,10 +44,9 @@ class RunContext:
     announce : callable or None
         Called with one line of text as each phase starts.
     threads : int or None
-        CPU threads the run may use: what the command line's ``--threads`` set for the process (through
-        :func:`spherecodes.devices.set_cpu_threads`), or a catalog worker's share of the cores, which
-        :func:`spherecodes.catalog.build_bank` gives its torch pool.  None: the process's thread count as it is
-        (by default the cores this process may use).
+        CPU threads the run may use: what ``--threads`` set for the process
+        (:func:`spherecodes.devices.set_cpu_threads`), or a catalog worker's share of the cores, which
+        :func:`spherecodes.catalog.build_bank` gives its torch pool.  None: the process's thread count as it is.
 
     Examples
     --------

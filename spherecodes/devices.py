@@ -18,14 +18,13 @@ from .errors import SpherecodesError
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["SMALL_WORK", "cuda_possible", "default_threads", "resolve_device", "set_cpu_threads", "timed_call", "torch_threads",
-           "usable_cores"]
+__all__ = ["SMALL_WORK", "cuda_possible", "default_threads", "resolve_device", "set_cpu_threads", "timed_call",
+           "torch_threads", "usable_cores"]
 
 #: Per-step work (multiply-adds of one pairwise product, summed over a batch)
 #: below which the solvers run single-threaded by default: on matrices this
-#: small, OpenMP threads cost more in synchronisation than they save, and on a
-#: busy machine a thread waiting for a core stalls every step (figures in
-#: docs/optimisers.md, "Threads").
+#: small, OpenMP threads cost more in synchronisation than they save
+#: (docs/optimisers.md, "Threads").
 SMALL_WORK = 4e6
 
 
@@ -88,11 +87,10 @@ def set_cpu_threads(threads: int | None = None, *, torch_only: bool = False) -> 
     """Use ``threads`` CPU threads for the rest of the process (default :func:`usable_cores`).
 
     Applies to torch (now if it is loaded, else through ``OMP_NUM_THREADS``
-    when it loads) and to the BLAS library under NumPy.  OpenMP workers that
-    wait for work are made to sleep instead of spinning (``OMP_WAIT_POLICY=
-    PASSIVE``, effective when torch has not been loaded yet): on a machine
-    shared with other work, spinning workers take the cores that the working
-    threads need.  This is the one place a run's thread count
+    when it loads) and to the BLAS library under NumPy.  Waiting OpenMP
+    workers sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``, before
+    torch loads), which would take the cores the working threads need.  This
+    is the one place a run's thread count
     (:attr:`spherecodes.context.RunContext.threads`) is applied.
 
     With ``torch_only`` only torch's pool is set (loading torch): a task on a

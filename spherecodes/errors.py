@@ -38,4 +38,3 @@ class SpherecodesError(ValueError):
         for argument, flag in self.flags.items():
             text = text.replace(argument, flag)
         return text
-

@@ -1,10 +1,9 @@
 """Example data shipped inside the package, so that the documented commands run from any directory.
 
-The CIFAR-100 class names (``cifar100/classes.txt``), their 20 superclasses
-(``cifar100/superclasses.txt``) and stand-in word vectors for them
-(``cifar100/embeddings.txt``, GloVe's text format; written by
-``examples/cifar100/make_embeddings.py`` in the repository) live in
-``spherecodes/data``.  :func:`example_path` gives an installed file's path;
+The CIFAR-100 class names, their 20 superclasses and stand-in word vectors
+for them (GloVe's text format; written by ``examples/cifar100/make_embeddings.py``
+in the repository) live in ``spherecodes/data`` (:data:`EXAMPLE_FILES`).
+:func:`example_path` gives an installed file's path;
 ``python -m spherecodes.examples [DEST]`` copies them to
 ``DEST/examples/cifar100/`` (default: the current directory), where the
 commands of ``docs/recipes.md`` and ``docs/semantic.md`` read them.

@@ -1,13 +1,10 @@
 """Prototypes out of a bank: NumPy, torch and text files, optionally rotated.
 
 A training script needs a (K, d) matrix, not an HDF5 bank.  :func:`export_code`
-writes a code's prototypes (row i is class ``labels[i]``) as
-
-* ``.npy`` — a NumPy array;
-* ``.pt`` / ``.pth`` — a torch tensor, or with ``labels=True`` a dict
-  ``{"prototypes": tensor, "labels": [...], "name": ..., "sha256": ...}``;
-* ``.csv`` (comma-separated) or ``.txt`` (space-separated) — one row per
-  line, with enough digits to read back the same numbers.
+writes a code's prototypes (row i is class ``labels[i]``) in one of
+:data:`EXPORT_FORMATS`: a NumPy array, a torch tensor (or with ``labels=True``
+a dict ``{"prototypes": tensor, "labels": [...], "name": ..., "sha256": ...}``)
+or text, one row per line with enough digits to read back the same numbers.
 
 :func:`rotate_code` applies a seeded random rotation first.  A closed form
 such as the simplex ETF for (d = 512, K = 100) puts all its prototypes in the
@@ -35,13 +32,9 @@ from .rotated import turn_rows
 from .sphere import random_rotation
 
 #: File name endings :func:`export_code` writes, and what they hold.
-EXPORT_FORMATS = {
-    ".npy": "NumPy array",
-    ".pt": "torch tensor (a dict with labels when asked)",
-    ".pth": "torch tensor (a dict with labels when asked)",
-    ".csv": "comma-separated text",
-    ".txt": "space-separated text",
-}
+EXPORT_FORMATS = {".npy": "NumPy array", ".pt": "torch tensor (a dict with labels when asked)",
+                  ".pth": "torch tensor (a dict with labels when asked)", ".csv": "comma-separated text",
+                  ".txt": "space-separated text"}
 
 #: Number types of exported prototypes.
 EXPORT_DTYPES = ("float64", "float32")
@@ -74,16 +67,14 @@ def rotate_code(code: Code, seed: int, *, name: str | None = None) -> Code:
     """The code turned by the Haar-random rotation of ``seed``: same cosines, other coordinates.
 
     The rows become ``prototypes @ Q`` with ``Q =``
-    :func:`spherecodes.constructions.random_rotation` ``(d, seed)`` (the
-    rotation ``generate --rotation random`` uses, so a closed form rotated
-    here equals the one generated with that seed).  The statistics are
+    :func:`spherecodes.constructions.random_rotation` ``(d, seed)``, the
+    rotation of ``generate --rotation random``.  The statistics are
     recomputed from the rotated rows in float64; a certificate is carried
-    over by re-verifying its witness on them, so ρ and every one-vs-rest
-    interval stay certified for the rows that are stored.  The certificate
-    of the first K words of an orbit of sign changes is not carried over (it
-    bounds its classes through the whole orbit, which the rotation hides,
-    and has no witness per class): the turned code is uncertified.  ``settings``
-    records the rotation: ``{"rotation": {"seed": S, "of": name, "of_sha256": ...}}``.
+    over (its witness re-verified on them, or a structured code certified
+    again in its construction's coordinates), except that of the first K
+    words of an orbit whose structure is not carried: the turned code is
+    then uncertified.  ``settings`` records the rotation:
+    ``{"rotation": {"seed": S, "of": name, "of_sha256": ...}}``.
 
     Parameters
     ----------
@@ -177,10 +168,8 @@ def export_code(code: Code, path, *, dtype: str = "float64", labels: bool = Fals
     dtype = check_choice("dtype", dtype, EXPORT_DTYPES)
     rotation = check_choice("rotation", rotation, ROTATIONS)
     if labels and suffix not in (".pt", ".pth"):
-        raise SpherecodesError(
-            f"labels go into .pt files only ({path.name} holds just the matrix; "
-            "'spherecodes report BANK --json' lists the labels in row order)"
-        )
+        raise SpherecodesError(f"labels go into .pt files only ({path.name} holds just the matrix; "
+                               "'spherecodes report BANK --json' lists the labels in row order)")
     if path.is_dir():
         raise SpherecodesError(f"{path} is a directory; give a file name to export to")
     if path.exists() and not overwrite:

@@ -6,20 +6,14 @@ prototype and so undoes the training.  :func:`extend` keeps the K rows bit for
 bit (and their labels) and places M new rows as far as it can from them and
 from each other:
 
-* a code that is the first K points of a construction (a structured code,
-  such as the first 1000 words of the extended BCH [64,10,28] code, a closed
-  form such as a subset of the cross-polytope, or the first K words of an
-  orbit of sign changes) extends by the construction's next M points when
-  they keep max-cos where it was; nothing can do better then, since the
-  extended code contains the K old rows and their max-cos;
+* a code that is the first K points of a construction (:func:`next_points`)
+  extends by the construction's next M points when they keep max-cos where
+  it was; nothing can do better then, since the extended code contains the K
+  old rows and their max-cos;
 * otherwise the new rows start from a farthest-point choice among random
   directions and :func:`spherecodes.solvers.tammes` refines them with the old
-  rows frozen (never worse than the construction's next points, where there
-  are any: they are its start).
-
-The result is a new :class:`~spherecodes.code.Code` (method ``"extend"``) whose
-settings name the code it extends (name and SHA-256) and how the rows were
-added; its statistics are computed from its rows like any other code's.
+  rows frozen (started from the construction's next points, where there are
+  any).
 """
 
 from __future__ import annotations
@@ -96,10 +90,8 @@ def extend(code: Code, m: int, *, labels=None, name: str | None = None, method: 
     Code
         K + M rows, method ``"extend"``; ``settings`` holds ``parent`` and
         ``parent_sha256`` (the code extended), ``added`` (M), ``placed_by``
-        (how), ``new_old_max_cos`` (the largest cosine between a new and an
-        old row) and, for the optimiser, its settings (``tammes``).  Not
-        certified: pass it to :func:`spherecodes.certificate.one_vs_rest_distances`
-        (``spherecodes extend`` does).
+        (how), ``new_old_max_cos`` and, for the optimiser, its settings
+        (``tammes``).  Not certified (``spherecodes extend`` certifies it).
 
     Examples
     --------
@@ -137,8 +129,7 @@ def extend(code: Code, m: int, *, labels=None, name: str | None = None, method: 
     if method not in EXTEND_METHODS:
         raise SpherecodesError(f"method must be one of {', '.join(EXTEND_METHODS)}, got {method!r}")
     k, d = code.k, code.d
-    require_memory(3 * 8.0 * (k + m) * d, f"the extended code ({k + m:,} x {d} float64 rows)",
-                   limit=max_memory)
+    require_memory(3 * 8.0 * (k + m) * d, f"the extended code ({k + m:,} x {d} float64 rows)", limit=max_memory)
     all_labels = _joined_labels(code, m, labels)
     name = check_code_name(f"{code.name}+{m}" if name is None else name)
     old = code.prototypes

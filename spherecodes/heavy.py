@@ -1,14 +1,11 @@
 """The heavy dependencies, imported here on first use: torch, SciPy's optimisers, matplotlib, gensim, Dask.
 
-Importing one of them takes from a few tenths of a second (``scipy.optimize``,
-matplotlib) to seconds (torch) on a small machine, more than the work of the
-commands that read, fetch or report a code.  So every module that may run
-without them asks this module for them inside the function that needs them
-(``torch = heavy.torch()``), and a command that does not reach such a
-function never loads them; ``tests/test_startup.py`` runs the light commands
-(``--help``, ``ls``, ``fetch``, ``report``, ``export``, ``bounds``, a
-``generate`` whose winner is an exact code) and checks that none of these
-packages was imported.
+Importing one of them can take longer than the work of the commands that
+read, fetch or report a code.  So every module that may run without them
+asks this module for them inside the function that needs them (``torch =
+heavy.torch()``), and a command that does not reach such a function never
+loads them (docs/performance.md, "What keeps them short";
+``tests/test_startup.py`` checks it).
 
 Only the modules built on one of them — listed in :data:`BUILT_ON` — import
 it at their top: they are themselves loaded on first use (the solvers by

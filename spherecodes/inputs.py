@@ -2,15 +2,13 @@
 
 A path may name a fifo (opening it would wait for a writer forever), a device
 such as ``/dev/zero`` (reading it never ends) or a directory; only regular
-files are read.  A ``.npy`` file's header is read and checked before its data:
-the dtype must be numbers (never Python objects, which would be unpickled),
-and the shape it declares must match the bytes the file holds, so a
-928-byte file claiming 26 GiB is refused without allocating anything.  A
-sparse file (a few kilobytes on disk, 40 GB long) passes that check, so the
-memory the array needs is checked too, against ``max_memory`` or what is free.
-JSON documents (registries, a bank's settings) are parsed with bounds on what
-Python's own parser would turn into a traceback: integers of thousands of
-digits, nesting thousands of levels deep, numbers that overflow a float.
+files are read.  A ``.npy`` file's header is checked before its data: the
+dtype must be numbers (never Python objects, which would be unpickled), the
+shape it declares must match the bytes the file holds, and the memory the
+array needs must be free (a sparse file passes the size check).  JSON
+documents are parsed with bounds on what Python's own parser would turn into
+a traceback: integers of thousands of digits, nesting thousands of levels
+deep, numbers that overflow a float.
 """
 
 from __future__ import annotations
@@ -113,10 +111,8 @@ def read_npy(path, what: str = ".npy array", *, max_memory: float | None = None)
         needed = count * dtype.itemsize
         held = size - fh.tell()
         if held < needed:
-            raise SpherecodesError(
-                f"{path} declares shape {shape} of {dtype} ({needed} bytes) but holds only {held} bytes after its "
-                "header; the file is truncated or its header is wrong"
-            )
+            raise SpherecodesError(f"{path} declares shape {shape} of {dtype} ({needed} bytes) but holds only {held} "
+                                   "bytes after its header; the file is truncated or its header is wrong")
         # The array, then the float64 copy that every reader makes of it.
         require_memory(needed + 8.0 * count, f"{path} (shape {shape} of {dtype})", limit=max_memory,
                        hint="check the file")

@@ -3,25 +3,12 @@
 A line is a unit vector up to sign, so the objective is the **coherence**
 ``max_{i != j} |<w_i, w_j>|`` (Equiangular Basis Vectors and frame theory
 minimise it), not max-cos: a code and its antipodes have the same lines.
-This module holds what the line problem has of its own:
-
-* its statistics, from the float64 cosines every code already has
-  (:func:`max_abs_cos`, :func:`line_report`);
-* its lower bounds: the Welch bound ``sqrt((K - d) / (d (K - 1)))``, met
-  exactly by the real equiangular tight frames (the simplex, the six
-  diagonals of the icosahedron), and the orthoplex bound ``1/sqrt(d)`` for
-  ``K > d (d + 1) / 2``, met by mutually unbiased bases (Conway, Hardin &
-  Sloane 1996; Welch 1974); with the cases solved exactly (K ≤ d: an
-  orthonormal basis; d = 2: K equally spaced lines) in :func:`line_lower_bound`;
-* its constructions: the closed forms (:func:`line_closed_form`) and one line
-  of each antipodal pair of a structured code (:func:`antipodal_half`,
-  :func:`structured_lines`): E8's 240 roots give 120 lines at 1/2, a
-  Kerdock code with the axes gives mutually unbiased bases, and the real
-  equiangular tight frames of :mod:`spherecodes.structured.etf` (Paley,
-  Steiner, Latin-square, and their Naimark complements) meet the Welch
-  bound, e.g. 14 lines in R^7 at 1/√13, 16 in R^6 at 1/3, 36 in R^15 at 1/5.
-
-The optimiser for the general case is :func:`spherecodes.solvers.line_packing`.
+This module holds what the line problem has of its own: its statistics
+(:func:`max_abs_cos`, :func:`line_report`), its lower bounds (Welch 1974;
+Conway, Hardin & Sloane 1996; :func:`line_lower_bound`) and its
+constructions (:func:`line_closed_form`, :func:`structured_lines`);
+docs/lines.md says what each gives.  The optimiser for the general case is
+:func:`spherecodes.solvers.line_packing`.
 """
 
 from __future__ import annotations
@@ -35,10 +22,8 @@ from .checks import check_sizes
 from .constructions import cell_600, simplex_etf
 from .stats import SeparationStats, separation_statistics
 
-__all__ = [
-    "LineBound", "antipodal_half", "line_closed_form", "line_lower_bound", "line_report", "max_abs_cos",
-    "orthoplex_bound", "structured_lines", "welch_bound",
-]
+__all__ = ["LineBound", "antipodal_half", "line_closed_form", "line_lower_bound", "line_report", "max_abs_cos",
+           "orthoplex_bound", "structured_lines", "welch_bound"]
 
 #: A code whose coherence is within this of the lower bound attains it.
 OPTIMAL_TOL = 1e-9
@@ -218,13 +203,11 @@ def structured_lines(d: int, k: int) -> tuple[np.ndarray, str] | None:
       its first K points, with coherence the largest |c| of its spectrum.
 
     The codes are those of :func:`~spherecodes.structured.available_codes`
-    and the antipodal codes (±w) of every real equiangular tight frame that
-    fits (:func:`~spherecodes.structured.etf_codes`: at the Welch bound, so
-    optimal). They are visited by max-cos (a lower bound on either value), then
-    size, until none can win; a code without a spectrum is built to see
-    whether its points are antipodal.  The 600-cell (irrational
-    coordinates, not a structured code) adds 60 lines in R^4.  None when no
-    code qualifies within :data:`MAX_STRUCTURED_ENTRIES`.
+    and the antipodal codes (±w) of the real equiangular tight frames that
+    fit (:func:`~spherecodes.structured.etf_codes`), visited by max-cos (a
+    lower bound on either value), then size, until none can win; the
+    600-cell adds 60 lines in R^4.  None when no code qualifies within
+    :data:`MAX_STRUCTURED_ENTRIES`.
 
     Examples
     --------
@@ -283,13 +266,6 @@ def line_report(code) -> dict:
     value = max_abs_cos(code)
     bound = line_lower_bound(d, k)
     gap = value - bound.value
-    return {
-        "d": d,
-        "k": k,
-        "max_abs_cos": value,
-        "min_line_angle_deg": math.degrees(math.acos(min(1.0, value))),
-        "welch_bound": welch_bound(d, k),
-        "orthoplex_bound": orthoplex_bound(d, k),
-        "lower_bound": {**bound.to_dict(), "gap": gap},
-        "optimal": gap <= OPTIMAL_TOL,
-    }
+    return {"d": d, "k": k, "max_abs_cos": value, "min_line_angle_deg": math.degrees(math.acos(min(1.0, value))),
+            "welch_bound": welch_bound(d, k), "orthoplex_bound": orthoplex_bound(d, k),
+            "lower_bound": {**bound.to_dict(), "gap": gap}, "optimal": gap <= OPTIMAL_TOL}

@@ -25,29 +25,19 @@ from .stats import FILE_UNIT_TOL, validate_prototypes
 _TORCH_INTEGERS = ("torch.int8", "torch.int16", "torch.int32", "torch.int64", "torch.uint8")
 
 #: File name endings and what they hold.
-MATRIX_SUFFIXES = {
-    ".h5": "spherecodes bank",
-    ".hdf5": "spherecodes bank",
-    ".npy": "NumPy array",
-    ".pt": "torch tensor",
-    ".pth": "torch tensor",
-    ".txt": "whitespace-separated text",
-    ".csv": "comma-separated text",
-}
+MATRIX_SUFFIXES = {".h5": "spherecodes bank", ".hdf5": "spherecodes bank", ".npy": "NumPy array",
+                   ".pt": "torch tensor", ".pth": "torch tensor", ".txt": "whitespace-separated text",
+                   ".csv": "comma-separated text"}
 
 #: Pickle files are never loaded (unpickling runs code); what to do instead.
 PICKLE_SUFFIXES = (".pkl", ".pickle")
-PICKLE_ADVICE = (
-    "pickles are never loaded here, since unpickling runs code; if you trust the file, convert it in one line of "
-    "Python: python -c \"import pickle, numpy; numpy.save('{stem}.npy', "
-    "numpy.asarray(pickle.load(open('{path}', 'rb')), dtype=float))\""
-)
+PICKLE_ADVICE = ("pickles are never loaded here, since unpickling runs code; if you trust the file, convert it in one "
+                 "line of Python: python -c \"import pickle, numpy; numpy.save('{stem}.npy', "
+                 "numpy.asarray(pickle.load(open('{path}', 'rb')), dtype=float))\"")
 
 
-def load_code(
-    path, name: str | None = None, *, normalize: bool = False, stats_device=None, max_memory: float | None = None,
-    announce=None, progress=None,
-) -> Code:
+def load_code(path, name: str | None = None, *, normalize: bool = False, stats_device=None,
+              max_memory: float | None = None, announce=None, progress=None) -> Code:
     """A code from a bank, or from a (K, d) matrix in a ``.npy``, ``.pt``/``.pth``, ``.txt`` or ``.csv`` file.
 
     Parameters
@@ -109,10 +99,9 @@ def load_code(
         prototypes = validate_prototypes(matrix, normalize=normalize or rounded, tolerance=FILE_UNIT_TOL)
     except SpherecodesError as err:
         if not normalize and _columns_are_unit(matrix):
-            raise SpherecodesError(
-                f"{path} looks transposed: its {matrix.shape[1]} columns are unit vectors and its rows are not; a "
-                f"code is stored as (K, d), one prototype per row: save the transpose, of shape {matrix.shape[::-1]}"
-            ) from None
+            raise SpherecodesError(f"{path} looks transposed: its {matrix.shape[1]} columns are unit vectors and its "
+                                   "rows are not; a code is stored as (K, d), one prototype per row: save the "
+                                   f"transpose, of shape {matrix.shape[::-1]}") from None
         raise SpherecodesError(f"{path}: {err}", flags=err.flags) from None
     settings = {"source": str(path), "normalized": bool(normalize)}
     if normalize:
@@ -195,17 +184,15 @@ def _read_torch(path: Path, max_memory: float | None = None) -> tuple[np.ndarray
         raise
     except Exception as err:  # torch reports unreadable files and refused objects with many exception types
         first = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
-        raise SpherecodesError(
-            f"cannot read {path} as a torch tensor file: it is damaged or holds objects other than tensors, which "
-            f"are never unpickled here ({first}); save a tensor, or a dict holding one 2-D tensor"
-        ) from None
+        raise SpherecodesError(f"cannot read {path} as a torch tensor file: it is damaged or holds objects other than "
+                               f"tensors, which are never unpickled here ({first}); save a tensor, or a dict holding "
+                               "one 2-D tensor") from None
     if isinstance(obj, dict):
         matrices = {key: value for key, value in obj.items() if isinstance(value, torch.Tensor) and value.ndim == 2}
         if len(matrices) != 1:
             keys = ", ".join(map(str, obj)) or "none"
-            raise SpherecodesError(
-                f"{path} holds a dict; expected exactly one 2-D tensor in it, found {len(matrices)} (keys: {keys})"
-            )
+            raise SpherecodesError(f"{path} holds a dict; expected exactly one 2-D tensor in it, found {len(matrices)} "
+                                   f"(keys: {keys})")
         obj = next(iter(matrices.values()))
     if not isinstance(obj, torch.Tensor):
         raise SpherecodesError(f"{path} holds a {type(obj).__name__}, not a tensor")

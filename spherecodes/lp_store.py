@@ -2,20 +2,14 @@
 
 The Delsarte–Goethals–Seidel bound on max-cos depends on (d, K) alone, and
 its search (:func:`spherecodes.bounds.search_lp_bound`) solves ten to forty
-linear programs, a second or more on a small machine.  So each value found
-is kept with the polynomial that proves it:
-
-* ``spherecodes/data/lp_bounds.json`` (:data:`TABLE`): the sizes users ask
-  for, each found by that search (``benchmarks/bench_lp_bounds.py`` writes
-  it; the grid is in ``docs/performance.md``);
-* the per-user cache (:mod:`spherecodes.cache`), ``lp-bounds/d<D>-k<K>.json``:
-  every other size, once it has been computed on this machine.
-
-Neither is trusted: :func:`spherecodes.bounds.lp_max_cos_lower_bound`
-verifies a record's polynomial again, with the check the search itself made
-(milliseconds), before it shows the value; a record that is damaged, of
-another degree, or whose polynomial does not prove it is ignored, and the
-bound is computed again (and cached anew).
+linear programs.  So each value found is kept with the polynomial that
+proves it: in ``spherecodes/data/lp_bounds.json`` (:data:`TABLE`, written by
+``benchmarks/bench_lp_bounds.py``) for the sizes users ask for, and in the
+per-user cache (:mod:`spherecodes.cache`, ``lp-bounds/d<D>-k<K>.json``) for
+every other size once computed.  Neither is trusted:
+:func:`spherecodes.bounds.lp_max_cos_lower_bound` verifies a record's
+polynomial again before it shows the value, and ignores one that does not
+check (docs/certificate.md, "3. The LP lower bound on max-cos", step 6).
 """
 
 from __future__ import annotations

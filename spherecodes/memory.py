@@ -67,8 +67,7 @@ def _proc_kib(path: str, key: str) -> int | None:
 
 
 #: Resident memory that loading torch adds to a process and its first CPU
-#: kernels take (libraries, thread pools, allocator caches), measured with
-#: torch 2.13 on Linux: about 200 MiB.
+#: kernels take (libraries, thread pools, allocator caches; torch 2.13, Linux).
 TORCH_OVERHEAD_BYTES = 210 * 2**20
 
 
@@ -103,9 +102,8 @@ def process_peak(working_bytes: float, *, loads_torch: bool = False) -> float:
     """Expected peak resident memory of this process when a computation adds ``working_bytes``.
 
     Its resident size now, plus the computation's arrays, plus torch's own
-    working set if the computation loads torch and it is not loaded yet.  This
-    is what an :class:`Estimate` reports, so that it can be compared with the
-    peak a tool such as ``/usr/bin/time`` measures.
+    working set if the computation loads torch and it is not loaded yet: what
+    an :class:`Estimate` reports, comparable with what ``/usr/bin/time`` measures.
 
     Examples
     --------
@@ -126,11 +124,11 @@ def format_bytes(n: float) -> str:
     '512 B'
     """
     n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n < 1024 or unit == "PiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
-    raise AssertionError("unreachable")
+    return f"{n:.1f} PiB"
 
 
 def parse_size(text, what: str = "memory size") -> int:
@@ -155,10 +153,8 @@ def parse_size(text, what: str = "memory size") -> int:
     """
     match = _SIZE_PATTERN.fullmatch(str(text).strip())
     if match is None or match.group(2).lower() not in _UNITS:
-        raise SpherecodesError(
-            f"{what} must be a number with an optional unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB), "
-            f"e.g. 4GiB; got {text!r}"
-        )
+        raise SpherecodesError(f"{what} must be a number with an optional unit (B, kB, MB, GB, TB, KiB, MiB, GiB, "
+                               f"TiB), e.g. 4GiB; got {text!r}")
     size = float(match.group(1)) * _UNITS[match.group(2).lower()]
     if not math.isfinite(size) or size >= 2**63:
         raise SpherecodesError(f"{what} must be below 2**63 bytes, got {text!r}")
@@ -168,11 +164,8 @@ def parse_size(text, what: str = "memory size") -> int:
 
 
 _SIZE_PATTERN = re.compile(r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)")
-_UNITS = {
-    "": 1, "b": 1,
-    "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9, "t": 10**12, "tb": 10**12,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-}
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9, "t": 10**12,
+          "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 
 
 def memory_limit(device: str = "cpu", max_memory: float | None = None) -> float:
@@ -193,9 +186,8 @@ def memory_limit(device: str = "cpu", max_memory: float | None = None) -> float:
     return SAFE_FRACTION * available_memory_bytes(device)
 
 
-def require_memory(
-    nbytes: float, what: str, device: str = "cpu", limit: float | None = None, hint: str = "choose a smaller size"
-) -> None:
+def require_memory(nbytes: float, what: str, device: str = "cpu", limit: float | None = None,
+                   hint: str = "choose a smaller size") -> None:
     """Refuse with an estimate when ``nbytes`` cannot be allocated on ``device``.
 
     Parameters

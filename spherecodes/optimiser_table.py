@@ -1,21 +1,16 @@
 """What the ``tammes`` optimiser reaches, measured over a grid of (d, K), and predictions from it.
 
 ``auto`` (:mod:`spherecodes.best_of`) must decide, before any work, whether
-an optimiser can beat the codes it already holds exactly (the structured
-code, the closed forms, the bundled catalog).  It decides from measurements,
-not from fixed work thresholds: ``data/optimiser_table.csv`` holds, for each
-measured (d, K), the max-cos that ``tammes`` reached from random starts (seed
-0, default settings: what ``--method tammes`` returns) and warm-started from
-the structured code of that size, as ``benchmarks/bench_auto_table.py``
-measured them (docs/structured.md says on which machine).
-
-Between the measured sizes the prediction uses monotonicity: more points in
-fewer dimensions can never be separated better, so the optimum at (d, K) is
-at least the optimum at any (d', K') with d' ≥ d and K' ≤ K, and at most
-that at any (d', K') with d' ≤ d and K' ≥ K.  The measured optimiser values
-obey the same order at every pair of sizes in the table (``tests`` check
-it), so they bracket the value at an unmeasured size: a *low* end (what the
-optimiser may at best reach there) and a *high* end.
+an optimiser can beat the codes it already holds exactly.  It decides from
+``data/optimiser_table.csv``: for each measured (d, K), the max-cos that
+``tammes`` reached from random starts (seed 0, default settings: what
+``--method tammes`` returns) and warm-started from the structured code of
+that size (``benchmarks/bench_auto_table.py``; docs/structured.md says how
+and on which machine).  Between the measured sizes the prediction uses
+monotonicity: more points in fewer dimensions are never separated better, so
+the measured sizes bracket an unmeasured one with a *low* end (what the
+optimiser may at best reach there) and a *high* end; the tests check that
+every pair of rows of the table obeys this order.
 """
 
 from __future__ import annotations
@@ -122,12 +117,10 @@ class Prediction:
 def measurements() -> dict[tuple[int, int], Measurement]:
     """The measured table, keyed by (d, K).
 
-    The file is part of the installed package, and still read as any file
-    is: it must be a regular file of at most :data:`TABLE_LIMIT_BYTES`, UTF-8
-    CSV with the columns the prediction reads, and every row must hold
-    sizes and finite cosines in their ranges; anything else is one
-    :class:`~spherecodes.errors.SpherecodesError` naming the file and the
-    row (a damaged installation: reinstall spherecodes).
+    The installed file is still read as any file is: a regular UTF-8 CSV file
+    of at most :data:`TABLE_LIMIT_BYTES`, every row's sizes and cosines in
+    their ranges; anything else is a damaged installation, refused with a
+    :class:`~spherecodes.errors.SpherecodesError` naming the file and the row.
 
     Examples
     --------

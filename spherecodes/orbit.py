@@ -12,26 +12,15 @@ is a witness of every other class.  Statistics and certificates then need
 one row of the Gram matrix instead of all K, and re-checking them needs
 O(K·d) work.
 
-:func:`sign_orbit` proves the structure from the prototypes alone: all live
-coordinates of equal magnitude, K = 2^r distinct words, and r generators of
-the group (found by elimination over GF(2), or given, e.g. as stored in a
-bank) whose span the K words are exactly, each numbered by its coordinates.
-Finding the generators takes O(K·d·r/64) word operations; checking given
-ones O(K·d) (reading the rows) plus O(K·r·d/64); memory is O(K·d/64) words
-beyond the rows.  Given generators are never trusted: the same check runs
-on found ones.
-
-A code of K words with 2^(t−1) < K < 2^t taken as the first K messages of
-a linear code (messages 0 … K−1 in order, as
-:mod:`spherecodes.structured.binary` takes them) is no orbit, but it is the
-*prefix* of one: the 2^t words ``x_u`` of the span of t generators.
-:func:`orbit_prefix` proves it (:class:`OrbitPrefix`).  The cosine of rows
-m and m' is ``f(m ⊕ m')`` with ``f(u) = <x_0, x_u>``; the others of row m
-are the u in ``m ⊕ [0, K)``, and [0, K) is a union of at most t aligned
-dyadic blocks (one per binary digit of K) that XOR with m maps onto aligned
-dyadic blocks.  So the block maxima of f (a segment tree, O(2^t) memory)
-give every row's nearest neighbour in O(K·t), and the statistics of a
-million such rows take seconds (:meth:`OrbitPrefix.nearest`).
+:func:`sign_orbit` proves the structure from the prototypes alone (all live
+coordinates of equal magnitude, K = 2^r distinct words, exactly the span of
+r generators found by elimination over GF(2) or given, as a bank stores
+them, and checked the same way either way).  A code of K words with
+2^(t−1) < K < 2^t taken as the first K messages of a linear code is no
+orbit, but the *prefix* of one: :func:`orbit_prefix` proves it
+(:class:`OrbitPrefix`), whose tree of block maxima gives every row's nearest
+neighbour in O(K·t).  docs/certificate.md (2.0c and 2.0d) gives the
+arguments and the costs.
 """
 
 from __future__ import annotations
@@ -119,8 +108,7 @@ class SignOrbit(Symmetry):
     def nearest(self, w: np.ndarray, cosines: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float]:
         """Every row's nearest cosine and nearest row, and the smallest cosine of two rows: O(K·d).
 
-        The sign changes are isometries of the code that act transitively:
-        every row sees row 0's cosines, so one row of the Gram matrix gives
+        Every row sees row 0's cosines, so one row of the Gram matrix gives
         all the statistics.  ``cosines``, where given, is ``w @ w[0]``
         already computed (not changed).
 
@@ -230,14 +218,12 @@ def sign_orbit(w: np.ndarray, generators: np.ndarray | None = None) -> SignOrbit
 def resolve_orbit(w: np.ndarray, orbit="auto") -> Symmetry | None:
     """The structure that statistics and certificates use: ``orbit`` itself, or proved here when it is ``"auto"``.
 
-    ``"auto"`` proves it when K >= :data:`ORBIT_MIN_K` (below, the scans are
-    as fast): with :func:`sign_orbit` when K is a power of two, else with
-    :func:`orbit_prefix`, and where the rows are no orbit of sign changes
-    (a Kerdock code's Gray image is no linear code) with
-    :func:`spherecodes.z4orbit.z4_orbit`.  None means a code treated as
-    generic; a :class:`SignOrbit`, :class:`OrbitPrefix` or
-    :class:`~spherecodes.z4orbit.Z4Orbit` is one already proved for these
-    rows (once, where the code was built or read).
+    ``"auto"`` proves it when K >= :data:`ORBIT_MIN_K`: with
+    :func:`sign_orbit` when K is a power of two, else with
+    :func:`orbit_prefix`, else (a Kerdock code's Gray image is no linear
+    code) with :func:`spherecodes.z4orbit.z4_orbit`.  None means a code
+    treated as generic; a :class:`~spherecodes.symmetry.Symmetry` is one
+    already proved for these rows (once, where the code was built or read).
 
     Examples
     --------

@@ -8,9 +8,9 @@ a temporary file renamed into place.
 * :func:`plot_code` — the histogram of pairwise cosines with max-cos and the
   lower bound on max-cos marked; the sorted one-vs-rest distances with ρ and
   the Theorem 3.9 band capped by K/(K−1); for d ≤ 3 the prototypes themselves.
-* :func:`plot_bounds` — the Theorem 3.9 band on the best possible ρ, capped by K/(K−1), against d
-  for a fixed K, with the certified ρ of catalog banks on top (the picture of
-  Jiang et al. (2024), Fig. 3).
+* :func:`plot_bounds` — the Theorem 3.9 band on the best possible ρ, capped by
+  K/(K−1), against d for a fixed K, with the certified ρ of catalog banks on
+  top (the picture of Jiang et al. (2024), Fig. 3).
 """
 
 from __future__ import annotations
@@ -57,9 +57,7 @@ def check_plot_path(path) -> Path:
     """
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
-        raise SpherecodesError(
-            f"cannot tell the format of {path}: end the plot file name in .png, .pdf or .svg"
-        )
+        raise SpherecodesError(f"cannot tell the format of {path}: end the plot file name in .png, .pdf or .svg")
     directory = output_directory(path, "choose another plot file")
     if path.is_dir():
         raise SpherecodesError(f"{path} is a directory; give a file name for the plot")
@@ -101,17 +99,9 @@ def _figure(width: float, height: float):
 
 
 def _pair_tiles(prototypes: np.ndarray, orbit):
-    """The cosines of all pairs i < j as (values, multiplicity) tiles.
-
-    For a code that is one orbit of sign changes (:mod:`spherecodes.orbit`)
-    every class sees row 0's cosines, so the K(K − 1)/2 pairs are row 0's
-    K − 1 cosines, each K/2 times (K = 2^r is even); for the first K words
-    of one, the pairs of each XOR difference u have the cosine ``f(u)``
-    (:meth:`spherecodes.orbit.OrbitPrefix.pair_counts`), yielded grouped by
-    their count, and so for (the first K words of) an orbit of Z4
-    translations, by their differences (:meth:`spherecodes.z4orbit.Z4Orbit.pair_counts`);
-    else the Gram tiles.
-    """
+    """The cosines of all pairs i < j as (values, multiplicity) tiles: through the code's symmetry where it has
+    one (:meth:`spherecodes.symmetry.Symmetry.pair_cosines`, one class's cosines with their counts), else the Gram
+    tiles."""
     pairs = None if orbit is None else orbit.pair_cosines(prototypes)
     if pairs is not None:
         yield from pairs
@@ -123,9 +113,8 @@ def _pair_tiles(prototypes: np.ndarray, orbit):
 def cosine_histogram(prototypes: np.ndarray, bins: np.ndarray, orbit=None) -> np.ndarray:
     """Counts of the pairwise cosines ``<w_i, w_j>``, i < j, in ``bins``, computed in tiles.
 
-    ``orbit``: the code's :class:`spherecodes.orbit.SignOrbit` or
-    :class:`spherecodes.orbit.OrbitPrefix`, if it has one (then one or two
-    rows of cosines give all the counts).
+    ``orbit``: the code's symmetry, if it has one (then one or two rows of
+    cosines give all the counts).
 
     Examples
     --------
@@ -189,21 +178,14 @@ def distinct_cosines(prototypes: np.ndarray, limit: int = FEW_COSINE_VALUES, tol
 def plot_code(code: Code, path, *, device: str = "auto"):
     """Draw a code: its pairwise cosines, its one-vs-rest distances and, for d ≤ 3, its points.
 
-    * **Pairwise cosines**: a histogram with max-cos and the best possible
-      max-cos (the lower bound) marked; when the cosines take only a few values
-      (a simplex, a cross-polytope, a polygon) a bar per value, with the
-      number of pairs on it and what the code is.
-    * **ρ against what is possible**: a strip with this code's ρ inside the
-      band that Theorem 3.9 of Jiang et al. (2024) gives for the best possible
-      ρ, its upper end capped by K/(K−1) (the legend says which is tighter),
-      and the optimum when a closed form attains it.
-    * **One-vs-rest distances**: each class's certified distance to the convex
-      hull of the others, sorted, as its excess over ρ in percent of ρ, so that
-      differences of a millionth are visible; a code whose distances are all
-      equal says so instead.
+    * **Pairwise cosines**: a histogram with max-cos and the lower bound on
+      it marked, or a bar per value where the cosines take only a few;
+    * **ρ against what is possible**: this code's ρ inside the band of
+      Theorem 3.9 of Jiang et al. (2024) capped by K/(K−1), and the optimum
+      where a closed form attains it;
+    * **One-vs-rest distances**: each class's certified distance, sorted, as
+      its excess over ρ in percent of ρ (differences of a millionth show);
     * for d ≤ 3 the prototypes themselves.
-
-    Legends sit below their panel, never over the data.
 
     Parameters
     ----------
@@ -436,8 +418,7 @@ def plot_bounds(k: int, d_values, path, *, entries=()):
     """Draw the band on the best possible ρ against d, with measured codes on top.
 
     The band is Theorem 3.9's, its upper end capped by K/(K−1) (the simplex's
-    ρ, which no code exceeds in any dimension); the legend says which bound is
-    drawn where.
+    ρ, which no code exceeds in any dimension).
 
     Parameters
     ----------
@@ -506,8 +487,7 @@ def plot_bounds(k: int, d_values, path, *, entries=()):
         group.sort(key=lambda e: e.d)
         # A single code is a dot, in the legend too, not a line.
         ax.plot([e.d for e in group], [e.rho_lower for e in group], ls="-" if len(group) > 1 else "none", lw=1,
-                color=color,
-                marker=marker, ms=size, mew=1.8, mfc=color if filled else "white",
+                color=color, marker=marker, ms=size, mew=1.8, mfc=color if filled else "white",
                 label=f"{_literal(method)} codes from the catalog (certified ρ)")
     ScalarFormatter = heavy.matplotlib("ticker").ScalarFormatter
 

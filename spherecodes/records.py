@@ -1,13 +1,12 @@
 """Published best-known values of max-cos, as reference data: what a code is compared with.
 
-``spherecodes/data/records.csv`` holds, per (d, N), the smallest largest
-cosine of N unit vectors in R^d that a published table reports (the
-columns ``d, N, max_cos, source, proven_optimal``): the 3-D packings of
-Hardin, Sloane & Smith and of Lai et al. (2023) for N = 5 … 130, Cohn's
-table in R^5 and R^6, and the universal optima and codes proven optimal.
-It holds values and their sources only, never coordinates: every code of
-spherecodes comes from a construction or a search, and these numbers only
-say how far from the best known it ended.
+``spherecodes/data/records.csv`` holds, per (d, N), the smallest max-cos of
+N unit vectors in R^d that a published table reports (:data:`SOURCES`: the
+3-D packings of Hardin, Sloane & Smith and of Lai et al. (2023), Cohn's
+table in R^5 and R^6, the universal optima and codes proven optimal).  It
+holds values only, never coordinates: every code of spherecodes comes from
+a construction or a search, and these numbers only say how far from the
+best known it ended.
 
 :func:`published_record` looks one up; :func:`compare_with_record` says how a
 code's max-cos, computed in float64, stands against it.

@@ -22,20 +22,9 @@ from .lines import line_report
 from .memory import format_bytes, format_duration
 from .stats import Span, spanned_dimensions
 
-__all__ = [
-    "bounds_report",
-    "code_report",
-    "format_assignment",
-    "format_bounds_report",
-    "format_bytes",
-    "format_code_report",
-    "format_duration",
-    "format_offers",
-    "format_entries",
-    "format_line_report",
-    "format_semantic_report",
-    "printable",
-]
+__all__ = ["bounds_report", "code_report", "format_assignment", "format_bounds_report", "format_bytes",
+           "format_code_report", "format_duration", "format_offers", "format_entries", "format_line_report",
+           "format_semantic_report", "printable"]
 
 
 def printable(text) -> str:
@@ -43,11 +32,9 @@ def printable(text) -> str:
 
     Names, methods and labels come from files anyone may write: a newline
     would forge a row of a table, an escape sequence would clear the screen,
-    and a no-break space or a zero-width character would make two names look
-    alike.  Every character that is not printable (Unicode's control, format
-    and separator characters other than the ASCII space) is written as
-    Python writes it in a string literal, and so is the backslash, so that
-    the escaped form is never ambiguous.
+    and a zero-width character would make two names look alike.  Every
+    character that is not printable (other than the ASCII space), and the
+    backslash, is written as Python writes it in a string literal.
 
     Examples
     --------
@@ -65,23 +52,11 @@ def printable(text) -> str:
 def code_report(code: Code, *, bank: str | None = None) -> dict:
     """The report of a code as a dictionary of JSON-serialisable values.
 
-    Stable keys: ``d``, ``k``, ``method``, ``max_cos``, ``min_angle_deg``,
-    ``separation`` (``min``, ``mean``, ``max``), ``nearest_cos`` (one per
-    prototype), ``rattlers`` (indices), ``theorem_3_9`` (``lower``, ``upper``,
-    ``applicable``, ``best_upper`` = the tighter of ``upper`` and K/(K−1),
-    ``best_upper_by`` naming it, and ``gap`` = best_upper − certified ρ when
-    certified),
-    ``max_cos_lower_bound`` (``value``, ``method``, ``gap``), ``known_optimal``
-    (``value``, ``reason``), ``best_known`` (the published value of the size,
-    :func:`spherecodes.records.compare_with_record`: ``value``, ``source``,
-    ``citation``, ``proven_optimal``, ``gap``, ``tolerance``, ``standing``
-    "better", "reaches" or "above"; ``None`` for a size no shipped table
-    lists); for a certified code ``rho`` (``lower``,
-    ``upper``, ``width`` (the widest class's interval), ``tol``,
-    ``certified`` (ρ's own interval within ``tol``), ``rho_width``,
-    ``every_class_certified``, ``classes_certified``), ``softmax_rattlers``,
-    ``rattlers_undecided`` (a count) and
-    ``one_vs_rest`` (per-class ``lo`` and ``hi``), all ``None`` otherwise.
+    docs/cli.md ("Report keys") lists the stable keys: the statistics, the
+    bounds (``theorem_3_9``, ``max_cos_lower_bound``, ``known_optimal``),
+    ``best_known`` (:func:`spherecodes.records.compare_with_record`) and, for
+    a certified code, ``rho``, ``softmax_rattlers``, ``rattlers_undecided``
+    and ``one_vs_rest`` (all ``None`` otherwise).
 
     Examples
     --------
@@ -142,26 +117,14 @@ def code_report(code: Code, *, bank: str | None = None) -> dict:
         "cosine_error": None if code.orbit is None else code.orbit.cosine_error,
     }
     if cert is not None:
-        report["rho"] = {
-            "lower": cert.rho_lower,
-            "upper": cert.rho_upper,
-            "width": cert.width,
-            "tol": cert.tol,
-            "certified": cert.rho_certified,
-            "rho_width": cert.rho_upper - cert.rho_lower,
-            "every_class_certified": cert.certified,
-            "classes_certified": cert.classes_certified,
-        }
+        report["rho"] = {"lower": cert.rho_lower, "upper": cert.rho_upper, "width": cert.width, "tol": cert.tol,
+                         "certified": cert.rho_certified, "rho_width": cert.rho_upper - cert.rho_lower,
+                         "every_class_certified": cert.certified, "classes_certified": cert.classes_certified}
         report["softmax_rattlers"] = cert.softmax_rattlers.tolist()
         report["rattlers_undecided"] = len(cert.rattlers_undecided)
-        report["one_vs_rest"] = {
-            "lo": cert.lo.tolist(),
-            "hi": cert.hi.tolist(),
-            "rattler_tol": cert.rattler_tol,
-            "duplicates": [list(map(int, g)) for g in cert.duplicates],
-            "device": cert.device,
-            "wall_time_s": cert.wall_time,
-        }
+        report["one_vs_rest"] = {"lo": cert.lo.tolist(), "hi": cert.hi.tolist(), "rattler_tol": cert.rattler_tol,
+                                 "duplicates": [list(map(int, g)) for g in cert.duplicates], "device": cert.device,
+                                 "wall_time_s": cert.wall_time}
     return report
 
 
@@ -174,12 +137,8 @@ def bounds_report(d: int, k: int) -> dict:
     >>> r["theorem_3_9"]["applicable"], r["max_cos_lower_bound"]["value"] >= 0
     (True, True)
     """
-    return {
-        "d": d,
-        "k": k,
-        "theorem_3_9": theorem_3_9(d, k).to_dict(),
-        "max_cos_lower_bound": max_cos_lower_bound(d, k).to_dict(),
-    }
+    return {"d": d, "k": k, "theorem_3_9": theorem_3_9(d, k).to_dict(),
+            "max_cos_lower_bound": max_cos_lower_bound(d, k).to_dict()}
 
 
 def _fmt(x: float | None, digits: int = 10) -> str:
@@ -231,21 +190,12 @@ def format_code_report(report: dict) -> str:
         ("time spent", _format_stages(report["settings"].get("stages"))) if report["settings"].get("stages") else None,
         ("stopped", report["settings"]["stop_detail"]) if report["settings"].get("stop_detail") else None,
         *_origin_lines(report),
-        (
-            "lower bound",
-            f"{_fmt(bound['value'])}   ({bound['method']}; gap {bound['gap']:.3g})",
-        ),
+        ("lower bound", f"{_fmt(bound['value'])}   ({bound['method']}; gap {bound['gap']:.3g})"),
         ("optimal", ("yes (proven): " if optimal["value"] else "not proven: ") + optimal["reason"]),
         ("best known", _best_known_line(report["best_known"])) if report.get("best_known") else None,
-        (
-            "1 - cos",
-            f"min {_fmt(sep['min'], 6)}  mean {_fmt(sep['mean'], 6)}  max {_fmt(sep['max'], 6)}",
-        ),
-        (
-            "nearest cos",
-            f"min {_fmt(nearest.min(), 6)}  median {_fmt(float(np.median(nearest)), 6)}  "
-            f"max {_fmt(nearest.max(), 6)}",
-        ),
+        ("1 - cos", f"min {_fmt(sep['min'], 6)}  mean {_fmt(sep['mean'], 6)}  max {_fmt(sep['max'], 6)}"),
+        ("nearest cos", f"min {_fmt(nearest.min(), 6)}  median {_fmt(float(np.median(nearest)), 6)}  "
+                        f"max {_fmt(nearest.max(), 6)}"),
         ("verified", _verified_line(report["verified"], report["k"])) if report.get("verified") else None,
         ("labels", _labels_line(report.get("labels"))),
         ("rattlers", _rattlers_line(len(report["rattlers"]), report["k"], report["rattler_tol"])),
@@ -552,19 +502,10 @@ def format_semantic_report(semantic: dict) -> list[tuple[str, str]]:
             return f"sample of {used:,} of {total:,} {what}, seed {semantic['seed']}"
         return f"all {total:,} {what}"
 
-    spearman = _fmt(semantic["spearman"], 6)
-    return [
-        (
-            "triplet agreement",
-            f"{semantic['triplet_agreement']:.6g}   ("
-            f"{extent(semantic['triplets'], semantic['triplets_total'], semantic['triplets_sampled'], 'triplets')}"
-            "; 0.5 = chance)",
-        ),
-        (
-            "Spearman",
-            f"{spearman}   ({extent(semantic['pairs'], semantic['pairs_total'], semantic['pairs_sampled'], 'pairs')})",
-        ),
-    ]
+    triplets = extent(semantic["triplets"], semantic["triplets_total"], semantic["triplets_sampled"], "triplets")
+    pairs = extent(semantic["pairs"], semantic["pairs_total"], semantic["pairs_sampled"], "pairs")
+    return [("triplet agreement", f"{semantic['triplet_agreement']:.6g}   ({triplets}; 0.5 = chance)"),
+            ("Spearman", f"{_fmt(semantic['spearman'], 6)}   ({pairs})")]
 
 
 def format_assignment(assignment) -> str:
@@ -636,19 +577,10 @@ def format_entries(entries) -> str:
         return "no banks in the catalog"
     rows = [("name", "d", "K", "method", "max-cos", "rho interval", "LP gap", "size", "source")]
     for e in entries:
-        rows.append(
-            (
-                printable(e.name),
-                str(e.d),
-                str(e.k),
-                printable(e.method),
-                f"{e.max_cos:.6f}",
-                f"[{e.rho_lower:.6f}, {e.rho_upper:.6f}]" + ("" if e.rho_certified else " (wide)"),
-                f"{e.lp_gap:.2e}" if math.isfinite(e.lp_gap) else "n/a",
-                format_bytes(e.size),
-                printable(e.source),
-            )
-        )
+        rows.append((printable(e.name), str(e.d), str(e.k), printable(e.method), f"{e.max_cos:.6f}",
+                     f"[{e.rho_lower:.6f}, {e.rho_upper:.6f}]" + ("" if e.rho_certified else " (wide)"),
+                     f"{e.lp_gap:.2e}" if math.isfinite(e.lp_gap) else "n/a", format_bytes(e.size),
+                     printable(e.source)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     right = {1, 2, 4, 6, 7}
     lines = []

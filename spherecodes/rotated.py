@@ -1,45 +1,26 @@
 """Structured codes turned by a seeded rotation, certified in the coordinates of their construction.
 
 A structured code is built in coordinates ``X`` where its symmetry is
-visible (an orbit of sign changes, the first K words of one, ...), and
-turned by the seeded Haar rotation ``Q`` (:func:`spherecodes.sphere.random_rotation`)
-so that it uses every dimension: the stored rows are ``W = fl(X Q)``.
-Cosines and one-vs-rest distances are invariant under an orthogonal map,
-so statistics and certificate are computed on ``X``, where they take
-O(K·d), and carried to ``W`` through two numbers proved here in float64:
+visible, and turned by the seeded Haar rotation ``Q``
+(:func:`spherecodes.sphere.random_rotation`) so that it uses every
+dimension: the stored rows are ``W = fl(X Q)``.  Cosines and one-vs-rest
+distances are invariant under an orthogonal map, so statistics and
+certificate are computed on ``X`` in O(K·d) and carried to ``W`` through two
+numbers proved here in float64: ``η >= ‖QᵀQ − I‖₂`` and ``δ``, how far the
+stored rows are from the structured rows turned (measured as
+``max_j ‖x_j − fl(w_j Qᵀ)‖`` where the rows are read back; the a-priori
+bound ``γ_d·‖x_j‖·‖Q‖_F`` of the product where a run has just made them)::
 
-* ``η >= ‖QᵀQ − I‖₂``: the computed ``Q`` is orthogonal only up to rounding,
-  so ``‖Qᵀv‖`` lies in ``[√(1 − η), √(1 + η)]·‖v‖`` for every v;
-* ``δ``, how far the stored rows are from the structured rows turned.
+    read back:  (dist_c(X) − 2δ) / √(1 + η)  <=  dist_c(W)  <=  (dist_c(X) + 2δ) / √(1 − η)
+    a priori:   √(1 − η)·dist_c(X) − 2δ  <=  dist_c(W)  <=  √(1 + η)·dist_c(X) + 2δ
 
-Where the rows are read (a bank, a file), ``δ >= max_j ‖x_j − w_j Qᵀ‖`` is
-measured with one product ``fl(W Qᵀ)``, its rounding included.  With
-``Z = W Qᵀ`` every point ``w_c − Σ v_j w_j`` of the one-vs-rest problem maps to
-``z_c − Σ v_j z_j``, so ``dist_c(Z)`` is within the factors of η of
-``dist_c(W)``, and ``dist_c(Z)`` within ``2δ`` of ``dist_c(X)``::
-
-    (dist_c(X) − 2δ) / √(1 + η)  <=  dist_c(W)  <=  (dist_c(X) + 2δ) / √(1 − η)
-
-Where a run has just computed ``W = fl(X Q)``, ``δ >= max_j ‖w_j − x_j Q‖`` is
-the a-priori bound of that product, ``γ_d·‖x_j‖·‖Q‖_F``, and the same
-argument on ``X Q`` gives::
-
-    √(1 − η)·dist_c(X) − 2δ  <=  dist_c(W)  <=  √(1 + η)·dist_c(X) + 2δ
-
-The two agree to O(η²) plus the measured ``‖x_j − fl(w_j Qᵀ)‖`` (about
-1e-14), far inside the slack with which a stored certificate is re-checked.
-Every cosine of ``W`` is within ``η + δ(2 + δ)`` (rows of norm 1 up to
-rounding) of the same cosine of ``X``.
-
-``X`` is recovered from the stored rows alone: ``fl(W Qᵀ)`` with each row
-rounded to one magnitude on the columns where it is large and zero
-elsewhere (:func:`snap_rows`), which is exact for codes whose rows have a
-single magnitude on their support (binary codes, Kerdock codes, ±e_i), and
-the structure is then proved on ``X`` from the stored generators
-(:meth:`spherecodes.orbit.SignOrbit.reprove`): nothing stored is trusted.
-Recovering ``X`` costs one product ``W Qᵀ`` (O(K·d²), BLAS), the bounds
-O(d³); where the rows are not ``X Q`` for any structured ``X`` the proof
-fails and the code is treated as generic.
+Every cosine of ``W`` is within ``η + δ(2 + δ)`` of the same cosine of ``X``.
+``X`` is recovered from the stored rows alone (:func:`snap_rows` of
+``fl(W Qᵀ)``, exact for rows of one magnitude on their support: binary and
+Kerdock codes, ±e_i) and its structure proved again from the stored
+generators: nothing stored is trusted, and rows that are not ``X Q`` for a
+structured ``X`` are a generic code.  docs/certificate.md ("2.0e Structured
+codes turned by a rotation") gives the argument.
 """
 
 from __future__ import annotations

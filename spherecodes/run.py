@@ -8,10 +8,8 @@ built once, whether the estimate or the run asks first, and the structure
 the estimate proves on them is kept for the run.
 
 * :meth:`RunPlan.estimate` times each phase on a sample of its own work
-  (:mod:`spherecodes.run_estimate`) and splits the time limit between the
-  optimisers and the phases after them; :meth:`RunPlan.describe` words it
-  and :meth:`RunPlan.check` refuses, before any work, a run that cannot keep
-  its time limit or would take absurdly long.
+  (:mod:`spherecodes.run_estimate`) and splits the time limit; :meth:`RunPlan.check`
+  refuses, before any work, a run that cannot keep it or would take absurdly long.
 * :meth:`RunPlan.execute` runs the method (its entry of
   :data:`spherecodes.generation.METHOD_TABLE`) and certifies the code
   within the deadline (:func:`certify_within`).
@@ -42,10 +40,8 @@ from .export import EXPORT_FORMATS, export_code
 from .generation import ROTATION_CHOICES, STRUCTURED, code_name, method_entry, method_options, resolve_method, \
     rotation_reason, unused_dimensions
 from .memory import format_duration, require_memory
-from .run_estimate import (
-    LARGE_CODE, RunEstimate, bound_phase, certificate_phase, start_up_phase, statistics_phase,
-    writing_phase,
-)
+from .run_estimate import LARGE_CODE, RunEstimate, bound_phase, certificate_phase, start_up_phase, \
+    statistics_phase, writing_phase
 from .sphere import random_start
 from .structured import best_structured_code
 

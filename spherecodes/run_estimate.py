@@ -1,13 +1,13 @@
 """The phases of a ``generate`` run estimated before any work: candidates, statistics and certificate.
 
-:meth:`spherecodes.run.RunPlan.estimate` assembles them: each phase is timed on a sample of its own work on this
-machine (the optimisers through :func:`spherecodes.solvers.tammes_estimate`,
-the certificate through :func:`spherecodes.certificate.certificate_estimate`,
-the float64 statistics by a block of their products), so that the command
-can print one estimate for the whole run, say which phase dominates and
-what ``--no-certify`` would save, split a ``--time-limit`` between the
-optimisers and the phases after them, and refuse a run that would take
-absurdly long, naming the flags that fit.
+:meth:`spherecodes.run.RunPlan.estimate` assembles them: each phase is timed
+on a sample of its own work on this machine (the optimisers through
+:func:`spherecodes.solvers.tammes_estimate`, the certificate through
+:func:`spherecodes.certificate.certificate_estimate`, the statistics by a
+block of their products), so that the command can print one estimate for
+the whole run, say what ``--no-certify`` would save, split a
+``--time-limit`` between the optimisers and the phases after them, and
+refuse a run that would take absurdly long, naming the flags that fit.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from .orbit import ORBIT_MIN_K, OrbitPrefix, resolve_orbit
 from .rotated import orthogonality_error
 from .sphere import DEFAULT_TILE, nearest_others, random_rotation, random_start
 from .z4orbit import Z4Orbit
-
 
 #: The certificate "dominates" when it is more than this fraction of the
 #: run and longer than :data:`NOTABLE_SECONDS`: the estimate then says what
@@ -66,10 +65,8 @@ class Phase:
         Expected wall time.
     nbytes, limit : float
         Expected peak memory of the process and the bytes allowed (0: not
-        estimated).  The limit bounds the phase's own arrays (their blocks
-        are sized to it, and a phase whose arrays cannot fit is refused by
-        its estimate), not the interpreter and libraries around them, so
-        the peak may exceed it.
+        estimated).  The limit bounds the phase's own arrays, not the
+        interpreter and libraries around them, so the peak may exceed it.
     """
 
     name: str
@@ -259,15 +256,11 @@ def writing_phase(points: np.ndarray, k: int, d: int) -> Phase:
 def statistics_phase(d: int, k: int, points: np.ndarray, exact: bool, turned: bool):
     """The float64 statistics' phase, and the structure the certificate's timing is given.
 
-    For an ``exact`` code that is one orbit of sign changes, or the first K
-    words of one: the structure proved here, once (the run keeps it), and
-    the statistics' own work on it timed (a product or two and, for a
-    prefix, a tree of maxima: O(K·d)).  A rotation (``turned``) keeps it:
-    the statistics and the certificate are computed in the construction's
-    coordinates and carried to the turned rows (:mod:`spherecodes.rotated`),
-    at the cost of one product of the rows with the rotation, timed here on
-    a block of rows.  Else every pair, and the structure ``"auto"``: not
-    proved here (the run proves it where the code is made).
+    For an ``exact`` code with a symmetry: the structure proved here, once
+    (the run keeps it), and the statistics' own work on it timed, plus, where
+    the run turns the code (``turned``), the product of the rows with the
+    rotation (:mod:`spherecodes.rotated`).  Else every pair, and the
+    structure ``"auto"``: proved by the run where the code is made.
     """
     if exact and k >= ORBIT_MIN_K:
         proved = time.perf_counter()
@@ -304,12 +297,9 @@ def rotation_seconds(points: np.ndarray) -> float:
 
 
 def certificate_phase(points, context, orbit, *, optimising: bool, turned: bool, stored=None) -> Phase:
-    """The certificate's phase, timed on a sample of its classes by :func:`spherecodes.certificate.certificate_estimate`;
-    nothing to compute for a ``stored`` candidate's certificate, checked as its bank was read.
-
-    A code with a proved structure is certified through its construction (in
-    its own coordinates, and carried through the rotation where the run
-    turns it): the phase says so first."""
+    """The certificate's phase, timed on a sample of its classes by :func:`spherecodes.certificate.certificate_estimate`
+    (through the construction where the code has a proved structure); nothing to compute for a ``stored``
+    candidate's certificate, checked as its bank was read."""
     if stored is not None:
         return Phase("certificate", f"the stored certificate of the {stored.label} code, checked against its witness "
                      "as its bank was read (among the candidates)", 0.0)

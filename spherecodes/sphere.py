@@ -17,18 +17,14 @@ from typing import TYPE_CHECKING, Iterator
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .memory import require_memory
-
 from . import heavy
+from .memory import require_memory
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = [
-    "DEFAULT_TILE", "GRAM_BLOCK_ROWS", "gram_tiles", "nearest_others", "normalise_rows", "one_lapack_thread",
-    "pairs_above", "random_rotation", "random_start",
-    "top_matches",
-]
+__all__ = ["DEFAULT_TILE", "GRAM_BLOCK_ROWS", "gram_tiles", "nearest_others", "normalise_rows", "one_lapack_thread",
+           "pairs_above", "random_rotation", "random_start", "top_matches"]
 
 #: Side of the tiles of :func:`gram_tiles` by default.
 DEFAULT_TILE = 2048
@@ -127,15 +123,14 @@ def gram_tiles(w: np.ndarray, tile: int = DEFAULT_TILE) -> Iterator[tuple[int, i
             yield r, c, rows @ w[c : c + tile].T
 
 
-def nearest_others(
-    w: np.ndarray, rows: np.ndarray, tile: int = DEFAULT_TILE, *, smallest: bool = False
-) -> tuple[np.ndarray, np.ndarray, float | None]:
+def nearest_others(w: np.ndarray, rows: np.ndarray, tile: int = DEFAULT_TILE, *,
+                   smallest: bool = False) -> tuple[np.ndarray, np.ndarray, float | None]:
     """Largest inner product of each ``w[rows]`` with another row, the first row attaining it, and the smallest.
 
     The block of rows is multiplied with ``tile`` rows of ``w`` at a time
     (memory ``len(rows) × tile``), so a row's nearest neighbour is always a
-    row maximum: NumPy's ``argmax`` down the columns of a tile is some 50
-    times slower than along its rows.  Ties go to the lowest index.
+    row maximum (NumPy's ``argmax`` is far slower down columns).  Ties go to
+    the lowest index.
 
     Returns
     -------
@@ -192,15 +187,8 @@ def pairs_above(w: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray
     return tuple(np.concatenate(parts) for parts in zip(*found))
 
 
-def top_matches(
-    queries: torch.Tensor,
-    keys: torch.Tensor,
-    m: int,
-    *,
-    exclude: torch.Tensor | None = None,
-    tile: int | None = None,
-    buffer: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def top_matches(queries: torch.Tensor, keys: torch.Tensor, m: int, *, exclude: torch.Tensor | None = None,
+                tile: int | None = None, buffer: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """The m largest inner products of each query with the keys, streamed over key tiles.
 
     Parameters
@@ -243,8 +231,7 @@ def top_matches(
         if buffer is None:
             scores = queries @ keys[c0:c1].T
         else:
-            # A contiguous view of the scratch space: no fresh allocation (and
-            # no page faults) per tile.
+            # A contiguous view of the scratch space: no fresh allocation (and no page faults) per tile.
             scores = buffer.view(-1)[: n * (c1 - c0)].view(n, c1 - c0)
             torch.matmul(queries, keys[c0:c1].T, out=scores)
         if exclude is not None:
@@ -276,9 +263,8 @@ def _row_topk(scores, m: int):
     scores of the chosen groups give the same values as a top-m of the whole
     row; exact ties at the m-th value may be broken differently.  CPU
     ``topk`` scans a row several times over, so this is faster on long rows;
-    g grows with the row's length up to 16, timings having found g = 8–16
-    best (docs/certificate.md, "2.1 The QP"; benchmarks/README.md,
-    "Certificate: blocks, workers, the restart").
+    g grows with the row's length up to 16 (benchmarks/README.md,
+    "Certificate: blocks, workers, the restart", has the timings).
     """
     torch = heavy.torch()
 

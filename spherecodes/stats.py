@@ -6,13 +6,9 @@ d = 64 needs about 50 MiB of prototypes and one tile, never a K×K matrix.
 On the CPU the tiles are NumPy products; with ``device="cuda"`` they are
 torch products on the GPU (still float64), which is what makes the
 statistics of a million prototypes in R^512 a matter of seconds.  A code
-that is one orbit of sign changes (a binary linear code or a coset of one,
-proved from its rows by :func:`spherecodes.orbit.sign_orbit`, once, where
-the code is made or read) needs one row: every prototype sees the same
-cosines; the first K words of such an orbit (:class:`spherecodes.orbit.OrbitPrefix`)
-need two, and a tree of their block maxima (O(K·log K)); so do a
-Kerdock code and its first K words, one orbit of Z4 translations
-(:class:`spherecodes.z4orbit.Z4Orbit`).
+with a symmetry proved from its rows (:func:`spherecodes.orbit.resolve_orbit`:
+one orbit of sign changes or of Z4 translations, or the first K words of one)
+needs one or two rows of cosines and a tree of their block maxima.
 """
 
 from __future__ import annotations
@@ -33,15 +29,13 @@ from .sphere import DEFAULT_TILE, gram_tiles, nearest_others, one_lapack_thread,
 UNIT_TOL = 1e-9
 
 #: Largest deviation of a row norm from 1 accepted, in any dtype, in a file
-#: made by another tool: rows computed in float32 arithmetic and saved as
-#: float64 miss 1 by about 1e-7.  Such rows are normalised in float64 and the
-#: code records it; larger deviations need ``normalize``.
+#: made by another tool (rows computed in float32 and saved as float64 miss 1
+#: by about 1e-7): such rows are normalised in float64, and the code records it.
 FILE_UNIT_TOL = 1e-6
 
 #: A prototype is a Tammes rattler when its nearest-neighbour cosine is below
 #: max-cos by more than this: moving it a little cannot change max-cos.
 RATTLER_TOL = 1e-6
-
 
 #: Tile side on a GPU, where larger products keep the device busy (512 MiB).
 DEVICE_TILE = 8192
@@ -89,10 +83,9 @@ def validate_prototypes(prototypes, *, normalize: bool = False, tolerance: float
                         copy: bool = True) -> np.ndarray:
     """Check that ``prototypes`` is a code and return it as a float64 (K, d) array.
 
-    Rows given as float32 or float16 (what torch users save) whose norms miss 1
-    by no more than that format's rounding (:func:`rounding_tolerance`), or by
-    no more than ``tolerance`` in any dtype, are normalised in float64; larger
-    deviations need ``normalize``.
+    Rows whose norms miss 1 by no more than their format's rounding
+    (:func:`rounding_tolerance`: float32 or float16, what torch users save) or
+    ``tolerance`` are normalised in float64; larger deviations need ``normalize``.
 
     Parameters
     ----------
@@ -131,14 +124,11 @@ def validate_prototypes(prototypes, *, normalize: bool = False, tolerance: float
         raise SpherecodesError(f"prototypes must be real numbers, got {raw.dtype} values")
     w = raw.astype(np.float64, copy=copy)
     if w.ndim != 2:
-        raise SpherecodesError(
-            f"prototypes must be a 2-D array (K rows of dimension d), got {w.ndim}-D shape {w.shape}"
-        )
+        raise SpherecodesError(f"prototypes must be a 2-D array (K rows of dimension d), got {w.ndim}-D shape "
+                               f"{w.shape}")
     k, d = w.shape
     if k < 2 or d < 1:
-        raise SpherecodesError(
-            f"a code needs at least 2 rows and 1 column, got shape {w.shape}"
-        )
+        raise SpherecodesError(f"a code needs at least 2 rows and 1 column, got shape {w.shape}")
     norms = _row_norms(w)
     if not np.all(np.isfinite(norms)):  # a row of finite numbers has a finite norm (_row_norms scales it)
         bad = int(np.flatnonzero(~np.isfinite(norms))[0])
@@ -210,11 +200,7 @@ class SeparationStats:
     @property
     def separation(self) -> dict:
         """HPN cosine-distance statistics (Mettes, van der Pol & Snoek 2019, Table 2): min, mean, max of ``1 − cos``."""
-        return {
-            "min": 1.0 - self.max_cos,
-            "mean": 1.0 - self.mean_cos,
-            "max": 1.0 - self.min_cos,
-        }
+        return {"min": 1.0 - self.max_cos, "mean": 1.0 - self.mean_cos, "max": 1.0 - self.min_cos}
 
     @property
     def one_vs_one_distance(self) -> float:
@@ -241,16 +227,8 @@ class StatisticsProgress:
     elapsed: float
 
 
-def separation_statistics(
-    prototypes,
-    *,
-    rattler_tol: float = RATTLER_TOL,
-    tile: int | None = None,
-    device=None,
-    max_memory: float | None = None,
-    progress=None,
-    orbit="auto",
-) -> SeparationStats:
+def separation_statistics(prototypes, *, rattler_tol: float = RATTLER_TOL, tile: int | None = None, device=None,
+                          max_memory: float | None = None, progress=None, orbit="auto") -> SeparationStats:
     """Exact separation statistics of a code, in float64 and in tiles.
 
     Parameters
@@ -272,15 +250,9 @@ def separation_statistics(
     progress : callable, optional
         Called with a :class:`StatisticsProgress` after each block of rows.
     orbit : Symmetry, None or "auto"
-        The code's symmetry (:class:`spherecodes.symmetry.Symmetry`, its
-        :meth:`~spherecodes.symmetry.Symmetry.nearest`) when already proved:
-        an orbit of sign changes
-        (:func:`spherecodes.orbit.sign_orbit`; its statistics then come from
-        one row of cosines) or the orbit it is the prefix of
-        (:func:`spherecodes.orbit.orbit_prefix`: two rows and a tree of
-        their maxima), the orbit of Z4 translations it is (the first K words
-        of) (:func:`spherecodes.z4orbit.z4_orbit`: two rows and two trees),
-        None for a generic code, ``"auto"`` to prove it here
+        The code's symmetry when already proved (the statistics then come
+        from :meth:`spherecodes.symmetry.Symmetry.nearest`), None for a
+        generic code, ``"auto"`` to prove it here
         (:func:`spherecodes.orbit.resolve_orbit`).
 
     Returns
@@ -319,17 +291,9 @@ def separation_statistics(
     mean_cos = float((total @ total - squared_norms) / (k * (k - 1)))
     max_cos = float(nearest_cos.max())
     rattlers = np.flatnonzero(nearest_cos < max_cos - rattler_tol)
-    return SeparationStats(
-        k=k,
-        d=d,
-        max_cos=max_cos,
-        min_cos=float(min_cos),
-        mean_cos=mean_cos,
-        nearest_cos=nearest_cos,
-        nearest_index=nearest_index,
-        rattlers=rattlers,
-        rattler_tol=float(rattler_tol),
-    )
+    return SeparationStats(k=k, d=d, max_cos=max_cos, min_cos=float(min_cos), mean_cos=mean_cos,
+                           nearest_cos=nearest_cos, nearest_index=nearest_index, rattlers=rattlers,
+                           rattler_tol=float(rattler_tol))
 
 
 #: Largest K·d·min(K, d) for which :func:`spanned_dimensions` takes the singular values of all the rows.
@@ -443,10 +407,8 @@ def max_cos(prototypes, *, tile: int | None = None, device=None, max_memory: flo
 def random_code_max_cos(d: int, k: int, *, seed: int = 0, device=None, max_memory: float | None = None) -> float:
     """Max-cos of K independent uniform unit vectors in R^d: the baseline a code must beat.
 
-    The vectors are exactly the first random start of
-    :func:`spherecodes.solvers.tammes` with the same seed (stream
-    ``(seed, 0)``), and their max-cos is computed exactly (all pairs, in
-    tiles) — no sampling.
+    The vectors are the first random start of :func:`spherecodes.solvers.tammes`
+    with the same seed; their max-cos is exact (all pairs, in tiles).
 
     Examples
     --------
@@ -463,7 +425,6 @@ def _torch_device(device):
 
     if device is None or str(device) == "cpu" or (str(device) == "auto" and not cuda_possible()):
         return None
-
     dev = resolve_device(device)
     return None if dev.type == "cpu" else dev
 
@@ -560,5 +521,3 @@ def _fold(best_cos, best_index, start: int, other_start: int, values, local) -> 
     better = values > best_cos[span]
     best_cos[span] = torch.where(better, values, best_cos[span])
     best_index[span] = torch.where(better, local + other_start, best_index[span])
-
-

@@ -6,11 +6,9 @@ one (:class:`spherecodes.orbit.OrbitPrefix`, :class:`spherecodes.z4orbit.Z4Orbit
 sign changes, Z4 translations), or such a code turned by a seeded rotation
 (:class:`spherecodes.rotated.Rotated`).  Each is proved from the rows, never
 trusted from a claim, and each answers the same questions through
-:class:`Symmetry`: its statistics (:meth:`Symmetry.nearest`), how a
-certificate holds its witnesses (:attr:`Symmetry.moves_witnesses`,
-:attr:`Symmetry.whole_orbit_bounds`), what a bank stores of it and how it is
-proved again from that (:meth:`Symmetry.stored`, :meth:`Symmetry.reprove`),
-and what a report says of it.  A code without one has ``orbit = None``.
+:class:`Symmetry`: its statistics, how a certificate holds its witnesses,
+what a bank stores of it and how it is proved again from that, and what a
+report says of it.  A code without one has ``orbit = None``.
 
 :class:`OrbitWords` is what the first K words of an orbit of 2^t words
 share, whichever the group: every class's certificate interval from
@@ -43,13 +41,10 @@ class Symmetry(ABC):
         K, the rows (a field or a property of each implementation).
     moves_witnesses : bool
         Whether a certificate holds class 0's witness alone, which the group
-        (:meth:`moved`) takes to every other class's, its residual moved
-        exactly.
+        (:meth:`moved`) takes to every other class's.
     whole_orbit_bounds : bool
         Whether a certificate bounds every class through the whole orbit's
-        class 0 instead: witnesses whose indices are words of the orbit,
-        moved to a class where they stay among the rows, else the class's
-        nearest row (:meth:`OrbitWords.witness_bounds`).
+        class 0 instead (:meth:`OrbitWords.witness_bounds`).
     certificate_witness : str
         How such a certificate holds its witnesses, in the words a bank
         records (its ``certificate`` attribute ``witness``).

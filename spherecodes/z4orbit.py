@@ -14,21 +14,15 @@ the same cosines ``f(u) = <x_0, x_u>``, and a witness of class 0 moved by
 not), so :mod:`spherecodes.orbit`'s sign changes do not see this group.
 
 The rows are numbered as the construction numbers its messages: row i is
-word ``Σ_b i_b · g_b`` (mod 4, bit b of i choosing generator b), the word
-of row i relative to row 0 being read off each pair's signs.  When ``2 g_b``
-is another generator ``g_c`` (bits b and c are the low and high bit of one
-quaternary digit), adding two indices carries from bit b into bit c; when
-``2 g_b = 0`` bit b is a binary digit.  :func:`z4_orbit` proves such a
-structure from the rows alone (or checks stored generators): every live
-coordinate of equal magnitude, the pairs of live columns, the t = ⌈log2 K⌉
-generators (rows 2^b), their digits, and every row the sum its index
-chooses.  O(K·d), never trusted.
-
-For K < 2^t the rows are the first K words of the orbit of 2^t words (the
-quaternary Kerdock code's first K points in :mod:`spherecodes.structured.kerdock`'s
-order); the cosine of rows m and j is ``f(j − m)`` (digit-wise subtraction),
-and every row's nearest row follows from trees of block maxima of f, as for
-:class:`spherecodes.orbit.OrbitPrefix` (:meth:`Z4Orbit.nearest`).
+word ``Σ_b i_b · g_b`` (mod 4, bit b of i choosing generator b).  When
+``2 g_b`` is another generator ``g_c`` (bits b and c are the low and high
+bit of one quaternary digit), adding two indices carries from bit b into
+bit c; when ``2 g_b = 0`` bit b is a binary digit.  :func:`z4_orbit` proves
+such a structure from the rows alone, or checks stored generators, in
+O(K·d).  For K < 2^t the rows are the first K words of the orbit of 2^t
+words, and every row's nearest row follows from trees of block maxima of f,
+as for :class:`spherecodes.orbit.OrbitPrefix` (:meth:`Z4Orbit.nearest`;
+docs/certificate.md, "2.0f Kerdock codes").
 """
 
 from __future__ import annotations

@@ -374,6 +374,16 @@ def test_offline_reads_only_the_cache(server):
         fetch_bank("maxsep-d3-k9", url=url, offline=True)
 
 
+def test_a_missing_name_says_which_catalogs_were_searched(server, monkeypatch):
+    _httpd, url, _cat = server
+    with pytest.raises(SpherecodesError, match=r"no bank named 'tammes-d4-k999' in the bundled catalog or in http") as err:
+        fetch_bank("tammes-d4-k999", url=url)
+    assert "no other catalog is configured" not in str(err.value)
+    monkeypatch.delenv("SPHERECODES_BANK_URL", raising=False)
+    with pytest.raises(SpherecodesError, match=r"in the bundled catalog \(no other catalog is configured"):
+        fetch_bank("tammes-d4-k999")
+
+
 def test_a_tampered_download_is_refused_and_not_cached(server):
     httpd, url, cat = server
     entry = next(e for e in cat.entries if e.name == "tammes-d4-k11")  # not in the bundled catalog, which is first

@@ -76,8 +76,7 @@ def _code_group(codes: h5py.Group, name: str, path) -> Fields:
     group = fields.member(name)
     if not isinstance(group, h5py.Group):
         raise fields.damaged("its entry in /codes", "is not a group")
-    # HDF5 hard links: one stored group or dataset under many names, which a rewrite of the bank would copy once
-    # each (a 1 MB bank naming one code 10,000 times became 180 MB).
+    # HDF5 hard links: one stored group or dataset under many names, which a rewrite would copy once each.
     members = [("its group", group)]
     group.visititems(lambda member, obj: members.append((member, obj)) and None)
     for field, obj in members:
@@ -91,11 +90,9 @@ def read_code(path, name: str | None = None, *, verify_certificate: bool = True,
               max_memory: float | None = None) -> Code:
     """Read and validate one code of a bank.
 
-    Every dataset and attribute is checked before it is used, the prototypes
-    against their SHA-256, the statistics against the prototypes, and a stored
-    certificate against its witness
-    (:func:`spherecodes.certificate.verify_witness`): the intervals must
-    follow from the stored prototypes and supports.
+    Every dataset and attribute is checked before it is used, the prototypes against their SHA-256, the
+    statistics against the prototypes, and a stored certificate against its witness
+    (:func:`spherecodes.certificate.verify_witness`).
 
     Parameters
     ----------
@@ -225,11 +222,8 @@ def _read_group(fields: Fields, name: str, max_memory: float | None = None) -> C
 def _read_bytes(fields: Fields, k: int, d: int) -> float:
     """Peak bytes of reading one code and checking it, from the shapes stored (nothing is read).
 
-    The prototypes, the statistics and the blocks of rows checked at a
-    time; for a certificate its witnesses and the features they give (for
-    a generic code also the residuals and directions its check takes, each
-    (K, d)); for an orbit the packed sign patterns and the coordinates; and
-    the lists of per-class numbers a report holds.
+    The prototypes, the statistics, the blocks of rows checked at a time, an orbit's packed sign patterns and
+    coordinates, a certificate's witnesses and what its check takes, and the per-class numbers a report holds.
     """
     rows = min(k, READ_ROWS)
     nbytes = 8.0 * k * d + 8.0 * 6 * k + 4.0 * 8 * rows * d + 128.0 * k
@@ -266,12 +260,10 @@ def read_estimate(path, name: str | None = None, *, max_memory: float | None = N
     (:func:`spherecodes.claims.check_claims`): through the stored orbit in
     O(K·d), else over all pairs.
 
-    The memory follows from the stored shapes (nothing large is read); the
-    time is measured on a sample: a block of rows read, hashed and checked,
-    scaled to K and, for a generic certificate, one tile of the product with
-    all K prototypes that its check takes, scaled to K².  A code that does
-    not fit ``max_memory`` (or a safe fraction of the free memory) is
-    refused here, before anything large is read.
+    The memory follows from the stored shapes; the time from a block of rows read, hashed and checked, scaled
+    to K, and for a generic certificate one tile of its product with all K prototypes, scaled to K².  A code
+    that does not fit ``max_memory`` (or a safe fraction of the free memory) is refused before anything large
+    is read.
 
     Examples
     --------
@@ -346,9 +338,8 @@ _STATS_SLACK = 1e-10
 def _read_stats(fields: Fields, prototypes: np.ndarray) -> SeparationStats:
     """The stored statistics, after checking them against the prototypes where that is cheap.
 
-    Each stored nearest cosine must be the cosine of the pair it names, max-cos
-    the largest of them, the rattlers exactly the classes they define; the
-    full scan over all pairs is not repeated (it is what the statistics save).
+    Each stored nearest cosine must be the cosine of the pair it names, max-cos the largest of them, the rattlers
+    exactly the classes they define; the scan over all pairs is not repeated (it is what the statistics save).
     """
     k, d = prototypes.shape
     nearest_cos = fields.array("nearest_cos", "f", (k,)).astype(np.float64)

@@ -25,6 +25,8 @@ __all__ = [
 ]
 
 FORMAT_NAME = "spherecodes-bank"
+#: The newest schema version: that of a bank with a structured code turned by a rotation (an ``orbit`` with
+#: ``rotation_seed``), which a reader that does not know it would take for the structured rows.
 SCHEMA_VERSION = 5
 
 #: The schema version of a bank with an orbit of Z4 translations, and no structured code turned by a rotation.
@@ -39,19 +41,16 @@ ORBIT_SCHEMA_VERSION = 2
 #: The schema version of a bank with the first K words of an orbit of sign changes, and no orbit of Z4 translations.
 PREFIX_SCHEMA_VERSION = 3
 
-#: ``certificate`` attribute ``witness`` of a certificate that keeps class 0's
-#: witness alone, every other class's being its image under the code's orbit.
+#: ``certificate`` attribute ``witness`` of a certificate that keeps class 0's witness alone, every other class's
+#: being its image under the code's orbit.
 ORBIT_WITNESS = SignOrbit.certificate_witness
 
-#: ``certificate`` attribute ``witness`` of the certificate of the first K
-#: words of an orbit: the whole orbit's class 0's witness (words of the
-#: orbit), moved to each class where it stays among the rows, else the
-#: class's ``nearest`` row.
+#: The same for the first K words of an orbit: the whole orbit's class 0's witness (words of the orbit), moved to each
+#: class where it stays among the rows, else the class's ``nearest`` row.
 PREFIX_WITNESS = OrbitPrefix.certificate_witness
 
-#: ``certificate`` attribute ``witness`` of the certificate of (the first K
-#: words of) an orbit of Z4 translations: witnesses of the whole orbit's
-#: class 0, each class taking one moved (``nearest`` −1 − j) or its nearest row.
+#: The same for (the first K words of) an orbit of Z4 translations: witnesses of the whole orbit's class 0, each class
+#: taking one moved (``nearest`` −1 − j) or its nearest row.
 Z4_WITNESS = Z4Orbit.certificate_witness
 
 #: What the code must be for each kind of certificate that keeps class 0's witness, in messages.
@@ -156,10 +155,8 @@ _KIND_NAMES = {"f": "floating-point numbers", "iu": "integers", "OSU": "text"}
 class Fields:
     """Reads the datasets and attributes of one code, each checked; errors name the one at fault.
 
-    A bank may come from anywhere, so nothing is taken on trust: every member
-    must be stored in the bank file itself (no soft or external link, no
-    external or virtual storage), have the type and shape it should, and hold
-    finite numbers where numbers are meant.
+    A bank may come from anywhere: every member must be stored in the bank file itself (no link, no external or
+    virtual storage), have the type and shape it should, and hold finite numbers where numbers are meant.
     """
 
     def __init__(self, group: h5py.Group, where: str, prefix: str = ""):
@@ -191,10 +188,8 @@ class Fields:
               compressed_up_to: float = math.inf) -> np.ndarray:
         """Dataset ``name`` with a dtype kind in ``kinds`` and ``shape`` (``None`` entries: any length).
 
-        Its declared size is checked before anything is read (:meth:`dataset`)
-        and against the memory free (``copies`` arrays of its size: how many
-        the caller's use of it needs; a caller that counted its memory already
-        passes 1).
+        Its declared size is checked (:meth:`dataset`) before anything is read, and against the memory free for
+        ``copies`` arrays of its size (1 from a caller that counted its memory already).
         """
         field = self.prefix + name
         obj = self.dataset(name, kinds, shape, compressed_up_to=compressed_up_to)
@@ -266,10 +261,7 @@ class Fields:
 
 
 def schema_needed(group: h5py.Group) -> int:
-    """The schema version one stored code needs: 5 for a structured code turned by a rotation (an ``orbit`` with
-    ``rotation_seed``: a reader that does not know it would take the turned rows for the structured ones), 4 for (the
-    first K words of) an orbit of Z4 translations, 3 for the first K words of an orbit of sign changes (K not a power
-    of two), 2 for a certificate that keeps class 0's witness of an orbit, else 1."""
+    """The schema version one stored code needs: the lowest of the versions above that reads it correctly."""
     orbit = group.get("orbit")
     if isinstance(orbit, h5py.Group) and "rotation_seed" in orbit.attrs:
         return SCHEMA_VERSION

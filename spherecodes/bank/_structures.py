@@ -24,15 +24,11 @@ __all__ = ["read_certificate", "read_orbit", "write_certificate", "write_orbit"]
 def read_orbit(fields: Fields, prototypes: np.ndarray):
     """The code's structure: checked from the stored generators, else proved from the rows, else None.
 
-    Stored generators are a claim like any other: the rows must be exactly
-    the orbit they generate (:func:`spherecodes.orbit.sign_orbit`, O(K·d)),
-    or, for K not a power of two, its first K words in the order of their
-    messages (:func:`spherecodes.orbit.orbit_prefix`, O(K·d)), or the first
-    K words of an orbit of Z4 translations (:func:`spherecodes.z4orbit.z4_orbit`).
-    With a ``rotation_seed``, the structure is that of the rows turned back
-    by that rotation (:func:`spherecodes.rotated.rotated_structure`, one
-    product O(K·d²)).  A bank written before generators were stored has its
-    orbit proved.
+    Stored generators are a claim like any other: the rows must be exactly the orbit they generate, or its first
+    K words (:func:`spherecodes.orbit.sign_orbit`, :func:`~spherecodes.orbit.orbit_prefix`,
+    :func:`spherecodes.z4orbit.z4_orbit`; O(K·d)), after turning them back by the rotation of a ``rotation_seed``
+    (:func:`spherecodes.rotated.rotated_structure`, O(K·d²)).  A bank written before generators were stored has
+    its orbit proved.
     """
     k, d = prototypes.shape
     if not fields.has("orbit"):
@@ -182,7 +178,6 @@ def write_certificate(group: h5py.Group, code: Code) -> None:
     group.create_dataset("lo", data=cert.lo)
     group.create_dataset("hi", data=cert.hi)
     group.create_dataset("softmax_rattlers", data=np.asarray(cert.softmax_rattlers, dtype=np.int64))
-    # Byte shuffling before gzip: the indices are small integers and the weights
-    # are padded with zeros, so grouping the bytes saves a tenth to a third.
+    # Byte shuffling before gzip: the indices are small integers and the weights are padded with zeros.
     group.create_dataset("support_indices", data=cert.support_indices, compression="gzip", shuffle=True)
     group.create_dataset("support_weights", data=cert.support_weights, compression="gzip", shuffle=True)

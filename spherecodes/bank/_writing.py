@@ -28,10 +28,7 @@ __all__ = ["check_writable_destination", "delete_code", "hdf5_left_unclosed", "w
 
 
 def write_code(path, code: Code, *, overwrite: bool = False, waiting=None, lock_timeout: float | None = None) -> None:
-    """Store ``code`` in the bank at ``path``, creating the bank if needed.
-
-    The bank is rewritten into a temporary file beside it and renamed into
-    place, so the old bank survives an interruption intact.
+    """Store ``code`` in the bank at ``path``, creating the bank if needed (atomically: see :mod:`spherecodes.bank`).
 
     Parameters
     ----------
@@ -88,10 +85,8 @@ def _stored_bytes(code: Code) -> int:
 def _check_room(path: Path, adding: int) -> None:
     """Refuse, before writing, a new bank that would not fit the disk or the file-size limit (``ulimit -f``).
 
-    The new bank is written beside the old one, so it needs room for the old
-    one's codes plus the new code (uncompressed: an upper bound).  Writing
-    stops at the first byte that does not fit anyway; this check says so
-    before any byte is written, in words.
+    The new bank is written beside the old one, so it needs room for the old one's codes plus the new code
+    (uncompressed: an upper bound).  Writing would stop at the first byte that does not fit; this says so first.
     """
     needed = (path.stat().st_size if path.exists() else 0) + adding
     limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
@@ -126,11 +121,9 @@ def _names_beside(path: Path, name: str, overwrite: bool) -> list[str]:
 def delete_code(path, name, *, waiting=None) -> None:
     """Remove a code, or several, from a bank (atomically; the file is compacted).
 
-    ``name`` is a code's name or a list of names, all removed in one
-    rewrite. The codes removed are not checked, so a damaged entry (not a
-    group, a link to elsewhere) can be removed; the codes kept are copied
-    and must be sound. ``waiting`` is told when another spherecodes process
-    is writing the bank and this one waits for it, as for :func:`write_code`.
+    ``name`` is a code's name or a list of names, all removed in one rewrite.  The codes removed are not checked,
+    so a damaged entry can be removed; the codes kept are copied and must be sound.  ``waiting`` is as for
+    :func:`write_code`.
 
     Examples
     --------
@@ -192,8 +185,7 @@ def _existing_names(path: Path, must_exist: bool = False, removing: frozenset | 
         return []
     with hdf5_errors(path), open_bank(path) as fh:
         for name in fh["codes"]:
-            # What the rewrite copies must be each code stored once; the code being removed is not copied,
-            # so a damaged one can be removed.
+            # Copied codes must be sound, each stored once; one being removed is not copied, so a damaged one can go.
             if name not in removing:
                 code_fields(fh["codes"], name, path)
         return list(fh["codes"])
@@ -226,10 +218,9 @@ _UNCLOSED: list[Path] = []
 def hdf5_left_unclosed() -> bool:
     """Whether a bank write failed inside HDF5 (a disk that filled up while it was written) in this process.
 
-    HDF5 then cannot close the half-written temporary file (it is removed and
-    the bank is unchanged), and the library's own clean-up at interpreter
-    exit crashes on it (HDF5 1.14, h5py 3.16): a command-line tool that
-    reported the failure should end with ``os._exit``, skipping that clean-up.
+    HDF5 then cannot close the half-written temporary file (it is removed and the bank is unchanged), and its
+    clean-up at interpreter exit crashes on it (HDF5 1.14, h5py 3.16): a command-line tool that reported the
+    failure should end with ``os._exit``, skipping that clean-up.
 
     Examples
     --------

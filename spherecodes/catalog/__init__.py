@@ -1,14 +1,11 @@
-"""Catalogs of precomputed banks: remote ones, publishing, fetching and building.
+"""Catalogs of precomputed banks (``docs/catalog.md``): remote ones, publishing, fetching and building.
 
-A **catalog** is a folder of banks plus a ``registry.json`` that lists them
-(:mod:`spherecodes.registry`, which also reads the bundled catalog).
-:mod:`.publishing` writes the registry of a folder of certified banks,
-:mod:`.download` reads catalogs (bundled, a directory, or HTTP(S) through pooch
-into a per-user cache) and fetches verified codes, and :mod:`.build` computes a
-catalog as tasks on Dask distributed; :mod:`.on_demand` lists the structured
-codes that beat the banks, built on demand by ``fetch``.  Text for the entries
-is :func:`spherecodes.report.format_entries`.  Each name below is loaded from
-its module on first use, so that reading a catalog does not load the build.
+A **catalog** is a folder of banks plus the ``registry.json`` that lists them
+(:mod:`spherecodes.registry`).  :mod:`.publishing` writes a registry,
+:mod:`.download` reads catalogs and fetches verified codes, :mod:`.build`
+computes a catalog on Dask, and :mod:`.on_demand` lists the structured codes
+that ``fetch`` builds on demand.  Each name below is loaded from its module on
+first use, so that reading a catalog does not load the build.
 """
 
 from importlib import import_module as _import_module

@@ -1,17 +1,10 @@
 """Bounded HTTP downloads: streamed to disk and refused at the first byte past a limit.
 
 A catalog says how large each of its files is, so a download never needs to
-read more: the body is streamed into a file in chunks no larger than what is
-still allowed plus one byte, and the first byte past the limit ends it.  A
-``Content-Length`` above the limit is refused before any of the body is read.
-Besides the wait for each read, the whole download — its response headers
-included — has a deadline, kept by a watchdog that shuts the connection down
-when the time is up, so a server that sends one byte a second (which never
-trips the per-read timeout) is cut off on time, in its headers as in its body;
-and after a grace period the transfer must keep a minimum rate, so that such
-a server is cut off long before the deadline.  Every failure becomes one line
-that says what happened (an HTTP status, a timeout, an unreachable host, a
-transfer cut short, too slow, too many bytes).
+read more (:func:`stream_download`).  A watchdog shuts the connection down at
+the deadline, so that a server that drips bytes (which never trips the
+per-read timeout) is cut off on time, in its headers as in its body.  Every
+failure becomes one line that says what happened.
 """
 
 from __future__ import annotations
@@ -34,8 +27,8 @@ CHUNK_BYTES = 1 << 16
 
 
 class _Watchdog:
-    """Shuts down the sockets of one download when its time is up, so that a read blocked on a server that
-    drips bytes returns at once; ``fired`` then holds the message saying why."""
+    """Shuts down the sockets of one download when its time is up, so that a blocked read returns at once;
+    ``fired`` then holds the message saying why."""
 
     def __init__(self):
         self.sockets: list[socket.socket] = []
@@ -116,9 +109,8 @@ def stream_download(url: str, destination: Path, *, limit: int, timeout: float, 
     deadline_name : str
         What sets the deadline (an environment variable), for the message.
     min_rate : float
-        Bytes per second the transfer must average once ``rate_grace``
-        seconds have passed: ``n`` bytes may take ``rate_grace + n / min_rate``
-        seconds (the deadline is the cap).  Checked after each read.
+        Bytes per second the transfer must average, checked after each read: ``n`` bytes may take
+        ``rate_grace + n / min_rate`` seconds (the deadline is the cap).
     rate_grace : float
         Seconds before the rate counts (the connection's start, a slow first byte).
 
@@ -131,9 +123,9 @@ def stream_download(url: str, destination: Path, *, limit: int, timeout: float, 
     ------
     SpherecodesError
         An HTTP error status, a timeout, an unreachable server, a transfer cut
-        short, response headers or a transfer past its deadline, a transfer
-        slower than ``min_rate``, or a body larger than ``limit`` (refused at
-        the first byte past it).
+        short, past its deadline or slower than ``min_rate``, or a body larger
+        than ``limit``: a ``Content-Length`` above it is refused before the body
+        is read, and the body at the first byte past it.
     """
     import requests
 

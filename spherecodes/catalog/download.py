@@ -1,22 +1,13 @@
 """Reading catalogs and fetching their banks: locations, the per-user cache, bounded downloads.
 
-Three kinds of catalog are read the same way:
-
-* the **bundled** catalog, installed with spherecodes as the package
-  ``spherecodes.banks`` (``banks/`` in the source tree): it works offline;
-* a **directory** (a local or mounted folder): banks are verified in place;
-* an **HTTP(S)** server that serves such a folder: banks are streamed from
-  it with a hard cap at the size the registry lists (the registry itself at
-  :data:`REGISTRY_LIMIT_BYTES`), must match that size and SHA-256 and read
-  as a bank whose certificate checks, and only then are kept in a per-user
-  cache (:func:`cache_dir`), where ``offline=True`` finds them later.  A
-  failed, oversized or altered download never reaches the cache.
-
-:func:`fetch` looks in the bundled catalog first, then at the closed forms
-(which need no download), then in the configured catalog (``url=`` or the
-``SPHERECODES_BANK_URL`` environment variable), and builds the structured
-code for (d, K) on the spot where it beats what the catalogs have, or where
-they have nothing (:mod:`.on_demand`).
+Three kinds of catalog are read the same way: the **bundled** one (the
+package ``spherecodes.banks``, ``banks/`` in the source tree; it works
+offline), a **directory**, whose banks are verified in place, and an
+**HTTP(S)** server of such a folder, whose banks are streamed with a hard cap
+at the size the registry lists and kept in the per-user cache
+(:func:`cache_dir`) only once they match that size and SHA-256 and read as a
+bank whose certificate checks.  :func:`fetch_bank` says where :func:`fetch`
+looks.
 """
 
 from __future__ import annotations
@@ -252,16 +243,14 @@ def _read_registry(path: Path, source: str) -> Catalog:
 def open_catalog(location: str, *, offline: bool = False) -> Catalog:
     """Read the catalog at a directory or an HTTP(S) URL.
 
-    For a URL the registry is downloaded afresh (and kept in the cache); with
-    ``offline=True`` the cached copy is read instead.
-
     Parameters
     ----------
     location : str
         A directory, a ``file://`` URL or an ``http(s)://`` URL of the folder
         that holds ``registry.json`` (or of the registry itself).
     offline : bool
-        Make no network request.
+        Make no network request: read a URL's registry from the cache, where
+        it is otherwise downloaded afresh and kept.
     """
     if location == "bundled":
         return bundled_catalog()
@@ -386,11 +375,11 @@ def fetch_bank(name: str | None = None, *, d: int | None = None, k: int | None =
     The bundled catalog is searched first; then, for (d, K) where a closed
     form is optimal for both problems (and ``method`` is none, ``tammes`` or
     ``softmax``, or names that closed form), the code is constructed on the
-    spot; then the configured catalog (``url`` or
-    ``$SPHERECODES_BANK_URL``) is searched, downloading into the cache.
-    Without a method (or with ``structured``), the structured code for
-    (d, K) is built on the spot instead of a bank whose max-cos it beats, and
-    where no catalog has the size; so is a name ``structured-d<D>-k<K>``.
+    spot; then the configured catalog (``url`` or ``$SPHERECODES_BANK_URL``)
+    is searched, downloading into the cache.  Without a method (or with
+    ``structured``), the structured code for (d, K) is built on the spot
+    (:mod:`.on_demand`) instead of a bank whose max-cos it beats, and where no
+    catalog has the size; so is a name ``structured-d<D>-k<K>``.
 
     Raises
     ------
@@ -430,7 +419,7 @@ def fetch_bank(name: str | None = None, *, d: int | None = None, k: int | None =
         searched += f" or in {redact_url(location)}"
     if structured is not None:
         return _structured(d, k)
-    else:
+    if location is None:
         searched += f" (no other catalog is configured: --url or ${URL_ENV})"
     if name is not None:
         raise SpherecodesError(f"no bank named {name!r} in {searched}; 'spherecodes catalog list' shows what there is")
@@ -452,15 +441,14 @@ def _structured(d: int, k: int) -> Fetched:
                    source="structured code")
 
 
-#: Most seconds that :func:`fetch_bank` spends certifying a code it builds (closed forms and symmetric structured
-#: codes take far less); a code whose certificate is estimated longer is returned uncertified, and the report says
-#: which command certifies it.
+#: Most seconds that :func:`fetch_bank` spends certifying a code it builds; a code whose certificate is estimated
+#: longer is returned uncertified, and the report says which command certifies it.
 FETCH_CERTIFY_SECONDS = 60.0
 
 
 def _certified(code: Code) -> Code:
     """A code built on the spot, with its certificate where that is estimated to take at most
-    :data:`FETCH_CERTIFY_SECONDS` (from its structure or nearest shells, seconds for the closed forms)."""
+    :data:`FETCH_CERTIFY_SECONDS` (from its structure or nearest shells: seconds for the closed forms)."""
     from ..certificate import certificate_estimate, one_vs_rest_distances
 
     if certificate_estimate(code.prototypes, device="cpu", orbit=code.orbit).seconds <= FETCH_CERTIFY_SECONDS:

@@ -1,11 +1,7 @@
 """Structured codes in the catalog: listed from the library and built on demand, never stored as files.
 
-A structured code is exact and takes milliseconds to build, so the catalog
-does not store it: :func:`structured_offers` lists, for the sizes of a
-catalog's banks, the structured codes that beat them (smaller max-cos), and
-``fetch`` builds such a code on the spot (:func:`structured_for`), as it does
-the optimal closed forms.  Their names are ``structured-d<D>-k<K>``
-(:func:`parse_structured_name`).
+A structured code is exact and takes milliseconds to build, so the catalog does not store it:
+:func:`structured_offers` lists those that beat a catalog's banks, and ``fetch`` builds them on the spot.
 """
 
 from __future__ import annotations

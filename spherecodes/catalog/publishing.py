@@ -1,9 +1,7 @@
 """Publishing: make a folder of certified banks a catalog by writing its registry.
 
 Every number in an entry is computed in float64 from the stored prototypes
-when the catalog is published (:func:`publish`); none is typed in.  The ρ
-interval comes from the certificate's witness, re-checked against all K
-prototypes (:func:`spherecodes.certificate.verify_witness`).
+when the catalog is published (:func:`entry_for_code`); none is typed in.
 """
 
 from __future__ import annotations
@@ -38,10 +36,9 @@ from ..stats import separation_statistics
 def entry_for_code(code: Code, *, file: str, file_sha256: str, size: int, source: str = "bundled") -> CatalogEntry:
     """The registry entry of a certified code stored in ``file``.
 
-    Everything is computed here in float64 from the stored prototypes:
-    max-cos from :func:`spherecodes.stats.separation_statistics`, the ρ
-    interval from the certificate's witness (:func:`verify_witness`), and the
-    lower bound from :func:`spherecodes.bounds.max_cos_lower_bound`.
+    Max-cos comes from :func:`spherecodes.stats.separation_statistics`, the ρ
+    interval from the certificate's witness re-checked against all K prototypes
+    (:func:`verify_witness`), the bound from :func:`spherecodes.bounds.max_cos_lower_bound`.
     """
     stats = separation_statistics(code.prototypes)
     lo, hi = verify_witness(code.prototypes, code.certificate, where=f"code {code.name!r}", orbit=code.orbit)
@@ -111,10 +108,8 @@ def scan_directory(directory) -> list[CatalogEntry]:
 def select_best(entries) -> list[CatalogEntry]:
     """Per (d, K): the code with the smallest max-cos, and the one with the largest ρ where it differs.
 
-    The Tammes problem is answered by the smallest max-cos; the Softmax-Code
-    problem by the largest certified ρ.  The second is kept only when its
-    certified lower end beats the upper end of the first's ρ interval, so
-    codes that are no better at either problem are dropped.
+    The first answers the Tammes problem, the second the Softmax-Code problem; it is kept only when its
+    certified lower end of ρ beats the upper end of the first's, so codes no better at either are dropped.
 
     Examples
     --------
@@ -139,9 +134,8 @@ def packed_size(path) -> int:
     """Bytes a file takes inside a wheel or zip archive: its deflate-compressed length.
 
     Wheels store each file deflated at zlib's default level, so this is what
-    the file adds to a wheel (less the archive's per-file header, about 100
-    bytes).  Small banks are mostly HDF5 structure and shrink about five-fold;
-    the prototypes of large codes barely shrink.
+    the file adds to a wheel, less the archive's per-file header (about 100
+    bytes); ``docs/catalog.md`` says how much banks shrink.
 
     Examples
     --------
@@ -158,12 +152,10 @@ def fit_budget(entries, max_size: int, size_of: Callable[[CatalogEntry], int] | 
                ) -> tuple[list[CatalogEntry], list[CatalogEntry]]:
     """Leave out the largest second codes of a (d, K) until the files total at most ``max_size`` bytes.
 
-    A (d, K)'s first code is the one with the smallest max-cos (its Tammes
-    code); it is never left out.  The others (a Softmax Code kept for its
-    larger ρ, say) are dropped largest file first.
-
-    ``size_of`` gives the bytes an entry's file counts for (default: its size
-    on disk, ``entry.size``).
+    A (d, K)'s first code, the one with the smallest max-cos (its Tammes code),
+    is never left out; the others (a Softmax Code kept for its larger ρ, say)
+    are dropped largest file first.  ``size_of`` gives the bytes an entry's
+    file counts for (default: its size on disk, ``entry.size``).
 
     Returns
     -------

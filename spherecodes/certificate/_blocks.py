@@ -25,10 +25,9 @@ __all__ = [
 BLOCK_BUDGET_BYTES = {"cpu": 256 * 2**20, "cuda": 4 * 2**30}
 
 #: Prototypes per tile of the products of a block with all K prototypes, so
-#: that a block holds ``block × COLUMN_TILE`` similarities, not ``block × K``.
-#: On a CPU, wide tiles make the top-m selections cheaper per score (fewer
-#: merges, larger column groups in ``sphere.top_matches``); the two sizes
-#: compared are in docs/certificate.md, "2.1 The QP".
+#: that a block holds ``block × COLUMN_TILE`` similarities, not ``block × K``;
+#: wide on a CPU, where they make the top-m selections cheaper per score
+#: (docs/certificate.md, "2.1 The QP").
 COLUMN_TILE = {"cpu": 131072, "cuda": 32768}
 
 #: Candidates that join a class's candidate set per failed global check.
@@ -38,11 +37,11 @@ GLOBAL_ADDITIONS = 32
 #: each class (the "known" keys; the solver's candidates are the first m).
 #: The cosine of the last one bounds every other prototype's score in the
 #: global check (``outside_bound`` in the solver module), so that where the
-#: bound is below the best known score no scan of all K prototypes is
-#: needed.  Measured on a Tammes-optimised code (d = 64, K = 20,000, ~2d
-#: near-tied neighbours per class): the bound settles no class with the
-#: 2d + 2 nearest and every class with the 4d nearest.
+#: bound is below the best known score no scan of all K prototypes is needed:
+#: on Tammes-optimised codes it is with 4d keys, not with 2d + 2
+#: (docs/certificate.md, "2.1 The QP", step 3).
 KNOWN_PER_DIM = 4
+
 
 def host_memory(k: int, d: int) -> float:
     """Bytes of the certificate's inputs and results on the host: prototypes, features, supports, bounds."""
@@ -65,28 +64,18 @@ def per_class_bytes(k: int, d: int, m: int, tile: int) -> float:
 def block_size(k: int, d: int, m: int, dev, max_memory: float | None = None, workers: int = 1) -> tuple[int, int]:
     """Classes per block and prototypes per column tile, so that the working arrays of ``workers`` blocks fit.
 
-    Each worker's block gets :data:`BLOCK_BUDGET_BYTES`, all of them together
-    at most a quarter of the device's free memory (or half of what
-    ``max_memory`` leaves beyond the inputs and results).
-
-    Per class a block holds one row of a column tile of float32 similarities
-    (4·T bytes, reused by the rare float64 rescans over half-width tiles) and
-    the top-m selection's maxima of column groups (at most 2·T bytes), the
-    candidate vectors (m·d, up to twice after global additions), the corral
-    vectors and their Gram matrix and Cholesky factor (s·d + 3·s² with
-    s <= min(d, m + global additions) + 1 + the corral growth of one step),
-    and the known keys (:data:`KNOWN_PER_DIM`), their scores and their
-    vectors gathered for the global check, all float64.  The interior-point
-    restart runs after Wolfe's arrays are freed and needs less (float32
-    points w_k − w_j and a scaled copy, 8·m·d bytes, and two min(d, m)²
-    matrices).
+    Each worker's block gets :data:`BLOCK_BUDGET_BYTES` (every block streams
+    all K prototypes, so dividing one budget among the workers would make
+    many small blocks each pay a full pass; benchmarks/README.md,
+    "Certificate: blocks, workers, the restart"), all of them together at
+    most a quarter of the device's free memory (or half of what
+    ``max_memory`` leaves beyond the inputs and results).  What a class holds
+    (:func:`per_class_bytes`) is listed in docs/certificate.md, "2.1 The QP";
+    the interior-point restart runs after Wolfe's arrays are freed and needs
+    less.
     """
     tile = column_tile(k, dev)
     per_class = per_class_bytes(k, d, m, tile)
-    # The budget is per block, so per worker: dividing one budget among the
-    # workers would shrink the blocks as cores are added, and every block
-    # streams all K prototypes, so many small blocks each pay a full pass over
-    # them (see benchmarks/README.md, "Certificate: blocks, workers, the restart").
     budget = min(BLOCK_BUDGET_BYTES["cuda" if dev.type == "cuda" else "cpu"] * workers,
                  0.25 * memory.available_memory_bytes(str(dev)))
     if max_memory is not None:
@@ -122,7 +111,3 @@ def assemble_supports(k: int, pieces) -> tuple[np.ndarray, np.ndarray]:
         indices[rows, : idx.shape[1]] = idx
         weights[rows, : wt.shape[1]] = wt
     return indices, weights
-
-
-# --------------------------------------------------------------------------
-# the solver

@@ -28,10 +28,9 @@ def linalg_threads(dev):
     """One torch thread on the CPU for the batched small-matrix LAPACK calls.
 
     Batched Cholesky of many ~100×100 matrices gains nothing from threads
-    inside each factorisation, and on a busy machine the spinning worker
-    threads wait for cores at every call (figures in docs/certificate.md,
-    "2.1 The QP").  The products with
-    all K prototypes run with the process's thread count instead.
+    inside each factorisation, and on a busy machine the spinning threads wait
+    for cores at every call (docs/certificate.md, "2.1 The QP"); the products
+    with all K prototypes run with the process's thread count instead.
     """
     return torch_threads(1 if dev.type == "cpu" else None)
 

@@ -17,48 +17,21 @@ comes with a proof that it is right to within the interval ``[lo_k, hi_k]``:
 Both are evaluated in float64 over *all* K prototypes, whatever the solver did,
 so a certificate never contains a number that was not checked.
 
-First, without any QP (NumPy only, :mod:`._shell`): the direction
-``h = w_k`` gives ``lo_k = 1 − max_{j≠k} <w_k, w_j>``, and where the nearest
-shell of ``w_k`` is balanced (one antipodal pair of it, uniform weights on
-it, or non-negative weights on part of it found by NNLS, put the mixture at
-``(1 − lo_k) w_k``) that primal point gives ``hi_k = lo_k`` up to rounding.
-Every class of a symmetric code (the simplex ETF, cross-polytopes and their
-subsets, polygons, root systems and lattice shells, binary codes with a
-transitive group) and of the large subsets of binary codes that
-:mod:`spherecodes.structured` chooses is certified this way with one or two
-products per block of classes, in any rotation.
+Three passes settle the classes, each taking those the one before left open
+(docs/certificate.md, §2):
 
-Next, for a code with K <= d whose Gram matrix is well conditioned (a
-near-orthonormal file, equiangular basis vectors), the classes still open
-go to :mod:`._gram` (NumPy only): projected gradient steps with momentum on
-the whole Gram matrix, the step and momentum from its extreme eigenvalues,
-a block of classes per product.  There the witnesses hold hundreds of
-points, which an active-set solver would add a few per pivot.
-
-The other classes go to the solver (as a batch, on CPU or CUDA through torch):
-
-1. each class gets a candidate set, its ``m`` nearest prototypes, out of
-   its ``max(m, 4d)`` nearest ("known") ones (a product of a block of
-   classes with all K prototypes, streamed over tiles of prototypes so that
-   no block × K matrix is needed);
-2. Wolfe's minimum-norm-point algorithm runs on the candidate sets of a block of
-   classes at once: the support ("corral") of each class is kept, the affine
-   minimiser of the corral is one batched Cholesky solve, a ratio test drops
-   points that would get negative weight, and the most violating candidates
-   join the corral when it is optimal.  Classes whose QP is nearly
-   degenerate (optimised codes, where about d neighbours sit at nearly the
-   same cosine) start Wolfe from the support suggested by a few
-   interior-point iterations instead;
-3. the optimality condition ``max_j <w_j, r_k> = <Σ v_j w_j, r_k>`` is
-   checked against all K prototypes: exactly on the known ones, and for the
-   rest through a bound from the cosine of the last known one
-   (Cauchy–Schwarz on the part orthogonal to ``w_k``); only the classes for
-   which that bound is not below the best exact score get one matrix product
-   with all K prototypes (streamed the same way).  Violators join the
-   candidate sets and step 2 resumes for the classes that had them (only
-   they are checked again).  The same maximum gives ``lo_k``.  The candidate
-   search and the scans are screened in float32, with every entry that could
-   be the maximum recomputed in float64.
+* the nearest shell (:mod:`._shell`, NumPy only): ``h = w_k`` gives
+  ``lo_k = 1 − max_{j≠k} <w_k, w_j>``, and a balanced shell gives a primal
+  point with ``hi_k = lo_k`` up to rounding: every class of a symmetric code,
+  in any rotation, with one or two products per block of classes;
+* the Gram pass (:mod:`._gram`, NumPy only) for codes with K <= d and a
+  well-conditioned Gram matrix, whose witnesses hold hundreds of points;
+* the QP (:mod:`._qp`, torch, on CPU or CUDA): Wolfe's minimum-norm-point
+  algorithm, batched over a block of classes, on each class's nearest
+  candidates, restarted from an interior point where the QP is nearly
+  degenerate, and checked against all K prototypes (bounded from the first
+  scan where possible, screened in float32, the maximum recomputed in
+  float64), violators joining the candidates.
 
 The blocks are sized to the memory allowed (``max_memory``, by default a safe
 fraction of the device's), so memory is O(K·d) plus the blocks, whatever K.
@@ -154,17 +127,14 @@ def one_vs_rest_distances(
         Called with a :class:`CertificateProgress` after every block of classes.
     orbit : Symmetry, None or "auto"
         The code's symmetry (:class:`spherecodes.symmetry.Symmetry`) when
-        already proved.  An orbit of sign changes
-        (:func:`spherecodes.orbit.sign_orbit`): class 0 is certified and the
-        group gives every other class, and the result holds class 0's
-        witness with the orbit.  For the first K words of an orbit
-        (:func:`spherecodes.orbit.orbit_prefix`): the whole orbit's class 0
-        bounds every class (:func:`prefix_bounds`), where its nearest shell
-        is balanced and ρ is certified so; else every class as for a generic
-        code.  The same for (the first K words of) an orbit of Z4
-        translations (:func:`spherecodes.z4orbit.z4_orbit`: Kerdock codes).
-        None: a generic code; ``"auto"``: proved here
-        (:func:`spherecodes.orbit.resolve_orbit`).
+        already proved: for an orbit of sign changes
+        (:func:`spherecodes.orbit.sign_orbit`) class 0 is certified and the
+        group gives every other class; for the first K words of an orbit
+        (:func:`spherecodes.orbit.orbit_prefix`, or of Z4 translations:
+        :func:`spherecodes.z4orbit.z4_orbit`) the whole orbit's class 0 bounds
+        every class where that certifies ρ (:func:`prefix_bounds`;
+        docs/certificate.md, 2.0c–2.0f).  None: a generic code; ``"auto"``:
+        proved here (:func:`spherecodes.orbit.resolve_orbit`).
     client : distributed.Client, optional
         Run the QP's blocks of classes as tasks on this Dask cluster
         (:func:`spherecodes.cluster.dask_client`), on its workers' CPUs: the

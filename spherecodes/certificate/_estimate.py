@@ -39,12 +39,10 @@ SHELL_SAMPLE = 128
 #: refusal.
 QP_TIMING_SECONDS = 4.0
 
-#: A QP block that :func:`certificate_estimate` times in less than this
-#: many seconds is timed a second time (the faster run kept): the first run
-#: also meets its arrays' first page faults, which only a short run notices.
-#: A longer one is timed once: its page faults weigh little, and a second
-#: timing would add the cost of a whole block to the certificate's (figures
-#: in benchmarks/README.md, "Certificate: blocks, workers, the restart").
+#: A QP block that :func:`certificate_estimate` times in less than this many
+#: seconds is timed a second time (the faster run kept), for the first run's
+#: page faults; a longer one is timed once, since a second timing would add a
+#: whole block to the cost (benchmarks/README.md, "Certificate: blocks, workers, the restart").
 QP_TIMING_REPEAT_BELOW = 0.5
 
 #: Seconds after which :func:`certificate_estimate` stops timing a slow
@@ -59,18 +57,14 @@ def certificate_estimate(
     """Peak memory of the process and time that :func:`one_vs_rest_distances` is expected to take.
 
     The memory is the process's resident size now plus the certificate's
-    arrays, plus torch's own working set where torch has to be loaded for the
-    QP; an impossible size is refused here with the same message as in the
-    certificate, before any work.  Given ``prototypes``, a sample of up to
-    :data:`SHELL_SAMPLE` classes (spread over the code) goes through the
-    nearest-shell pass first, to tell whether it settles them (then no QP
-    and no torch are needed) and to time the work, which is scaled to K;
-    where the QP is needed, one block of the real size, spread over the
-    code, is also solved and timed, for at most :data:`QP_TIMING_SECONDS`:
-    a block not solved by then makes the time a lower bound (the
-    description says so).  Given only ``k`` and ``d``, the QP is assumed and
-    the time is 0 (unknown).  ``orbit`` is as for
-    :func:`one_vs_rest_distances`.
+    arrays (and torch's working set where the QP needs it); an impossible
+    size is refused here, before any work.  Given ``prototypes``, a sample of
+    up to :data:`SHELL_SAMPLE` classes goes through the nearest-shell pass,
+    and where the QP is needed one block of the real size is solved, for at
+    most :data:`QP_TIMING_SECONDS` (else the time is a lower bound, and the
+    description says so), the times scaled to K (docs/certificate.md, "2.1
+    The QP").  Given only ``k`` and ``d``, the QP is assumed and the time is 0
+    (unknown).  ``orbit`` is as for :func:`one_vs_rest_distances`.
 
     Examples
     --------
@@ -167,14 +161,11 @@ def _time_shells(w: np.ndarray, sample: np.ndarray, max_memory: float | None):
     """The nearest-shell pass timed on ``sample``: (the classes timed, their bounds, fixed seconds, seconds per class).
 
     A pass costs a fixed part (the rows hashed once, O(K·d)) and a part per
-    class (one product with all K prototypes, then its shell: milliseconds,
-    or seconds where NNLS works on large shells at large d).  The first 1,
-    2, 4, ... classes of the sample are timed, doubling until the whole
-    sample or :data:`SHELL_TIMING_SECONDS` is reached; the last two runs
-    give the cost per class (their difference, free of the fixed cost) and
-    the fixed cost.  A first class that alone takes longer than the cap is
-    the only one timed, its fixed cost counted as the class's (an
-    over-estimate, by the fixed cost per class).
+    class.  The first 1, 2, 4, ... classes of the sample are timed, doubling
+    until the whole sample or :data:`SHELL_TIMING_SECONDS` is reached; the
+    last two runs give the cost per class (their difference) and the fixed
+    cost.  A first class that alone takes longer than the cap is the only one
+    timed, the fixed cost counted as the class's (an over-estimate).
     """
     k = len(w)
     began = time.perf_counter()
@@ -201,12 +192,10 @@ def _time_qp_block(w: np.ndarray, sample: np.ndarray, dev, m: int, block: int, t
     A block's classes are solved side by side, so a block costs about what
     its slowest class costs, and much less than its classes one by one.
     After a run of a few classes that takes the device's warm-up, the block
-    is timed, twice where the first run took less than
-    :data:`QP_TIMING_REPEAT_BELOW` and time allows (the faster kept: the
-    first also meets its arrays' first page faults): a fraction of a second
-    each at (64, 10^5); a quarter of the code where one block holds it all.  Everything
-    stops at :data:`QP_TIMING_SECONDS`: the time of a run cut short is a
-    lower bound, and the note (``""`` otherwise) says so.
+    (a quarter of the code where one block holds it all) is timed, twice
+    where the first run took less than :data:`QP_TIMING_REPEAT_BELOW` and time
+    allows.  Everything stops at :data:`QP_TIMING_SECONDS`: the time of a run
+    cut short is a lower bound, and the note (``""`` otherwise) says so.
     """
     torch = heavy.torch()
 

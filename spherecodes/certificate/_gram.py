@@ -153,22 +153,10 @@ class GramPass:
 
     def bounds(self, rows: np.ndarray, *, tol: float, block_bytes: float,
                progress: Callable[[int], None] | None = None) -> GramBounds:
-        """Certify the classes ``rows`` (those whose interval comes within ``tol``).
+        """Certify those of the classes ``rows`` whose interval comes within ``tol``, in blocks of ``block_bytes``.
 
-        Parameters
-        ----------
-        rows : ndarray of int
-            The classes to try.
-        tol : float
-            Largest interval width that counts as settled.
-        block_bytes : float
-            Working memory of one block of classes.
-        progress : callable, optional
-            Called after each block with the number of classes settled so far.
-
-        Returns
-        -------
-        GramBounds
+        ``progress``, if given, is called after each block with the number of
+        classes settled so far.
         """
         rows = np.asarray(rows, dtype=np.int64)
         if not self.usable or rows.size == 0:

@@ -12,17 +12,12 @@ of F's class 0 moved to class i holds rows only.
 
 F's class 0's witnesses come from its nearest shell, in the candidate sets
 of words that the structure names
-(:meth:`~spherecodes.symmetry.OrbitWords.witness_candidates`).  For the
-first K words of an orbit of sign changes, the shell's words below 2^s for
-s = 1, 2, …, then below K, then all: one witness, of the smallest words that
-hold one.  For a Kerdock code, the blocks of its orbit (its orthonormal
-bases and their negatives): the n of the 2n shell points at cosine +1/√n
-in one other basis average to ``x_0/√n``, a balanced witness of n points and
-ρ = 1 − 1/√n; a class in basis M moves the witness of basis 2^j to basis
-``M ⊕ 2^j``, so every class finds one among the rows once the code holds two
-whole bases.  A class that finds none is bounded by its nearest row.
-O(K·(d + s + t) + 2^t·d).  NumPy only, but for class 0 of an orbit of sign
-changes whose nearest shell is not balanced (the QP, :mod:`._solve`).
+(:meth:`~spherecodes.symmetry.OrbitWords.witness_candidates`: the smallest
+words first for a prefix of sign changes, one other orthonormal basis at a
+time for a Kerdock code; docs/certificate.md, 2.0d and 2.0f).  A class that
+finds none is bounded by its nearest row.  O(K·(d + s + t) + 2^t·d).  NumPy
+only, but for class 0 of an orbit of sign changes whose nearest shell is not
+balanced (the QP, :mod:`._solve`).
 """
 
 from __future__ import annotations

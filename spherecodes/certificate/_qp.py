@@ -1,7 +1,7 @@
 """The solver of the certificate: Wolfe's minimum-norm-point algorithm, batched in torch.
 
 :func:`certify_block` solves and certifies the one-vs-rest QPs of a block of
-classes (see the package docstring for the three steps).  Tests tune the
+classes (the three steps of docs/certificate.md, "2.1 The QP").  Tests tune the
 module constants below (``WOLFE_QUICK_ITERATIONS``, ``JAMMED_BAND``) to force
 every path of the solver; they are looked up here at call time.
 """
@@ -35,9 +35,8 @@ ADDITIONS = 8
 JUMP_DROPS = 6
 
 #: The first corral of a class is its nearest ``d · INITIAL_CORRAL_PER_DIM``
-#: prototypes with equal weights.  Optimal supports have about 0.3 d (random
-#: codes) to 0.6 d (well-spread codes) points, mostly the nearest ones, so
-#: this saves most of the major cycles of growing a corral from one point
+#: prototypes with equal weights: optimal supports hold 0.3 d (random codes)
+#: to 0.6 d points, mostly the nearest, so this saves most of the major cycles
 #: without many minor cycles to drop points that do not belong.
 INITIAL_CORRAL_PER_DIM = 0.25
 
@@ -46,31 +45,24 @@ WOLFE_QUICK_ITERATIONS = 12
 
 #: A class is "jammed" (solved from an interior point at once) when its
 #: nearest and d-th nearest cosines differ by at most this fraction of
-#: 1 − (nearest cosine).  Measured medians at d = 64, K = 1000: 0.3 for
-#: random codes, 0.02 for repelled ones, 6e-4 for a Tammes-optimised one.
+#: 1 − (nearest cosine) (medians by kind of code: docs/certificate.md, "2.1 The QP").
 JAMMED_BAND = 0.005
 
 #: Interior-point iterations for the restart (enough to see the support).
 IPM_ITERATIONS = 8
 
 #: The interior-point restart works on a class's nearest
-#: ``d + IPM_EXTRA_PER_ROOT_DIM · √d`` candidates (Wolfe then sees them all).
-#: On Tammes-optimised codes the optimal supports hold 0.9 d to d points,
-#: and their farthest point (in cosine order) lies about 5√d beyond the
-#: d-th nearest, at most 8.6√d (measured at d = 64, 128, 256; 33 classes
-#: each): the few others join in Wolfe's major cycles, and the restart works
-#: on fewer candidates than the 2d + 2 of the QP at large d.
+#: ``d + IPM_EXTRA_PER_ROOT_DIM · √d`` candidates (Wolfe then sees them all):
+#: on Tammes-optimised codes the optimal supports end within 8.6√d of the d-th
+#: nearest, and at large d this is fewer than the 2d + 2 of the QP.
 IPM_EXTRA_PER_ROOT_DIM = 8.0
 
 #: The Newton systems of the restart are solved with the m × m matrix of
 #: its m candidates where m <= IPM_NORMAL_PER_DIM · d, else through the
-#: Woodbury identity with a d × d one.  The m × m Cholesky factor costs
-#: about m³/3 a step against m·d² for forming the d × d matrix (plus the
-#: products with the m × d points every solve needs), so the m × m form
-#: costs less up to about m = √3·d.  The threshold sits just below, between
-#: the ratios where timings on Tammes-optimised codes found the m × m form
-#: faster (m = 1.5 d) and slower (m = 2 d) (benchmarks/README.md,
-#: "Certificate: blocks, workers, the restart").
+#: Woodbury identity with a d × d one: the m × m factor costs about m³/3 a
+#: step against m·d² for the d × d matrix, less up to about m = √3·d; the
+#: threshold sits just below (timings: benchmarks/README.md, "Certificate:
+#: blocks, workers, the restart").
 IPM_NORMAL_PER_DIM = 1.7
 
 #: Candidates whose interior-point weight is below this fraction of the
@@ -234,14 +226,11 @@ def certify_block(
         rounds += 1
         if not todo.any() or rounds >= MAX_ROUNDS:
             break
-        # The worst violators that are not candidates yet join the candidate
-        # sets of the classes that have them (never the class itself): the
-        # best keys of the scan of all K prototypes where one ran, else the
-        # best known keys (where the bound held, every violator is known).
+        # The worst violators that are not candidates yet join the candidate sets of the classes that have them
+        # (never the class itself): from the keys kept by the row's last scan (their scores recomputed for the
+        # current residual) and, unless this round scanned all K, the known keys (where the bound held, every
+        # violator is known).
         late = todo.nonzero().squeeze(1)
-        # The keys kept by the row's last scan (this round's or an earlier
-        # one's; their scores are recomputed for the current residual) and,
-        # unless this round scanned all K, the known keys.
         keys = torch.cat([scan_indices[late], known[late]], 1)
         values = torch.einsum("nd,npd->np", resid[late], w[keys])
         listed = torch.isfinite(scan_values[late])
@@ -351,12 +340,11 @@ def _float32_error(norms: torch.Tensor, norm_max: float, d: int) -> torch.Tensor
 def _screened_max(r, w, w32, exclude, tile, scratch, scan_threads, norm_max: float, keep: int = SCREEN_KEEP):
     """Exact float64 ``max_j <w_j, r_n>`` over the keys not excluded, screened in float32.
 
-    A float32 product of rounded inputs is within ``(d + 2)·u·‖r‖·‖w_j‖`` of the
-    exact value (u = 2⁻²⁴, for any order of summation; Higham, Accuracy and
-    Stability of Numerical Algorithms, §3.1), so the key with the largest exact
-    value has a float32 score within twice that of the float32 maximum.  The
-    ``keep`` best float32 keys are recomputed in float64; a row whose last
-    kept score is still within the margin is scanned again in float64.
+    A float32 score is within :func:`_float32_error` of the exact value, so
+    the key with the largest exact value has a float32 score within twice that
+    of the float32 maximum.  The ``keep`` best float32 keys are recomputed in
+    float64; a row whose last kept score is still within the margin is
+    scanned again in float64.
     Returns the maximum and the kept keys with their exact scores (−inf for
     excluded ones), largest float32 score first.
     """
@@ -414,8 +402,7 @@ def _solve_candidates(
     pivots slowly through the near-ties.  Such rows (``jammed``, and those
     not finished after :data:`WOLFE_QUICK_ITERATIONS`) restart from the
     support that a few interior-point iterations point at, from which Wolfe
-    needs only a few pivots (measured on a Tammes-optimised code, d = 64:
-    ~250 batched solves from the nearest points, ~35 from the interior point).
+    needs only a few pivots (docs/certificate.md, "2.1 The QP", step 2).
     """
     d = wk.shape[1]
     quick = (~jammed).nonzero().squeeze(1)
@@ -449,9 +436,8 @@ def _interior_point_start(wk: torch.Tensor, cand_vecs: torch.Tensor) -> tuple[to
     systems ``(PPᵀ + D) x = b`` (D diagonal, m×m of rank-d plus diagonal) are
     solved with the m×m matrix itself (``PPᵀ`` formed once) where m is at
     most :data:`IPM_NORMAL_PER_DIM` · d, else through the Woodbury identity
-    with one d×d Cholesky factor.  The
-    corral is the (at most d) candidates whose weight exceeds
-    :data:`IPM_KEEP` times the largest, with those weights renormalised.
+    with one d×d Cholesky factor.  The corral is the (at most d) candidates
+    whose weight exceeds :data:`IPM_KEEP` times the largest, renormalised.
     """
     p = (wk[:, None, :] - cand_vecs).to(torch.float32)
     b, m, d = p.shape

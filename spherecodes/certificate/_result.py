@@ -88,19 +88,17 @@ class OneVsRestCertificate:
         Seconds spent.
     orbit : Symmetry or None
         The code's symmetry (:class:`spherecodes.symmetry.Symmetry`) where
-        the certificate holds class 0's witnesses.  For a code that is one orbit of sign changes
-        (:mod:`spherecodes.orbit`): the witness, weights and feature of class
-        0 only are held, and class c's are class 0's moved by the sign change
-        that takes ``w_0`` to ``w_c`` (:meth:`weights_of`, :meth:`expanded`),
-        so that a million classes cost one.  For the first K words of such
-        an orbit (:class:`spherecodes.orbit.OrbitPrefix`): the witness of the
-        whole orbit's class 0, its indices words of the orbit (below 2^t, so
-        possibly not rows), its feature and its dual bound, which bounds
-        every class from below (see :func:`spherecodes.certificate.prefix_bounds`).
-        For (the first K words of) an orbit of Z4 translations
-        (:class:`spherecodes.z4orbit.Z4Orbit`, a Kerdock code): L witnesses
-        of the whole orbit's class 0, (L, s) and (L, d), the first one's
-        dual bound bounding every class.
+        the certificate holds class 0's witnesses.  One orbit of sign changes
+        (:mod:`spherecodes.orbit`): class 0's witness, weights and feature
+        only, class c's being class 0's moved by the sign change that takes
+        ``w_0`` to ``w_c`` (:meth:`weights_of`, :meth:`expanded`).  The first
+        K words of such an orbit (:class:`spherecodes.orbit.OrbitPrefix`): the
+        whole orbit's class 0's witness (its indices words of the orbit,
+        possibly not rows), whose dual bound bounds every class from below
+        (:func:`spherecodes.certificate.prefix_bounds`); of an orbit of Z4
+        translations (:class:`spherecodes.z4orbit.Z4Orbit`): L such
+        witnesses, (L, s) and (L, d), the first one's dual bound bounding
+        every class.
     nearest : ndarray of int64, shape (K,), or None
         With an :class:`~spherecodes.orbit.OrbitPrefix`: −1 for the classes
         whose moved witness (words ``c ⊕ u``) are all rows, whose ``hi`` is

@@ -11,26 +11,15 @@ Lemma C.6, and the primal of their Eq. C.22):
   ‖w_k − Σ v_j w_j‖``.  When ``Σ v_j w_j = g_k w_k`` the two agree: this is the
   case exactly when the shell is *balanced* around ``w_k``.
 
-Symmetric codes are balanced, with one of two witnesses: the uniform weights
-on the whole shell (the simplex ETF, where every other vertex is in the
-shell), or one antipodal pair of the shell, ``w_i + w_j = 2 g_k w_k`` (the
-cross-polytope and its subsets, the regular polygon, root systems and
-lattice shells such as E8, D_n and the Leech lattice).  A *subset* of a
-symmetric code (K of the 32,768 words of a binary code, say) keeps large
-shells but loses their balance; there the third witness is a non-negative
-combination of a spread part of the shell that puts the mixture exactly at
-``g_k w_k`` (non-negative least squares, Lawson & Hanson 1974), which has at
-most d + 1 points (Carathéodory) and exists whenever ``g_k w_k`` lies in the
-hull of the shell.  A class is certified here only when the two bounds meet
-within rounding; all others are left to the QP.
-
-Each block of classes costs one product with all prototypes (a column tile
-at a time) for ``g_k`` and the nearest neighbour, through which a pair is
-tried at once (its partner is looked up by its coordinates, in O(d)), and a
-second product, for the classes still open, that collects their shells for
-the other witnesses.  So a symmetric code of any size is certified in
-seconds to minutes, and the witness is checked again by anyone with one
-product per block.
+Three witnesses are tried: one antipodal pair of the shell,
+``w_i + w_j = 2 g_k w_k`` (the cross-polytope, polygons, root systems and
+lattice shells), the uniform weights on the whole shell (the simplex ETF),
+and, for subsets of symmetric codes, non-negative weights on a spread part
+of the shell with mixture ``g_k w_k`` (non-negative least squares, Lawson &
+Hanson 1974; at most d + 1 points by Carathéodory).  A class is certified
+here only when the two bounds meet within rounding; all others are left to
+the QP.  Each block of classes costs one or two products with all prototypes
+(docs/certificate.md, "2.0 Symmetric codes").
 """
 
 from __future__ import annotations
@@ -72,9 +61,8 @@ GIVE_UP_AFTER = 1024
 GATHER_SHELL = 64
 
 #: Parts of a shell handed to non-negative least squares, in multiples of
-#: d + 1 points, tried in turn.  ``3(d + 1)`` points spread over the shell of
-#: a random 30 % of a binary code's words contain its balance point in every
-#: class measured; the larger part catches the rest, short of the QP.
+#: d + 1 points, tried in turn: the first holds the balance point of every
+#: class measured on subsets of binary codes, the larger catches the rest.
 NNLS_PARTS = (3, 8)
 
 

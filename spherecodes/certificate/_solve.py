@@ -21,9 +21,8 @@ from ._result import CertificateOutOfTime, CertificateProgress
 __all__ = ["MAX_QP_WORKERS", "collect_blocks", "qp_workers", "scan_threads", "solve_rest"]
 
 
-#: Most QP blocks certified at once on a CPU.  A block's QP is many small
-#: torch operations, each paying Python time under the interpreter lock, so
-#: worker threads stop scaling early; 4 was the fastest count measured
+#: Most QP blocks certified at once on a CPU: a block's QP is many small torch
+#: operations under the interpreter lock, so more threads stop helping
 #: (docs/certificate.md, "2.1 The QP").
 MAX_QP_WORKERS = 4
 
@@ -50,11 +49,10 @@ def solve_rest(w_np, rest, duplicate_of, m, tol, device, max_memory, lo, hi, pie
     (:func:`certify_task`); the results are taken in block order either way.
 
     On a CPU the blocks are shared among :func:`qp_workers` threads, each
-    running its batched solves with one torch thread (see
-    :func:`linalg_threads`) and its products with all K prototypes with the
-    CPU threads divided among the workers, so whole blocks are what the
-    cores share.  Each block's result depends on its rows only, so
-    the certificate does not depend on which worker ran which block.
+    running its batched solves with one torch thread (:func:`linalg_threads`)
+    and its products with all K prototypes with the CPU threads divided among
+    the workers.  Each block's result depends on its rows only, whichever
+    worker ran it.
     """
     torch = heavy.torch()
 

@@ -7,13 +7,10 @@ that witness alone both ends of the interval follow again:
 ``lo_k = min_{j≠k} <w_k − w_j, h_k>`` with ``h_k = r_k/‖r_k‖`` (Jiang et al.
 2024, Lemma C.6; ``docs/certificate.md``).  Re-checking takes one (K, K)
 product in tiles (of bounded size, whatever K), not a new solve; for a code
-that is one orbit of sign changes (:mod:`spherecodes.orbit`) whose witnesses
-are class 0's moved by the group, one row of it, after the orbit itself is
-checked against the rows (O(K·d)); for the first K words of such an orbit,
-the whole orbit's class 0 against its 2^t words by two products with the
-rows, and every class's bound from its moved witness or its nearest row
-(:meth:`spherecodes.symmetry.OrbitWords.witness_bounds`, O(K·(d + s)));
-the same for an orbit of Z4 translations (a Kerdock code).
+with a proved symmetry whose witnesses are class 0's moved, one row of it
+after the orbit is checked against the rows (O(K·d)), or for the first K
+words of an orbit :meth:`spherecodes.symmetry.OrbitWords.witness_bounds`
+(O(K·(d + s))).
 """
 
 from __future__ import annotations
@@ -192,10 +189,8 @@ def _interval(w: np.ndarray, cert, orbit, where: str) -> tuple[np.ndarray, np.nd
         raise SpherecodesError(
             f"{where}: the certificate's witness weights do not sum to 1 (largest deviation {np.abs(sums - 1).max():.3g})"
         )
-    # A code that is one orbit of sign changes, each witness class 0's moved
-    # by the isometry D that takes w_0 to w_k: then r_k = D r_0 (exactly, in
-    # float64, so ‖r_k‖ = ‖r_0‖ bit for bit) and lo_k = lo_0, so only class
-    # 0's interval needs the scan of all K prototypes.
+    # Witnesses that are class 0's moved by the isometry D taking w_0 to w_k have r_k = D r_0 exactly in float64:
+    # only class 0's interval needs the scan of all K prototypes.
     moved = _certificate_orbit(w, cert, orbit, where) is not None
     checked = 1 if moved else k
     if moved:

@@ -36,8 +36,7 @@ TRUST_SCHEDULER_HELP = ("Connect to a --scheduler on another machine over a plai
 
 
 def check_cluster_flags(workers: int | None, scheduler: str | None, trusted: bool) -> None:
-    """Refuse, as bad usage and before any work, --workers with --scheduler, and a --scheduler that may not be trusted
-    with this process (:func:`spherecodes.cluster.check_cluster`)."""
+    """Refuse as bad usage, before any work, what :func:`spherecodes.cluster.check_cluster` refuses."""
     try:
         check_cluster(workers, scheduler, trusted)
     except SpherecodesError as err:
@@ -45,13 +44,12 @@ def check_cluster_flags(workers: int | None, scheduler: str | None, trusted: boo
 
 
 def print_json(data) -> None:
-    """Print ``data`` as indented JSON; NaN and infinity, which JSON has not, as the strings ``"NaN"``,
-    ``"Infinity"`` and ``"-Infinity"`` (a code's settings may record them: a run's energy, say)."""
+    """Print ``data`` as indented JSON, NaN and infinity (a run's energy, say) as strings (:func:`_finite`)."""
     click.echo(json.dumps(_finite(data), indent=2, allow_nan=False))
 
 
 def _finite(value):
-    """``value`` with every non-finite float written as JSON's extensions write it, but as a string."""
+    """``value`` with every non-finite float as the string JSON's extensions write: NaN, Infinity, -Infinity."""
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, dict):
@@ -87,10 +85,9 @@ def tell(quiet: bool, as_json: bool) -> bool:
 
 
 def certify(code, context: RunContext, *, quiet: bool, tol: float = DEFAULT_TOL, client=None):
-    """The certificate of a code (its orbit of sign changes, if any, proved once already) on the ``context``'s
-    device and within its memory limit, with its estimate and a progress bar on stderr unless ``quiet``; the QP's
-    blocks as tasks on a Dask ``client``'s cluster if given.  (A run with a time limit certifies within its
-    deadline: :func:`spherecodes.run.certify_within`.)"""
+    """The certificate of a code on the ``context``'s device and within its memory limit, with its estimate and a
+    progress bar on stderr unless ``quiet``; the QP's blocks as tasks on a Dask ``client``'s cluster if given.
+    (A run with a time limit certifies within its deadline: :func:`spherecodes.run.certify_within`.)"""
     device, max_memory = context.device, context.max_memory
     if not quiet:  # the certificate checks its memory itself before allocating
         click.echo(certificate_estimate(code.prototypes, device=device, max_memory=max_memory,
@@ -109,21 +106,14 @@ def read_with_certificate_check(bank, name: str | None, *, max_memory: float | N
     """A code of ``bank`` with every stored figure checked against its rows: the code, the error saying why its
     stored certificate does not check (or None), what was verified, and the :class:`spherecodes.claims.Claims`.
 
-    With ``estimate``, the memory and time that reading and checking take
-    (:func:`spherecodes.bank.read_estimate`, the statistics recomputed from
-    the rows included) are printed on stderr first where they are worth a
-    line (``--max-memory`` given, or a read of :data:`NOTABLE_READ_SECONDS`
-    or more); a code that cannot fit ``max_memory``, or that would take more
-    than a day, is refused before it is read.
+    With ``estimate``, what reading and checking take (:func:`spherecodes.bank.read_estimate`) is printed on
+    stderr first where it is worth a line (``--max-memory`` given, or :data:`NOTABLE_READ_SECONDS` or more); a
+    code that cannot fit ``max_memory``, or would take more than a day, is refused before it is read.
 
-    Such a certificate is dropped, so that whatever is shown treats rho as
-    uncertified; the caller shows what it can and then reports the error.
-    The statistics are recomputed from the rows (:func:`spherecodes.claims.check_claims`):
-    the code carries them, and only the stored claims that agree with them;
-    the fourth value names those that do not.  The third value
-    (``report["verified"]``) says what reading checked and how long it took:
-    the prototypes against their stored SHA-256 and as unit rows, the
-    certificate's witness against all K prototypes, and the statistics.
+    A certificate that does not check is dropped, so that what is shown treats rho as uncertified; the caller
+    shows what it can, then reports the error.  The code carries the statistics recomputed from the rows
+    (:func:`spherecodes.claims.check_claims`) and only the stored claims that agree with them; the Claims name
+    those that do not.  The third value (``report["verified"]``) says what reading checked and how long it took.
     """
     expected = read_estimate(bank, name, max_memory=max_memory, statistics=True)
     if expected.seconds > ABSURD_SECONDS:
@@ -175,16 +165,13 @@ def _bar(fraction: float, width: int = 24) -> str:
 class ProgressBar:
     """Draws progress on stderr: stage bar, where it is, rate, elapsed time and time left.
 
-    Takes the :class:`spherecodes.solvers.Progress` of an optimiser (start,
-    max-cos, steps per second), the
+    Takes the :class:`spherecodes.solvers.Progress` of an optimiser, the
     :class:`spherecodes.stats.StatisticsProgress` of the statistics and the
-    :class:`spherecodes.certificate.CertificateProgress` of a certificate
-    (classes per second).  The rate is measured over the current stage (a
-    batch of starts, the polish, the certificate) and gives the time left in
-    it.  Between updates (a certificate block can take minutes) a heartbeat
-    redraws the elapsed time every second, so that a phase is never silent.
-    Only drawn on a terminal (a log file would fill with carriage returns)
-    and at most ten times a second; a no-op when disabled.
+    :class:`spherecodes.certificate.CertificateProgress` of a certificate.  The
+    rate over the current stage gives the time left in it.  Between updates (a
+    certificate block can take minutes) a heartbeat redraws the elapsed time
+    every second.  Drawn only on a terminal (a log would fill with carriage
+    returns), at most ten times a second; a no-op when disabled.
     """
 
     #: Seconds without an update after which the heartbeat redraws the line.

@@ -4,15 +4,13 @@ import contextlib
 import os
 import sys
 
-#: What Ctrl-C while the tool is still loading its libraries prints: the one line the tool prints for any Ctrl-C
-#: before it has written anything.
+#: What Ctrl-C while the tool is still loading its libraries prints: its line for any Ctrl-C before a write.
 LOADING_INTERRUPTED = "Interrupted; nothing was written.\n"
 
 
 def _interrupted_while_loading(hook_args, previous=sys.unraisablehook):
-    """Ctrl-C that lands in a callback Python cannot raise from (the import machinery's clean-up of its module
-    locks) would print "Exception ignored" and a traceback, and the import would go on: end as for any Ctrl-C
-    while loading (nothing is written during the imports)."""
+    """End as for any Ctrl-C while loading, where Ctrl-C lands in a callback Python cannot raise from (the import
+    machinery's clean-up of its module locks), which would print a traceback and let the import go on."""
     if not issubclass(hook_args.exc_type, KeyboardInterrupt):
         previous(hook_args)
         return

@@ -111,8 +111,7 @@ class OneLineErrors(click.Group):
 
 
 def interrupted_message(writes, what: str = "Interrupted") -> str:
-    """What Ctrl-C (or ``what`` ended the command) left behind, from the files the command set out to write and
-    whether each now holds its write.
+    """What Ctrl-C (or ``what``) left behind, from the files the command set out to write and whether each holds it.
 
     Examples
     --------
@@ -156,8 +155,7 @@ THREADS_KEY = "spherecodes.threads"
 
 
 def _apply_threads(ctx, param, value):
-    """Set the process's CPU threads as soon as the option is parsed, before torch is loaded, and keep the count
-    for the run's context (:func:`spherecodes.cli._common.run_context`)."""
+    """Set the process's CPU threads as soon as the option is parsed, before torch is loaded; keep the count."""
     ctx.meta[THREADS_KEY] = set_cpu_threads(value)
     return ctx.meta[THREADS_KEY]
 

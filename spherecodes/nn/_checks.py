@@ -1,10 +1,8 @@
 """Checks of what a training loop hands the adapter: features, class labels and checkpoints.
 
 Each refuses bad input with one :class:`~spherecodes.errors.SpherecodesError`
-line that says what is wrong and what is allowed, before anything is
-computed or copied: a NaN feature (a diverged step) would otherwise spread
-silently through a loss, a float label would be read by cross-entropy as a
-probability, and a damaged checkpoint would half-load.
+line before anything is computed or copied: a NaN feature would otherwise
+spread silently through a loss, and a damaged checkpoint would half-load.
 """
 
 from __future__ import annotations
@@ -136,9 +134,7 @@ def stored_rows(state_dict, key: str, shape: tuple) -> torch.Tensor:
 
 
 def check_extra_state(state, owner: str, required=(), *, num_classes: int | None = None) -> dict:
-    """A module's extra state, checked: a dict with the keys ``required``, whose ``labels`` (if any) fit
-    ``num_classes`` and whose ``temperature``, ``beta``, ``momentum``, ``every``, ``lower``/``upper`` (those
-    present) are in range.
+    """A module's extra state, checked: a dict with the keys ``required``, and each known entry in range.
 
     Examples
     --------
@@ -177,10 +173,8 @@ def check_extra_state(state, owner: str, required=(), *, num_classes: int | None
 class CheckedLoad:
     """Mixin for a module: ``load_state_dict`` checks its part of a checkpoint before anything is copied.
 
-    The module defines ``check_state(state_dict, prefix, strict)``, which
-    raises :class:`SpherecodesError` on a missing key (when ``strict``), a
-    tensor of the wrong shape or with NaN, or extra state out of range.
-    Torch then loads as usual.
+    The module defines ``check_state(state_dict, prefix, strict)``, which raises :class:`SpherecodesError`
+    on a missing key (when ``strict``), a bad tensor or extra state out of range; torch then loads as usual.
     """
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,

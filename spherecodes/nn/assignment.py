@@ -1,14 +1,8 @@
 """Dynamic label-to-prototype assignment during training (Saadabadi et al. 2024, DL2PA).
 
 With fixed prototypes, which class owns which prototype is arbitrary at the
-start, yet it decides how far the network must move each class's features.
-DL2PA lets the assignment follow the features: it keeps running class means
-and, as training goes, re-solves the linear assignment of classes to
-prototypes (the Hungarian method) on them.  :class:`DynamicAssignment` does
-this for any :class:`~spherecodes.nn.PrototypeClassifier` and its losses: the
-head's buffer is permuted in place (:meth:`PrototypeClassifier.reassign`), so
-the losses and :meth:`~PrototypeClassifier.predict` read the new assignment at
-once, and nothing else in the training loop changes.
+start, yet it decides how far the network must move each class's features:
+:class:`DynamicAssignment` lets the assignment follow running class means.
 """
 
 from __future__ import annotations
@@ -33,7 +27,8 @@ class DynamicAssignment(CheckedLoad, nn.Module):
     class's first batch sets it), and every ``every`` calls, once every
     class has been seen, matches the means to the prototypes by maximising
     the summed cosine (:func:`~spherecodes.nn.match_prototypes`) and permutes
-    the head's prototypes accordingly.
+    the head's buffer in place (:meth:`PrototypeClassifier.reassign`), so its
+    losses and ``predict`` follow at once.
 
     Parameters
     ----------

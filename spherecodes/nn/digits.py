@@ -1,26 +1,16 @@
 """Kobayashi's direct-sum approach with fixed prototypes, on scikit-learn's handwritten digits.
 
-The 8×8 digits (1,797 images, 10 classes) ship with scikit-learn, so this runs
-offline from any directory, in a few minutes on a laptop CPU::
+The 8×8 digits ship with scikit-learn, so this runs offline from any directory::
 
     python -m spherecodes.nn.digits                 # the tables of docs/nn.md
     python -m spherecodes.nn.digits --bank digits.h5 --code etf-d32-k10
 
-A small MLP (64 → 128 → 128 → d, ending in a linear layer) is trained with
-N-way K-shot batches towards a bank's fixed prototypes with four losses:
-
-* ``ce`` — cross-entropy on cosine logits (τ = 0.1), the baseline;
-* ``sum`` — ``CE(z) + Proto(z)``, the plain sum of the two losses;
-* ``direct`` — ``CE(P z) + Proto((I − P) z)`` (:class:`DirectSumLoss`);
-* ``spectral`` — ``CE((I − Q_p) z) + Proto(Q_p z)``, p = 0.3 (:class:`SpectralSumLoss`).
-
-Two experiments: classification accuracy on the 10 classes (the prototypes'
-argmax), and few-shot transfer as in Kobayashi's experiments: train on the
-digits 0–6 only, then classify the unseen digits 7–9 by the nearest class
-mean of 5 labelled examples each (3-way 5-shot episodes on the test images).
-A last row trains the CE baseline with a backbone that ends in a ReLU, which
-cannot reach prototypes with negative coordinates.  Needs scikit-learn
-(``pip install spherecodes[examples]``).
+A small MLP ending in a linear layer is trained with N-way K-shot batches
+towards a bank's fixed prototypes with each loss of :data:`LOSSES` (cosine
+cross-entropy, its plain sum with the Proto loss, :class:`DirectSumLoss`,
+:class:`SpectralSumLoss`), for test accuracy on the 10 classes and for
+few-shot transfer to unseen digits; ``docs/nn.md`` describes the experiments
+and their results.  Needs scikit-learn (``pip install spherecodes[examples]``).
 """
 
 from __future__ import annotations
@@ -41,7 +31,8 @@ from .sampling import NWayKShotSampler
 
 __all__ = ["LOSSES", "few_shot_accuracy", "load_split", "make_criterion", "mlp", "run", "train"]
 
-#: The losses compared, in table order.
+#: The losses compared, in table order: cosine cross-entropy (τ = 0.1), ``CE(z) + Proto(z)``,
+#: ``CE(P z) + Proto((I − P) z)`` and ``CE((I − Q_p) z) + Proto(Q_p z)``, p = 0.3.
 LOSSES = ("ce", "sum", "direct", "spectral")
 
 #: Classes seen in training for the few-shot experiment, and the unseen ones it is tested on.

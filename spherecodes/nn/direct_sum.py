@@ -1,23 +1,12 @@
 """Kobayashi's direct-sum approach: a classification loss and a metric loss on complementary subspaces.
 
-A classifier with class vectors ``w_c`` (the prototypes, or a learned layer)
-reads a feature x only through ``Wᵀ x``: the component of x in the span of
-the class vectors.  Kobayashi (*Direct-Sum Approach to Integrate Losses via
-Classifier Subspace*, supplementary) therefore gives the classification loss
-``P x`` and a metric loss (one that shapes distances between features, such
-as the Proto loss) the rest, ``(I − P) x``, so that the two no longer pull
-the same coordinates in different directions:
-
-* :func:`proto_loss` / :class:`ProtoLoss` — the Proto loss (Eq. i), a softmax
-  over negative squared distances to leave-one-out class means of the
-  mini-batch; its gradient lies in the span of the batch's features (Eq. v).
-* :class:`DirectSumLoss` — ``ℓ_cls(P x) + ℓ_metric((I − P) x)`` with
-  ``P = W(WᵀW + εI)⁻¹Wᵀ`` (Eq. vi;
-  :func:`~spherecodes.nn.classifier_projector`).
-* :class:`SpectralSumLoss` — for d ≤ C, where the complement of the span is
-  empty, the soft complement ``Q_p = W̃ diag(1 − λ̃^p) W̃ᵀ`` of Sec. C
-  (:func:`spectral_projectors`), whose overlap with the classifier
-  (:func:`spectral_overlap`) is Eq. viii–ix.
+A classifier reads a feature x only through ``Wᵀ x``, so Kobayashi (*Direct-Sum
+Approach to Integrate Losses via Classifier Subspace*, supplementary) gives the
+classification loss ``P x`` and a metric loss (one that shapes distances
+between features, such as :func:`proto_loss`) the rest, ``(I − P) x``:
+:class:`DirectSumLoss` (Eq. vi), and :class:`SpectralSumLoss` with the soft
+complement of Sec. C for d ≤ C (:func:`spectral_projectors`,
+:func:`spectral_overlap`).  ``docs/nn.md`` walks through them.
 
 W holds the class vectors as columns; spherecodes stores them as rows, so
 ``weights`` below are (C, d), the layout of a head's ``prototypes`` and of
@@ -43,8 +32,7 @@ __all__ = ["DEFAULT_EPS", "DEFAULT_P", "DirectSumLoss", "ProtoLoss", "SpectralSu
 #: code of unit rows (at least 1 for a tight frame), so the projector's eigenvalues are 1 to within 1e-6.
 DEFAULT_EPS = 1e-6
 
-#: The exponent p of the spectral-sum loss that Kobayashi found to trade overlap against a useful complement
-#: best (supplementary, Sec. C, from the paper's Table 6).
+#: The exponent p of the spectral-sum loss, Kobayashi's best trade-off (supplementary, Sec. C, Table 6).
 DEFAULT_P = 0.3
 
 
@@ -57,12 +45,10 @@ def proto_loss(x: torch.Tensor, target: torch.Tensor, reduction: str = "mean") -
     ``(n_c μ_c − x_i)/(n_c − 1)``, whose distance to x_i is
     ``n_c/(n_c − 1) · ‖x_i − μ_c‖``).  The features are used as given.
 
-    A sample whose class has no other sample in the batch has no
-    leave-one-out mean: it contributes no term (its class still serves the
-    others as a negative), and is 0 with ``reduction="none"``; "mean" averages
-    over the samples that have a term (the E_i of Eq. i).  N-way K-shot
-    batches with K >= 2 (:class:`~spherecodes.nn.NWayKShotSampler`) give every
-    sample one.
+    A sample alone in its class in the batch has no leave-one-out mean: it
+    adds no term (0 with ``reduction="none"``; "mean" averages over the
+    samples that have one, the E_i of Eq. i), its class still a negative for
+    the others.  :class:`~spherecodes.nn.NWayKShotSampler` with K >= 2 avoids it.
 
     Parameters
     ----------
@@ -132,11 +118,9 @@ def spectral_projectors(weights, p: float = DEFAULT_P) -> tuple[torch.Tensor, to
     ``W = W̃ diag(λ) Vᵀ`` is the singular value decomposition of the class
     vectors as columns (d × C), with W̃ a full orthonormal basis of R^d and λ
     padded with zeros to d values; ``λ̃ = λ / λ_max`` (Kobayashi, supplementary,
-    Sec. C).  A singular value that is zero (below ``max(d, C)`` float64
-    epsilons of λ_max) has ``λ̃^p = 0`` for every p >= 0, as Eq. x reads
-    ``0^0``: with p = 0 and d > C the complement is then exactly the
-    projector ``W_⊥W_⊥ᵀ`` onto the orthogonal complement of the span (Eq. xi).
-    The two matrices sum to I.
+    Sec. C).  A zero singular value (below ``max(d, C)`` float64 epsilons of
+    λ_max) has ``λ̃^p = 0`` for every p >= 0 (Eq. x), so at p = 0 and d > C the
+    complement is ``W_⊥W_⊥ᵀ`` (Eq. xi).  The two matrices sum to I.
 
     Parameters
     ----------
@@ -202,12 +186,9 @@ def _float64_weights(weights) -> torch.Tensor:
 class _SubspaceSum(nn.Module):
     """``classifier_weight · ℓ_cls(x P) + metric_weight · ℓ_metric(x Q)`` for a pair (P, Q) of the class vectors.
 
-    The class vectors come from ``classifier``: a head (its ``prototypes``),
-    a layer (its ``weight``), or a (C, d) tensor; by default the head of
-    ``classifier_loss``.  They are read at every call, so the loss follows
-    ``.to(device)`` and a learned classifier's updates; (P, Q) are computed
-    in float64 without gradient (the subspace is taken as given at each
-    step) and kept until the class vectors change.
+    The class vectors come from ``classifier`` (a head's ``prototypes``, a layer's ``weight``, or a (C, d) tensor;
+    by default the head of ``classifier_loss``) at every call, so the loss follows ``.to(device)`` and a learned
+    classifier's updates; (P, Q) are computed in float64 without gradient and kept until the vectors change.
     """
 
     def __init__(self, classifier_loss, metric_loss, classifier=None, *, classifier_weight: float = 1.0,
@@ -264,26 +245,20 @@ class DirectSumLoss(_SubspaceSum):
 
     ``P = W(WᵀW + εI)⁻¹Wᵀ`` projects onto the span of the class vectors
     (Eq. vi, :func:`~spherecodes.nn.classifier_projector`); ``I − P`` onto its
-    complement, which is empty unless d > C (or the class vectors are
-    linearly dependent, as a simplex ETF's are).  The loss is
-    ``classifier_weight · classifier_loss(P x, y) + metric_weight · metric_loss((I − P) x, y)``.
-    With a cosine head the logits of ``P x`` and of ``x`` have the same
-    argmax (``Wᵀ P x = Wᵀ x`` up to ε), so predictions use ``head(x)`` as
-    usual.
+    complement, empty unless d > C or the class vectors are dependent (a
+    simplex ETF).  ``Wᵀ P x = Wᵀ x`` up to ε, so predictions use ``head(x)``.
 
     Parameters
     ----------
-    classifier_loss : callable ``(z, target) -> loss``
-        E.g. :class:`~spherecodes.nn.CosineCrossEntropyLoss` on a head.
-    metric_loss : callable ``(z, target) -> loss``
-        E.g. :class:`ProtoLoss`.
+    classifier_loss, metric_loss : callable ``(z, target) -> loss``
+        E.g. :class:`~spherecodes.nn.CosineCrossEntropyLoss` on a head, and :class:`ProtoLoss`.
     classifier : head, layer or Tensor (C, d), optional
         Where the class vectors come from; default the head of
         ``classifier_loss``.
     eps : float
         ε > 0 of Eq. vi.
     classifier_weight, metric_weight : float
-        The two weights (>= 0).
+        The weights (>= 0) of ``classifier_loss(P x, y)`` and ``metric_loss((I − P) x, y)`` in the sum.
 
     Examples
     --------
@@ -324,20 +299,16 @@ class SpectralSumLoss(_SubspaceSum):
     metric side; giving the classifier the rest is our reading, chosen so
     that at p = 0 and d > C the loss is the direct-sum loss with ε → 0,
     Eq. x–xi.)  How much the complement overlaps the classifier is
-    :func:`spectral_overlap` (Eq. viii–ix), 0 at p = 0.
-
-    A code of fixed prototypes is usually close to a tight frame (all its
-    singular values equal, λ̃ = 1): its soft complement is then nearly
-    empty whatever p, and the loss is nearly the classification loss alone;
-    a learned classifier, whose spectrum spreads, is the case Kobayashi
-    built it for.
+    :func:`spectral_overlap` (Eq. viii–ix), 0 at p = 0.  A code of fixed
+    prototypes is close to a tight frame, so its soft complement is nearly
+    the direct sum's (``docs/nn.md``).
 
     Parameters
     ----------
     classifier_loss, metric_loss, classifier, classifier_weight, metric_weight
         As for :class:`DirectSumLoss`.
     p : float
-        The exponent, >= 0 (Kobayashi found 0.3 a good trade-off).
+        The exponent, >= 0 (:data:`DEFAULT_P`).
 
     Examples
     --------

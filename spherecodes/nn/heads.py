@@ -27,8 +27,7 @@ from ._checks import (
 )
 from .losses import hyperspherical_regression_loss
 
-#: Default softmax temperature τ for cross-entropy on cosine logits (the value
-#: Jiang et al. (2024) uses for its class-mean-feature experiment, App. B).
+#: Default softmax temperature τ for cross-entropy on cosine logits (Jiang et al. 2024, App. B).
 DEFAULT_TEMPERATURE = 0.1
 
 #: Default EMA momentum β of the class-mean-feature classifier (Jiang et al. 2024, App. B).
@@ -52,15 +51,13 @@ class PrototypeClassifier(CheckedLoad, nn.Module):
     """A classifier head whose class vectors are fixed prototypes on the sphere.
 
     ``forward(z)`` returns the cosine logits ``cos(z, p_c)`` for every class
-    (Mettes et al. 2019, Eq. 3); the prediction is their argmax.  The prototypes are a
-    buffer, so they receive no gradient and need no place in the optimizer.
+    (Mettes et al. 2019, Eq. 3); the prediction is their argmax.
 
     Parameters
     ----------
     prototypes : Tensor, array_like or object with ``.prototypes``
-        K rows in R^d.  Rows are rescaled to unit length.  An object such as a
-        bank :class:`~spherecodes.code.Code` or a solver result also lends its
-        ``.labels`` when it has them and ``labels`` is not given.
+        K rows in R^d, rescaled to unit length.  An object (a bank :class:`~spherecodes.code.Code`, a solver
+        result) also lends its ``.labels`` when it has them and ``labels`` is not given.
     labels : sequence of str, optional
         Name of class k at position k, for :meth:`decode`.
     temperature : float
@@ -224,7 +221,7 @@ class PrototypeClassifier(CheckedLoad, nn.Module):
 
 
 def match_prototypes(class_means: torch.Tensor, prototypes: torch.Tensor) -> torch.Tensor:
-    """Linear assignment of classes to prototypes from class-mean features (the dynamic label-to-prototype assignment paper (CVPR 2024, supplementary)).
+    """Linear assignment of classes to prototypes from class-mean features (Saadabadi et al. 2024, supplementary).
 
     Maximises ``Σ_k cos(h̄_k, p_perm[k])`` over permutations with the
     Hungarian method (:func:`scipy.optimize.linear_sum_assignment`).  Cosines,
@@ -266,12 +263,10 @@ class ClassMeanClassifier(PrototypeClassifier):
     """Class-mean-feature (CMF) classifier of Jiang et al. 2024, App. B.
 
     The class vectors are not learned by gradient: after each step,
-    :meth:`update` moves them towards the mini-batch class means,
-    ``W ← β W + (1 − β) H̄_batch`` with β = 0.9, and re-normalises the rows.
-    Features are put on the unit sphere before averaging (the spherical
-    constraint of Jiang et al. 2024, Eq. 2).  A class absent from the batch keeps its row:
-    its batch mean is undefined.  ``forward`` gives cosine logits as in
-    :class:`PrototypeClassifier`.
+    :meth:`update` moves them towards the mini-batch class means of the
+    features put on the unit sphere (Jiang et al. 2024, Eq. 2),
+    ``W ← β W + (1 − β) H̄_batch``, and re-normalises the rows; a class absent
+    from the batch keeps its row.  ``forward`` is :class:`PrototypeClassifier`'s.
 
     Parameters
     ----------
@@ -343,10 +338,9 @@ class ClassMeanClassifier(PrototypeClassifier):
         self.num_updates += 1
 
     def to_code(self, name: str | None = None, labels: Sequence[str] | None = None):
-        """Export the current class vectors as a bank code, for certification and storage.
+        """Export the current class vectors as a bank code (float64 rows and their statistics).
 
-        The rows are stored in float64 with their separation statistics; write
-        the code with :func:`spherecodes.bank.write_code` and certify its ρ with
+        Write it with :func:`spherecodes.bank.write_code`; certify its ρ with
         :func:`spherecodes.certificate.one_vs_rest_distances` (or :func:`spherecodes.nn.gnc2`).
 
         Examples
@@ -389,10 +383,8 @@ class ClassMeanClassifier(PrototypeClassifier):
 class PrototypeRegressor(CheckedLoad, nn.Module):
     """Hyperspherical regression with two antipodal prototypes (Mettes et al. 2019, Eq. 7).
 
-    A target y in [v_l, v_u] is encoded as ``r = 2 (y − v_l)/(v_u − v_l) − 1``
-    in [−1, 1]; the network's output z is trained so that ``cos(z, p_u) = r``,
-    where ``p_u`` is the upper-bound prototype and ``p_l = −p_u`` the lower one.
-    The prediction decodes the cosine back: ``v_l + (cos + 1)/2 · (v_u − v_l)``.
+    A target y in [v_l, v_u] is encoded as ``r = 2 (y − v_l)/(v_u − v_l) − 1`` in [−1, 1]; the output z is
+    trained so that ``cos(z, p_u) = r`` (``p_l = −p_u``), and :meth:`predict` decodes the cosine back.
 
     Parameters
     ----------

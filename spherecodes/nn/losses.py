@@ -6,10 +6,9 @@ such as :class:`~spherecodes.nn.PrototypeClassifier`) and reads its current
 prototypes at each call, so the loss follows the head across ``.to(device)``
 and :meth:`~spherecodes.nn.PrototypeClassifier.reassign`.
 
-The per-sample terms are the papers' exactly; ``reduction`` ("mean", "sum" or
-"none") says how they are combined ("sum" is the literal Σ of Mettes et al. 2019, Eq. 1,
-"mean" the 1/N of Jiang et al. (2024) and Yang et al. (2022), and the default, which keeps the step
-size independent of the batch size).
+The per-sample terms are the papers' exactly; ``reduction`` ("mean", "sum" or "none") says how they
+are combined: "sum" is the literal Σ of Mettes et al. 2019, Eq. 1, "mean" (the default: the step
+size does not depend on the batch size) the 1/N of Jiang et al. (2024) and Yang et al. (2022).
 """
 
 from __future__ import annotations
@@ -42,8 +41,7 @@ def _target_prototypes(prototypes: torch.Tensor, target: torch.Tensor, like: tor
 
 
 def _checked(z: torch.Tensor, target: torch.Tensor, prototypes: torch.Tensor) -> torch.Tensor:
-    """``target`` as int64 once ``z`` is a finite (batch, d) batch for the (K, d) prototypes and ``target`` holds
-    one class index in [0, K) per sample."""
+    """``target`` as int64, once ``z`` is checked as a finite (batch, d) batch and ``target`` as classes in [0, K)."""
     check_features(z, dim=prototypes.shape[-1])
     if z.ndim != 2:
         raise SpherecodesError(f"outputs have shape {tuple(z.shape)}; expected (batch, {prototypes.shape[-1]})")
@@ -113,12 +111,9 @@ def dot_regression_loss(
 ) -> torch.Tensor:
     """Dot-regression loss of Yang et al. 2022, Eq. 14, on the features exactly as given.
 
-    ``1/(2 sqrt(E_W E_H)) · (w_yᵀ h − sqrt(E_W E_H))²`` with
-    ``w_y = sqrt(E_W) · p_y``: the class vector is the unit prototype scaled to
-    the class's length ``sqrt(E_W)`` (``class_lengths[y]``, 1 when balanced).
-    On features of length ``sqrt(E_H) = feature_length`` its gradient is Yang
-    et al. (2022) Eq. 15, ``−(1 − cos∠(h, w_y)) w_y``: a pull towards w_y only.  Their
-    App. C feeds it ℓ2-normalised features; :class:`DotRegressionLoss` does that.
+    ``1/(2 sqrt(E_W E_H)) · (w_yᵀ h − sqrt(E_W E_H))²`` with ``w_y = sqrt(E_W) · p_y``, the unit prototype
+    scaled to the class's length.  On features of length ``sqrt(E_H)`` its gradient is Eq. 15,
+    ``−(1 − cos∠(h, w_y)) w_y``: a pull towards w_y only.  :class:`DotRegressionLoss` normalises the features first.
 
     Parameters
     ----------
@@ -245,10 +240,8 @@ class CosineCrossEntropyLoss(nn.Module):
 class DotRegressionLoss(nn.Module):
     """Dot-regression loss as Yang et al. (2022) trains with it (Eq. 14 and App. C).
 
-    The outputs are ℓ2-normalised and scaled to ``feature_length`` (App. C:
-    "we simply perform an ℓ2 normalization for the features"), then
-    :func:`dot_regression_loss` is applied with per-class lengths
-    ``N/(K n_k)`` when ``class_counts`` is given.
+    The outputs are ℓ2-normalised and scaled to ``feature_length`` (App. C), then :func:`dot_regression_loss`
+    is applied with per-class lengths ``N/(K n_k)`` when ``class_counts`` is given.
 
     Parameters
     ----------

@@ -2,14 +2,8 @@
 
 Notation: features ``h_i`` with labels ``y_i``; class means ``h̄_k``; the global
 mean ``h_G`` (over samples); class vectors ``w_k`` (the prototypes or a learned
-classifier), one row per class.  All metrics are computed in float64.
-
-* GNC1 / NC1 (Jiang et al. 2024, §2.2, Papyan et al.): ``(1/K) tr(Σ_W Σ_B^†)``.
-* GNC2 (Jiang et al. 2024, §2.2): the one-vs-rest distance ρ of the class vectors.
-* GNC3 (Jiang et al. 2024, §2.2, with normalised class means): ``(1/K) Σ_k (1 − <w_k/‖w_k‖, h̄_k/‖h̄_k‖>)``.
-* NC2 and NC3 cosines (Yang et al. 2022, §3.1, §5.1): ``cos∠(h̄_c − h_G, h̄_k − h_G)``
-  for c ≠ k (−1/(K−1) at collapse onto a simplex ETF) and
-  ``cos∠(h̄_c − h_G, w_c)`` (1 at self-duality).
+classifier), one row per class.  All metrics are computed in float64; ``docs/nn.md``
+tabulates them with their values at collapse.
 """
 
 from __future__ import annotations
@@ -60,7 +54,7 @@ def nc1(features, labels, num_classes: int | None = None, centered: bool = False
     """Within-class variability collapse ``(1/K) tr(Σ_W Σ_B^†)``; 0 at collapse.
 
     ``Σ_W`` averages ``(h_i − h̄_{y_i})(h_i − h̄_{y_i})ᵀ`` over all samples.
-    By default ``Σ_B = (1/K) Σ_k h̄_k h̄_kᵀ`` as Jiang et al. (2024) defines GNC1 (features
+    By default ``Σ_B = (1/K) Σ_k h̄_k h̄_kᵀ`` as Jiang et al. (2024, §2.2) defines GNC1 (features
     on the sphere, no centring); ``centered=True`` subtracts the global mean,
     ``Σ_B = (1/K) Σ_k (h̄_k − h_G)(h̄_k − h_G)ᵀ``, as in Papyan et al.'s NC1.
 
@@ -106,7 +100,7 @@ def gnc2(weights):
 
 
 def gnc3(weights, means) -> float:
-    """Self-duality ``(1/K) Σ_k (1 − cos∠(w_k, h̄_k))``; 0 when classifier and class means align.
+    """GNC3, self-duality ``(1/K) Σ_k (1 − cos∠(w_k, h̄_k))`` (Jiang et al. 2024, §2.2); 0 when they align.
 
     Examples
     --------
@@ -195,13 +189,11 @@ def collapse_metrics(features, labels, weights=None, num_classes: int | None = N
 
 
 def classifier_projector(weights, eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
-    """Projector onto the classifier subspace and its complement (Kobayashi, direct-sum approach (supplementary), Eq. vi).
+    """Projector onto the classifier subspace and its complement (Kobayashi, supplementary, Eq. vi).
 
-    With the class vectors as the columns of ``W`` (d × K),
-    ``P = W (WᵀW + εI)⁻¹ Wᵀ``, whose eigenvalues ``σ_j²/(σ_j² + ε)`` smoothly
-    approximate the indicator of the span (ε keeps the inverse stable when W
-    is rank-deficient, e.g. a simplex ETF spans only K − 1 dimensions).  The
-    complement is ``I − P``.
+    With the class vectors as the columns of ``W`` (d × K), ``P = W (WᵀW + εI)⁻¹ Wᵀ``, whose eigenvalues
+    ``σ_j²/(σ_j² + ε)`` approximate the indicator of the span; ε keeps the inverse stable when W is
+    rank-deficient (a simplex ETF spans K − 1 dimensions).  The complement is ``I − P``.
 
     Parameters
     ----------

@@ -24,10 +24,9 @@ __all__ = ["NWayKShotSampler"]
 class NWayKShotSampler(Sampler[list[int]]):
     """Batches of N classes × K samples, as a ``batch_sampler`` for a :class:`torch.utils.data.DataLoader`.
 
-    Each batch draws N distinct classes uniformly among all classes, then K
-    distinct samples of each uniformly within the class; it lists the N·K
-    dataset indices class by class.  Batches are drawn independently, so
-    an epoch need not visit every sample.
+    Each batch draws N distinct classes uniformly, then K distinct samples of
+    each uniformly within the class, and lists their N·K dataset indices class
+    by class.  Batches are independent, so an epoch need not visit every sample.
 
     Parameters
     ----------
@@ -48,12 +47,10 @@ class NWayKShotSampler(Sampler[list[int]]):
 
     Notes
     -----
-    Each ``iter(sampler)`` draws the batches of the current epoch and then
-    moves to the next one, so consecutive epochs differ without further
-    calls.  ``set_epoch(e)`` sets the epoch the next ``iter`` draws, as for
-    :class:`torch.utils.data.distributed.DistributedSampler`: call it with the
-    epoch number at the start of each epoch to resume a run exactly, or to
-    keep several processes in step.
+    Each ``iter(sampler)`` draws the batches of the current epoch and moves to
+    the next.  ``set_epoch(e)`` sets the epoch the next ``iter`` draws, as for
+    :class:`torch.utils.data.distributed.DistributedSampler`: call it at the
+    start of each epoch to resume a run exactly, or to keep processes in step.
 
     Examples
     --------

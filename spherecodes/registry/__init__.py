@@ -1,12 +1,9 @@
 """The registry of a catalog and the bundled catalog: what ``auto`` and ``fetch`` need of the catalogs.
 
-A **catalog** is a folder of banks plus a ``registry.json`` that lists them.
-:mod:`.schema` holds the registry's entries, its JSON document and the checks
+:mod:`.schema` holds a registry's entries, its JSON document and the checks
 made when one is read; :mod:`.bundled` reads the catalog installed with
-spherecodes and checks each bank file against its entry (size and SHA-256)
-before the code is read.  This package sits below :mod:`spherecodes.catalog`
-(fetching, publishing, building) and below ``generate``, which offers a bundled
-code as a candidate without loading the fetching machinery.
+spherecodes.  This package sits below :mod:`spherecodes.catalog` and below
+``generate``, which offers a bundled code without loading the fetching machinery.
 """
 
 from .bundled import bundled_catalog, check_bank_file, read_bundled, read_entry

@@ -1,9 +1,7 @@
 """The bundled catalog and the checks every catalog bank passes before it is read.
 
-This module depends only on the registry schema and the bank reader, so
-that ``generate`` (:mod:`spherecodes.best_of`) can offer a bundled code as a
-candidate without importing the fetching machinery, which itself calls
-``generate``.
+Only the registry schema and the bank reader are imported, so that ``generate`` (:mod:`spherecodes.best_of`) can
+offer a bundled code without importing the fetching machinery, which itself calls ``generate``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The registry of a catalog: its entries, the JSON document, and checking one when read.
 
-A **catalog** is a folder of banks plus a ``registry.json`` that lists them,
-one entry per code: its name (``<method>-d<d>-k<k>``), size, how it was made,
-the SHA-256 and byte size of its bank file, and the numbers a user chooses by
-(max-cos, the certified interval on ρ, the gap to the best lower bound on
-max-cos).  Read by ``auto`` (the bundled code as a candidate), and shared by
-:mod:`spherecodes.catalog` (fetching, publishing, building).
+A **catalog** is a folder of banks plus a ``registry.json`` that lists them, one
+:class:`CatalogEntry` per code.  Read by ``auto`` (the bundled code as a
+candidate), and shared by :mod:`spherecodes.catalog`.
 """
 
 from __future__ import annotations
@@ -33,9 +30,8 @@ CATALOG_FORMAT = "spherecodes-catalog"
 #: Registry schema this version writes; readers refuse larger numbers.
 CATALOG_SCHEMA_VERSION = 1
 
-#: Methods tried, in this order, when a fetch by (d, K) names none: the best
-#: of ``auto`` and the Tammes code (smallest max-cos) before the Softmax Code
-#: (largest ρ).
+#: Methods tried, in this order, when a fetch by (d, K) names none: the best of ``auto`` and the Tammes code
+#: (smallest max-cos) before the Softmax Code (largest ρ).
 METHOD_PREFERENCE = ("auto", "tammes", "softmax", "maxsep")
 
 #: A bank file of a catalog: a plain ``*.h5`` name (the code-name rule, longer).
@@ -63,9 +59,8 @@ def redact_url(url: str) -> str:
     """``url`` as it may be shown or stored: its user part (``user:password@``) and the value of each query
     parameter (tokens, signatures) replaced by ``***``; other locations unchanged.
 
-    Every message, report, JSON document and cache directory name shows a
-    catalog URL this way: a password or token in ``--url`` or
-    ``$SPHERECODES_BANK_URL`` is sent to the server, never printed or written.
+    Every message, report, JSON document and cache directory name shows a catalog URL this way: a password or
+    token in ``--url`` or ``$SPHERECODES_BANK_URL`` is sent to the server, never printed or written.
 
     Examples
     --------
@@ -89,11 +84,9 @@ def redact_url(url: str) -> str:
 def redact_text(text: str, url: str) -> str:
     """``text`` (a message of a library about ``url``) with the secrets of ``url`` replaced by ``***``.
 
-    A library's message may quote the URL's path and query (``Max retries
-    exceeded with url: /banks/?token=...``): each secret :func:`redact_url`
-    hides is hidden here too where a URL holds it (before an ``@``, after
-    ``key=``), as written and percent-decoded; a bare value (the 2 of
-    ``v=2``) elsewhere in the text is left alone.
+    A library's message may quote the URL's path and query (``Max retries exceeded with url: /banks/?token=...``):
+    each secret :func:`redact_url` hides is hidden here too where a URL holds it (before an ``@``, after ``key=``),
+    as written and percent-decoded; a bare value (the 2 of ``v=2``) elsewhere in the text is left alone.
 
     Examples
     --------

@@ -1,26 +1,13 @@
 """Semantic prototypes: class names, word embeddings, agreement and assignment.
 
-Four pieces, all behind ``spherecodes generate --method privileged``,
-``spherecodes assign`` and the ``semantic`` part of a report
-(``docs/semantic.md``):
-
-* **class names and embeddings** (:mod:`.embeddings`) — :func:`read_class_names`,
-  :func:`load_embeddings` (word2vec, GloVe, gensim) and :func:`class_embeddings`;
-* **semantic agreement** (:mod:`.agreement`) — :func:`semantic_agreement`
-  measures how well the prototypes' similarity order matches the embeddings'
-  (triplet agreement and Spearman correlation);
-* **assignment** (:mod:`.assignment`) — :func:`assign_by_embeddings` and
-  :func:`assign_by_class_means` choose which class gets which prototype
-  without moving any prototype;
-* **the privileged optimiser** (:mod:`.privileged`) — :func:`privileged`
-  minimises ``L_HP + w · L_PI`` of Mettes, van der Pol & Snoek (2019),
-  Hyperspherical Prototype Networks (Eq. 5 + Eq. 6) over the triplets of
-  :class:`RankingTriplets`; :func:`spherecodes.generate` with
-  ``method="privileged"`` (:class:`spherecodes.options.PrivilegedOptions`) makes it a labelled code.
-
-Conventions: a code's ``labels[i]`` is the class of prototype row ``i``; an
-assignment's ``order``: :mod:`.assignment`.
-Text for these numbers is in :mod:`spherecodes.report`.
+Behind ``spherecodes generate --method privileged``, ``spherecodes assign`` and
+the ``semantic`` part of a report (``docs/semantic.md``): :mod:`.embeddings`
+(class names and word vectors), :mod:`.agreement` (how well the prototypes'
+similarity order matches the embeddings'), :mod:`.assignment` (which class
+gets which prototype, no prototype moved) and :mod:`.ranking` (the privileged
+optimiser of Mettes et al. 2019, Eq. 5 + Eq. 6).  A code's ``labels[i]`` is
+the class of prototype row ``i``; text for these numbers is in
+:mod:`spherecodes.report`.
 """
 
 from ._options import (

@@ -3,8 +3,7 @@
 __all__ = ["ALL_TRIPLETS_UP_TO_K", "DEFAULT_MAX_COS_TOLERANCE", "DEFAULT_NEIGHBOURS", "DEFAULT_SEMANTIC_WEIGHT",
            "DEFAULT_TRIPLET_SAMPLES", "TRIPLET_STRATEGIES"]
 
-#: Ways to choose the triplet set T of Eq. 6; ``auto`` is ``all`` up to :data:`ALL_TRIPLETS_UP_TO_K` classes,
-#: ``sampled`` beyond.
+#: Ways to choose the triplet set T of Eq. 6 (:class:`spherecodes.semantic.RankingTriplets`).
 TRIPLET_STRATEGIES = ("auto", "all", "sampled", "neighbours")
 
 #: Largest K for which ``auto`` uses every triplet (K = 200 gives 3.9 million per step).

@@ -1,9 +1,7 @@
 """Semantic agreement: how well a code's similarity order matches class embeddings.
 
-:func:`semantic_agreement` measures it (triplet agreement and Spearman
-correlation) and :func:`semantic_report` gives the ``semantic`` part of a
-code's report.  Numbers only: :func:`spherecodes.report.format_semantic_report`
-turns them into text.
+:func:`semantic_agreement` measures it and :func:`semantic_report` gives the ``semantic`` part of a code's
+report, as numbers (:func:`spherecodes.report.format_semantic_report` turns them into text).
 """
 
 from __future__ import annotations
@@ -40,17 +38,12 @@ def semantic_agreement(
 ) -> dict:
     """How well the prototypes' similarity order matches the class vectors'.
 
-    **Triplet agreement** is the fraction of class triplets (i, j, k), j ≠ k,
-    both ≠ i, whose prototype order ``cos(p_i,p_j) >= cos(p_i,p_k)`` equals
-    the embedding order ``cos(e_i,e_j) >= cos(e_i,e_k)`` — the indicator
-    ``S̄_ijk`` of Mettes et al. 2019, Eq. 6 on both sides.  Over the two orders of
-    (j, k), a triplet tied on one side only counts one half.  Independent
-    orders give 0.5.  **Spearman** is the rank correlation between the K(K−1)/2
-    prototype cosines and the matching embedding cosines.
-
-    Every triplet (every pair) is used while there are at most
-    ``max_triplets`` (``max_pairs``) of them; beyond, a uniform sample of that
-    size drawn with ``seed``, and the result says so.
+    **Triplet agreement** is the fraction of class triplets (i, j, k), j ≠ k, both ≠ i, whose prototype order
+    ``cos(p_i,p_j) >= cos(p_i,p_k)`` equals the embedding order ``cos(e_i,e_j) >= cos(e_i,e_k)`` (the indicator
+    ``S̄_ijk`` of Mettes et al. 2019, Eq. 6 on both sides); a triplet tied on one side only counts one half, and
+    independent orders give 0.5.  **Spearman** is the rank correlation between the K(K−1)/2 prototype cosines
+    and the matching embedding cosines.  Beyond ``max_triplets`` triplets (``max_pairs`` pairs), a uniform
+    sample of that size drawn with ``seed`` is used, and the result says so.
 
     Parameters
     ----------

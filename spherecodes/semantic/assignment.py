@@ -1,14 +1,7 @@
 """Assignment: which class gets which prototype, without moving any prototype.
 
-:func:`assign_by_embeddings` (approximate quadratic assignment on the
-embeddings' similarities) and :func:`assign_by_class_means` (linear
-assignment on the class means of a trained model, as in the supplementary of
-"Hyperspherical classification with dynamic label-to-prototype assignment"
-(CVPR 2024)) choose an order; :func:`relabel_code` and :func:`assign_code`
-rewrite a code's labels with it.
-
-Convention: prototype row ``i`` goes to class ``order[i]`` of the class list,
-so the new labels are ``names[order]``.
+:func:`assign_by_embeddings` and :func:`assign_by_class_means` choose an order (:class:`Assignment`);
+:func:`relabel_code` and :func:`assign_code` rewrite a code's labels with it.
 """
 
 from __future__ import annotations
@@ -121,13 +114,12 @@ def _check_order(order, k: int, what: str) -> np.ndarray:
 
 
 def assign_by_class_means(prototypes, class_means, *, initial_order=None, seed: int = 0) -> Assignment:
-    """Linear assignment of classes to fixed prototypes from class-mean features (the dynamic label-to-prototype assignment paper (CVPR 2024, supplementary)).
+    """Linear assignment of classes to fixed prototypes from class means (Saadabadi et al. 2024, supplementary).
 
     Maximises ``Σ_i cos(p_i, h̄_order[i])`` over all orders with the Hungarian
-    method (:func:`scipy.optimize.linear_sum_assignment`).  Cosines, not dot
-    products: a class mean's length says how tightly its features cluster, not
-    where they point.  The objectives are the *mean* cosine between each
-    prototype and the mean of the class it serves.
+    method (:func:`scipy.optimize.linear_sum_assignment`), cosines because a
+    class mean's length says how tightly its features cluster, not where they
+    point.  The objectives are the *mean* cosine of each prototype and its class.
 
     Parameters
     ----------
@@ -210,8 +202,6 @@ def assign_by_embeddings(
        initial order is kept instead if it correlates better;
     2. **pair swaps**: swap the classes of two prototype rows while some swap
        raises the correlation (best swap per row, exact incremental gains).
-
-    The prototypes are never touched, so every separation number is unchanged.
 
     Parameters
     ----------
@@ -403,15 +393,13 @@ def assign_code(
 
     Give exactly one of:
 
-    * ``embeddings`` — class embeddings (:func:`class_embeddings`), matched to
-      the prototype Gram matrix by :func:`assign_by_embeddings`.  When the
-      code has labels they must be the same names; they give the initial
-      order.
+    * ``embeddings`` — class embeddings (:func:`class_embeddings`), matched by
+      :func:`assign_by_embeddings`; the code's labels, if any, must be the same
+      names, and give the initial order.
     * ``class_means`` — a (K, d) array of class-mean features from a model
       trained with this code, matched by :func:`assign_by_class_means`.  Row c
-      is class ``names[c]``; ``names`` defaults to the code's labels (the model
-      was trained with class ``labels[c]`` on prototype row c), and to
-      ``"0"``, ``"1"``, ... for a code without labels.
+      is class ``names[c]``; ``names`` defaults to the code's labels, else
+      ``"0"``, ``"1"``, ...
 
     Returns
     -------

@@ -1,12 +1,9 @@
 """Class names and word embeddings: one unit vector per class.
 
-:func:`read_class_names` reads one class name per line; :func:`load_embeddings`
-reads word2vec (binary or text), GloVe text (with or without the header line)
-and saved gensim models; :func:`class_embeddings` turns every class name into
-one vector, averaging the words of multi-word names and refusing names it
-cannot embed.  The small helpers at the end (:func:`unit_rows`,
-:func:`vectors_of`, :func:`positions_of`, :func:`check_names`) are shared by
-the rest of :mod:`spherecodes.semantic`.
+:func:`read_class_names` reads the names, :func:`load_embeddings` the word
+vectors, and :func:`class_embeddings` turns every class name into one vector.
+The small helpers (:func:`unit_rows`, :func:`vectors_of`, :func:`positions_of`,
+:func:`check_names`) are shared by the rest of :mod:`spherecodes.semantic`.
 """
 
 from __future__ import annotations
@@ -119,14 +116,8 @@ def load_embeddings(path, fmt: str = "auto"):
     path : str or Path
         The embedding file; ``.gz`` and ``.bz2`` files are read compressed.
     fmt : {"auto", "word2vec-binary", "word2vec-text", "glove", "gensim"}
-        ``word2vec-text`` also covers GloVe files that carry a ``count dim``
-        header line; ``glove`` is GloVe's header-less text; ``gensim`` is a
-        ``KeyedVectors`` (or a ``Word2Vec``/``FastText`` model) saved with
-        gensim's ``.save``.  ``auto`` tells the data formats apart from the
-        first bytes, without running anything: a ``count dim`` first line is
-        word2vec (text when the next line is a word and ``dim`` numbers, else
-        binary), lines ``word x1 x2 ...`` are GloVe.  ``auto`` never loads a
-        gensim save: it refuses a file that starts like a pickle.
+        The formats of ``docs/semantic.md``; ``auto`` tells the data formats
+        apart from the first bytes and refuses a file that starts like a pickle.
 
     Returns
     -------
@@ -141,10 +132,9 @@ def load_embeddings(path, fmt: str = "auto"):
 
     Notes
     -----
-    A gensim save is a Python pickle, and unpickling runs whatever code the
-    file names: ``fmt="gensim"`` is the only way one is ever loaded, so name it
-    only for files you trust.  The whole vocabulary is loaded; for the
-    3M-word GoogleNews vectors that is about 3.6 GB.
+    A gensim save is a Python pickle, and unpickling runs whatever code the file names: ``fmt="gensim"`` is the
+    only way one is loaded, so name it only for files you trust.  The whole vocabulary is loaded (about 3.6 GB for
+    the 3M-word GoogleNews vectors).
 
     Examples
     --------
@@ -256,20 +246,17 @@ def _check_declared_size(path: Path, count: int, dim: int, fmt: str) -> None:
     require_memory(1.5 * needed, f"the {count} x {dim} vectors of {path}")
 
 
-#: Longest line of a word-vector text file: a word and its numbers (a 300-dimensional GloVe line has about
-#: 3 KB; 1 MiB holds some 50,000 numbers), and longest word of a binary one.  gensim reads a line whole, and
-#: scans a binary file's growing buffer for the space after each word, so a longer one is refused first.
+#: Longest line of a word-vector text file (a 300-dimensional GloVe line has about 3 KB), and longest word of a
+#: binary one: gensim reads a line whole, and scans a growing buffer for a word's end, so a longer one is refused.
 MAX_LINE_BYTES = 2**20
 
 
 def _check_text_lines(path: Path) -> None:
     """Refuse a text file of word vectors with a line too long to be one, or more vectors than memory holds.
 
-    A 2 KB ``.bz2`` file can hold a single line of a gigabyte: gensim would
-    read it whole and split it (some 4 GB).  The lines are measured before
-    gensim allocates anything (:func:`_scan_runs`), and the lines counted so
-    far checked against the free memory at each block: gensim keeps float32
-    vectors and a Python dict of the words (some 100 bytes a word).
+    A 2 KB ``.bz2`` file can hold a line of a gigabyte, which gensim would read whole and split: the lines are
+    measured (:func:`_scan_runs`) and counted against the free memory (float32 vectors and some 100 bytes a
+    word) before gensim allocates anything.
     """
     dim = None
 
@@ -291,10 +278,8 @@ def _check_text_lines(path: Path) -> None:
 def _check_binary_words(path: Path, dim: int) -> None:
     """Refuse a binary word2vec file holding more bytes without a space than a word and a vector can.
 
-    Each word ends in a space, so between two spaces lie at most a word, the
-    ``4 dim`` bytes of a vector and the next word.  gensim looks for that
-    space in a buffer it grows by 100 KB at a time, scanning it whole each
-    time: a gigabyte without one (a megabyte of ``.gz``) would take hours.
+    Between two spaces lie at most a word, the ``4 dim`` bytes of a vector and the next word.  gensim scans
+    a growing buffer whole for each space: a gigabyte without one (a megabyte of ``.gz``) would take hours.
     """
     _scan_runs(path, b" ", 2 * MAX_LINE_BYTES + 4 * dim, None, "a word of a binary word2vec file ends at a space",
                lambda count, head: None)
@@ -431,13 +416,9 @@ def quoted(names) -> str:
 def class_embeddings(names, embeddings, *, missing: str = "error", fmt: str = "auto") -> ClassEmbeddings:
     """Embed every class name with word vectors.
 
-    A name is looked up whole first (``pickup_truck`` is one token in the
-    GoogleNews vectors; ``maple tree`` is also tried as ``maple_tree``), each
-    time exactly and then lower-cased.  Otherwise it is split at spaces and
-    underscores and gets the mean of its words' unit vectors: unit, because a
-    word vector's length tracks the word's frequency rather than its meaning,
-    and the mean should not be dominated by the most frequent word.  Words
-    without a vector are skipped and recorded in ``partial``.
+    A name is looked up whole first (``maple tree`` also as ``maple_tree``), exactly and then lower-cased;
+    otherwise it gets the mean of the unit vectors of its words, split at spaces and underscores (a word vector's
+    length tracks the word's frequency, not its meaning); words without a vector are recorded in ``partial``.
 
     Parameters
     ----------
@@ -446,10 +427,8 @@ def class_embeddings(names, embeddings, *, missing: str = "error", fmt: str = "a
     embeddings : KeyedVectors, Word2Vec, str or Path
         Loaded vectors (or a gensim model with ``.wv``), or a file for :func:`load_embeddings`.
     missing : {"error", "random"}
-        A name none of whose words has a vector is an error that lists every
-        such name (``"error"``), or gets a random unit vector seeded by the
-        name (``"random"``: in many dimensions nearly orthogonal to every
-        other class, i.e. semantically unrelated to all of them).
+        A name none of whose words has a vector is an error that lists every such name, or gets a random unit
+        vector seeded by the name (nearly orthogonal to every other class: unrelated to all of them).
     fmt : str
         Format of an embedding file (see :func:`load_embeddings`).
 

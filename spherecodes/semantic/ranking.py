@@ -1,13 +1,11 @@
 """The privileged optimiser: separation plus the class semantics of word embeddings.
 
-:func:`privileged` starts from the Tammes code with its classes placed by
-:func:`spherecodes.semantic.assign_by_embeddings` and follows the ranking loss
-``L_PI`` of Mettes, van der Pol & Snoek (2019), Hyperspherical Prototype
-Networks (NeurIPS), Eq. 6, over the triplets of :class:`RankingTriplets`, as
-far as a max-cos tolerance allows;
-:func:`spherecodes.generate` with ``method="privileged"`` (:class:`spherecodes.options.PrivilegedOptions`) makes it
-a labelled code.  It runs on the public descent loop of
-:mod:`spherecodes.solvers`.
+:func:`privileged` follows the ranking loss ``L_PI`` of Mettes, van der Pol &
+Snoek (2019), Hyperspherical Prototype Networks (NeurIPS), Eq. 6, over the
+triplets of :class:`RankingTriplets`, from the Tammes code placed by
+:func:`spherecodes.semantic.assign_by_embeddings` and as far as a max-cos
+tolerance allows, on the public descent loop of :mod:`spherecodes.solvers`;
+:func:`spherecodes.generate` with ``method="privileged"`` makes it a labelled code.
 """
 
 from __future__ import annotations
@@ -51,10 +49,8 @@ class RankingTriplets:
       an unbiased estimate of Eq. 6;
     * ``neighbours`` — as the paper's released code intends: j among the
       ``neighbours`` nearest embedding neighbours of i, k any other class, so
-      the target is always 1; ``samples`` of them are drawn every step.  It
-      spends the budget on each class's nearest classes only, and on planted
-      clusters (K = 500, ``docs/semantic.md``) it reaches a clearly lower
-      agreement over all triplets than ``sampled`` at the same cost;
+      the target is always 1; ``samples`` of them are drawn every step (it
+      reaches a lower agreement than ``sampled``: ``docs/semantic.md``);
     * ``auto`` — ``all`` up to :data:`ALL_TRIPLETS_UP_TO_K` classes, else ``sampled``.
 
     Triplets are returned as flat indices into the K×K prototype Gram matrix,
@@ -259,23 +255,15 @@ def privileged(
 ):
     """Prototypes that are separated *and* ordered like the class embeddings (Mettes et al. 2019, §2.1).
 
-    1. **Start** from the Tammes code (:func:`spherecodes.solvers.tammes`, or
-       ``start``) with its classes placed by :func:`assign_by_embeddings`:
-       the prototypes of ``spherecodes assign``, max-cos ``m₀``.
-    2. **Descend** on ``semantic_weight · L_PI`` (Mettes et al. 2019, Eq. 6:
-       :func:`privileged_information_loss` on the triplets of
-       :class:`RankingTriplets`) plus a quadratic penalty on every cosine above
-       ``m₀ + ¾ · max_cos_tolerance``, with Riemannian Adam on the sphere.
-    3. **Keep** the checkpoint (every 25 steps, measured in float64) with the
-       highest triplet agreement among those whose max-cos is at most
-       ``m₀ + max_cos_tolerance``; the start itself is a candidate.
-
-    So the result is never less separated than the tolerance allows, and
-    never agrees less with the embeddings than ``assign`` on the same Tammes
-    code (on the agreement measure of :func:`semantic_agreement`, the same
-    triplet sample for every candidate).  The tolerance is the trade-off:
-    0 keeps max-cos (only prototypes with room to spare move), larger values
-    buy agreement with separation (``docs/semantic.md`` has the curve).
+    Starts from the Tammes code (or ``start``) with its classes placed by
+    :func:`assign_by_embeddings`, max-cos ``m₀``; descends with Riemannian
+    Adam on ``semantic_weight · L_PI`` (:func:`privileged_information_loss`)
+    plus a quadratic penalty on every cosine above ``m₀ + ¾ · max_cos_tolerance``;
+    keeps the checkpoint (every :data:`CHECK_EVERY` steps, in float64) of
+    highest :func:`semantic_agreement` whose max-cos is at most
+    ``m₀ + max_cos_tolerance``, the start among them.  So the result never
+    agrees less with the embeddings than ``assign`` on the same Tammes code;
+    the tolerance trades separation for agreement (``docs/semantic.md``).
 
     Parameters
     ----------
@@ -298,8 +286,7 @@ def privileged(
     progress : callable, optional
         Receives :class:`spherecodes.solvers.Progress` updates.
     triplets : {"auto", "all", "sampled", "neighbours"}
-        The triplet set of L_PI (see :class:`RankingTriplets`): every triplet
-        up to 200 classes, a fresh uniform sample every step beyond.
+        The triplet set of L_PI (see :class:`RankingTriplets`).
     triplet_samples, neighbours : int
         Triplets per step (``sampled``, ``neighbours``) and neighbours per class.
     start : array_like, shape (K, d), optional

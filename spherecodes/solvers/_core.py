@@ -100,28 +100,24 @@ class Progress:
 
 @dataclass
 class SolverResult:
-    """What a solver returns: the code and how it was obtained.
+    """What a solver returns: the code and how it was obtained (docs/optimisers.md, "The result").
 
     Attributes
     ----------
     prototypes : numpy.ndarray
         float64 array (K, d); every row has unit norm in float64.
     method : str
-        ``"tammes"`` or ``"maxsep"``.
+        ``"tammes"``, ``"maxsep"``, ``"softmax"`` or ``"lines"``.
     max_cos : float
         ``max_{i != j} <p_i, p_j>``, recomputed in float64 from ``prototypes``.
     history : numpy.ndarray
         float64 array (n, 3), one row per logged step with the columns
-        :data:`HISTORY_COLUMNS`: ``global_step`` counts steps over all starts
-        (a batch of B starts advances it by B per step; polish rounds add 1),
-        ``objective`` is the quantity being minimised at that step (tammes: the
-        smoothed maximum of the best start in the batch, then max-cos during the
-        polish; maxsep: ``L_HP`` of the best start in the batch), ``max_cos`` is
-        the max-cos of that start.
-    restarts : int
-        Number of starts run (fewer than asked when the time limit struck).
-    best_restart : int
-        0-based index of the start whose code is returned.
+        :data:`HISTORY_COLUMNS`: steps over all starts (a batch of B starts
+        adds B per step, a polish round 1), the quantity being minimised for
+        the batch's best start, and that start's max-cos.
+    restarts, best_restart : int
+        Starts run (fewer than asked when the time limit struck), and the
+        0-based index of the one whose code is returned.
     steps : int
         Optimisation steps taken, summed over starts, plus polish rounds.
     wall_time : float
@@ -130,24 +126,18 @@ class SolverResult:
         Where the steps ran (``"cpu"``, ``"cuda:0"``).
     stop_reason : str
         ``"converged"`` (the polish stopped improving, or a closed form is
-        provably optimal), ``"steps"`` (the step budget ran out),
-        ``"time_limit"``, or ``"interrupted"`` (Ctrl-C during the annealing
-        or the polish of :func:`tammes`: the best code so far is returned).
+        provably optimal), ``"steps"``, ``"time_limit"``, or ``"interrupted"``
+        (Ctrl-C in :func:`tammes`: the best code so far is returned).
     settings : dict
-        Every setting needed to reproduce the run; JSON-serialisable.
-        :func:`tammes`: ``neighbours`` is 0 for the dense path (all pairs),
-        else the length m of the neighbour lists, refreshed every ``refresh``
-        steps.
+        Every setting needed to reproduce the run; JSON-serialisable
+        (:func:`tammes`: ``neighbours`` 0 for the dense path, else m).
     refreshes : int
         :func:`tammes` with neighbour lists: refreshes of the lists done.
     stages : list of dict
-        :func:`tammes`: how the budget was spent, one dict per stage in
-        order: ``stage`` (``"anneal"``, ``"polish"``, ``"perturb"``),
-        ``starts`` (starts annealed, codes polished, perturbation rounds),
-        ``steps`` (annealing steps or LP rounds), ``seconds`` and
-        ``max_cos`` (the best code's after the stage); the annealing also
-        says whether a time limit ``compressed`` its schedule, the
-        perturbation rounds how many ``improvements`` they made.
+        :func:`tammes`: how the budget was spent, one dict per stage
+        (``"anneal"``, ``"polish"``, ``"perturb"``) with ``starts``,
+        ``steps``, ``seconds`` and ``max_cos`` after it, and ``compressed``
+        (anneal) or ``improvements`` (perturb).
     stop_detail : str
         When and why the run stopped early, or what a time limit changed, in
         one sentence; empty for a run that did all it planned.
@@ -313,10 +303,8 @@ def estimated_angle(d: int, k: int) -> float:
     """A rough size of the optimal minimum angle, used to scale steps and sharpness.
 
     The angle 2*rho at which K caps of angular radius rho would cover the
-    sphere's area exactly (packing density 1), capped at pi/2.  It is accurate
-    to ~10% in low dimension (icosahedron: 1.17 vs 1.107; 600-cell: 0.64 vs
-    0.628) and saturates in high dimension, where the cap is the right answer's
-    order of magnitude anyway.
+    sphere's area exactly (packing density 1), capped at pi/2: within ~10% in
+    low dimension (docs/optimisers.md, "Defaults, chosen from (d, K)").
     """
     def cap_fraction(rho: float) -> float:
         # Normalised area of a cap of angular radius rho <= pi/2 on S^{d-1}.
@@ -340,16 +328,10 @@ def estimated_angle(d: int, k: int) -> float:
 class Clock:
     """Wall-clock budget and progress reporting shared by the stages of a solver.
 
-    Parameters
-    ----------
-    time_limit : float or None
-        Seconds from ``begin`` after which :meth:`expired` is true.
-    progress : callable or None
-        Receives a :class:`Progress` at every :meth:`report`.
-    restarts : int
-        Starts the solver will run (reported in :class:`Progress`).
-    begin : float
-        ``time.perf_counter()`` at the start of the solver.
+    :meth:`expired` is true ``time_limit`` seconds (None: never) after
+    ``begin`` (a ``time.perf_counter()`` value); ``progress`` (or None)
+    receives a :class:`Progress`, reporting ``restarts`` starts, at every
+    :meth:`report`.
 
     Examples
     --------
@@ -381,12 +363,11 @@ class Clock:
 class PolishBudget:
     """What the polish may spend: simplex work (deterministic) and, if asked, seconds.
 
-    The work of an LP is its non-zeros times HiGHS's simplex iterations, which
-    is close to proportional to its solve time (benchmarks/README.md,
-    "tammes: estimates and budgets") and, unlike seconds, does not depend
-    on how busy the machine is: the same seed and settings give the same code.
-    ``polish_time`` adds a wall-clock cap for those who prefer a bound on time
-    to reproducibility.
+    The work of an LP is its non-zeros times HiGHS's simplex iterations, close
+    to proportional to its solve time (benchmarks/README.md, "tammes:
+    estimates and budgets") but, unlike seconds, independent of the machine's
+    load, so the same seed and settings give the same code.  ``polish_time``
+    adds a wall-clock cap.
     """
 
     def __init__(self, options):
@@ -431,10 +412,9 @@ class Schedule:
     The position of step i is the larger of ``i / (steps - 1)`` and the
     fraction of the time from the first step to ``deadline`` (a
     ``time.perf_counter()`` value) that will have elapsed when the step ends
-    (at the mean step time so far).  Without a deadline it follows
-    the step count; under a time limit the whole annealing schedule
-    (sharpness up, step size down) fits the time available, instead of
-    being cut off while the surrogate is still smooth and the steps large.
+    (at the mean step time so far), so that under a time limit the whole
+    annealing schedule fits the time available instead of being cut off while
+    the surrogate is still smooth and the steps large.
 
     Examples
     --------
@@ -479,13 +459,11 @@ def run_steps(
     """The loop every optimiser shares: ``step(i, frac)`` for i < steps, logging every ``log_every``.
 
     ``frac`` is where step i sits in the ``schedule`` (default
-    ``i / (steps - 1)``; a :class:`Schedule` with a deadline compresses it
-    into the time to the deadline, and the step at ``frac = 1`` is then the
-    last: ``compressed``).  Before
-    each step the clock is checked (the run stops cleanly when it has
-    expired); after the step ``log(done)`` is called every ``log_every`` steps,
-    after the last one and, with ``log_first``, after the first.  With
-    ``catch_interrupt`` Ctrl-C ends the loop and is reported, else it propagates.
+    ``i / (steps - 1)``; with a deadline the step at ``frac = 1`` is the last:
+    ``compressed``).  Before each step the clock is checked (the run stops
+    cleanly when it has expired); after the step ``log(done)`` is called every
+    ``log_every`` steps, after the last one and, with ``log_first``, after the
+    first.  With ``catch_interrupt`` Ctrl-C ends the loop and is reported.
 
     Examples
     --------

@@ -17,21 +17,13 @@ would make the result depend on timing) and no K×K array anywhere.  With
 ``m = K − 1`` the objective is exactly the dense one.
 
 The lists are refreshed every ``refresh`` steps, unless they are provably
-still complete: a pair outside them had a cosine of at most ``τ_i`` (the
-m-th nearest cosine of i at the refresh), and moving the two points by
-``δ_i`` and ``δ_j`` changes a cosine by at most ``δ_i + δ_j``.  When every
-such pair stays far enough below the maximum that all of them together
-weigh less than :data:`LIST_TOLERANCE` of the largest pair, refreshing
-cannot change the objective and is skipped.  The same bound says when the
-maximum over the lists is the true max-cos, which is when the best iterate
-is recorded.
-
-Everything is torch on the CPU or a CUDA device and deterministic.  Besides
-the annealing (:func:`anneal_neighbours`, called by ``tammes``), the pieces
-are :func:`spherecodes.sphere.top_matches` (the blocked top-m search, shared with
-the certificate), :func:`neighbour_defaults`, :func:`neighbour_plan` (block sizes and
-memory estimate) and :func:`neighbour_seconds` (time estimate).
-``docs/optimisers.md`` (Large K) has the measurements.
+still complete (:func:`_still_complete`): a pair outside them had a cosine
+of at most ``τ_i`` (the m-th nearest cosine of i at the refresh), and moving
+the two points by ``δ_i`` and ``δ_j`` changes a cosine by at most
+``δ_i + δ_j``.  The same bound says when the maximum over the lists is the
+true max-cos, which is when the best iterate is recorded.  Everything is
+torch on the CPU or a CUDA device and deterministic; docs/optimisers.md
+("Large K") has the steps and the measurements.
 """
 
 from __future__ import annotations
@@ -73,12 +65,8 @@ STEP_CHUNK_BYTES = {"cpu": 64 * 2**20, "cuda": 512 * 2**20}
 CLOSING_REFRESHES = 2
 
 #: Under a deadline, the steps between refreshes take at most this fraction
-#: of the time of a refresh.  A compressed schedule has only tens of steps
-#: at K = 10⁵ (a refresh costs ~35 steps on a CPU), so each stretch between
-#: refreshes covers a large part of the schedule and the lists go stale
-#: fast.  Measured at (64, 10⁵) under ``time_limit=120`` (max-cos, random
-#: 0.680): 0.41–0.45 with refreshes every 25 steps (0.7 of a refresh's
-#: time), 0.49 every 35 (1.0), 0.61 every 50 and 0.66 every 100.
+#: of the time of a refresh: a compressed schedule has only tens of steps at
+#: K = 10⁵, so the lists would go stale fast (docs/optimisers.md, "Time limit").
 DEADLINE_STEP_SHARE = 0.6
 
 #: Rows per block of the Adam update (bounds its temporaries).
@@ -124,22 +112,13 @@ def neighbour_plan(
 ) -> NeighbourPlan:
     """Choose the block sizes of a neighbour-list run and estimate its peak memory.
 
-    With s the bytes per number, the estimate is
-    ``vectors + lists + blocks + max(sort, step)``:
-
-    * ``vectors = 6·K·d·s``: the iterate, its best so far, Adam's two
-      moments, the gradient and the positions at the last refresh;
-    * ``lists = 2·K·m·9 + 64·K`` bytes: the symmetric lists (at most 2m
-      entries per row on average, an int64 index and a bool mask each) and
-      the per-row numbers;
-    * ``blocks``: the block of similarities of a refresh and the buffer of
-      gathered neighbour vectors of a step, allocated once
-      (:data:`REFRESH_BLOCK_BYTES`, :data:`STEP_CHUNK_BYTES`, smaller when
-      the limit requires it);
-    * ``sort = 11·K·m·8`` bytes: the forward lists, the pair keys and the
-      sort's copies while the lists are made symmetric;
-    * ``step``: the weights of one chunk and the temporaries of the Adam
-      update of a block of rows.
+    The estimate is ``vectors + lists + blocks + max(sort, step)``: the
+    iterate and its companions (6·K·d numbers), the symmetric lists, the
+    block of a refresh and the buffer of a step (:data:`REFRESH_BLOCK_BYTES`,
+    :data:`STEP_CHUNK_BYTES`, smaller when the limit requires it), and the
+    larger of the sort that makes the lists symmetric and a step's
+    temporaries; each term is spelled out in docs/optimisers.md ("Memory and
+    time, before the work").
 
     Parameters
     ----------
@@ -319,14 +298,6 @@ def _chunks(offsets, flat, degree, d: int, chunk_elements: int, tau: torch.Tenso
     return _Lists(rows, index, valid, tau)
 
 
-# --------------------------------------------------------------------------- defaults
-
-
-
-
-
-
-
 # --------------------------------------------------------------------------- annealing
 
 
@@ -346,21 +317,15 @@ def anneal_neighbours(
     """Anneal one start on the pairs of its neighbour lists (the large-K path of ``tammes``).
 
     The schedule of the dense annealing of :func:`spherecodes.solvers.tammes`
-    (sharpness from ``t_start`` to ``t_end``, step size from ``lr_start`` to
-    ``lr_end``, Riemannian Adam) on the smoothed maximum over the symmetric
-    neighbour lists; ``cfg.refresh`` is the number of steps between
-    scheduled refreshes.  The best iterate is taken among those whose
+    on the smoothed maximum over the symmetric neighbour lists, refreshed
+    every ``cfg.refresh`` steps.  The best iterate is taken among those whose
     maximum over the lists is provably the true max-cos; the last iterate is
     measured with fresh lists.  Ctrl-C ends the annealing early and keeps
-    the best iterate so far (``interrupted``).
-
-    ``deadline`` (a ``time.perf_counter()`` value) compresses the schedule
-    into the time available, as in the dense annealing, and refreshes the
+    the best iterate so far (``interrupted``).  ``deadline`` (a
+    ``time.perf_counter()`` value) compresses the schedule into the time
+    available less :data:`CLOSING_REFRESHES` refreshes, and refreshes the
     lists at least once the steps since the last refresh have taken
-    :data:`DEADLINE_STEP_SHARE` of its time; the closing refresh
-    and the float64 re-measurement that follow the steps
-    (:data:`CLOSING_REFRESHES` refreshes, timed on the first) are kept out of it.
-    Rows ``frozen`` get no gradient, so they do not move.
+    :data:`DEADLINE_STEP_SHARE` of its time.  Rows ``frozen`` do not move.
     """
     dtype = DTYPES[cfg.dtype]
     steps = cfg.steps

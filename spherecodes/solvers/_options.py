@@ -33,29 +33,22 @@ SHARP_SHARE = 0.5
 #: when the code is not polished (see :func:`tammes_defaults`).
 FLOAT64_WORK = 2e4
 
-#: Work (starts in a batch x K^2 d) of the dense annealing's steps between
-#: two progress reports, at most: some 1.6 s of one CPU core (a step of
-#: (64, 10^4), 6.4e9, takes 0.4 s), so that a large code's first report
-#: does not wait for the 50 steps of ``log_every`` (20 s there).  Codes up
-#: to K^2 d = 5e8 (e.g. (64, 2500)) keep 50 steps.
+#: Work (starts in a batch x K^2 d) of the dense annealing's steps between two
+#: progress reports, at most (some 1.6 s of one CPU core), so that a large code's
+#: first report does not wait for the 50 steps of ``log_every``.
 LOG_WORK = 2.5e10
 
 #: K·d up to which a code is "small": polished by default, more softmax steps.
 SMALL_CODE = 20_000
 
-#: What each ``effort`` of :func:`spherecodes.solvers.tammes` changes on the
-#: dense path: a factor on the default random starts, the rounds of
-#: perturb-and-repolish after the polish (small codes only: they compare
-#: polished codes), and the share of the starts that are symmetric (in R^3;
-#: at the default effort they would replace random starts, and at N = 35 the
-#: winning start is one of those, so the default keeps its random starts), and
-#: the share that are energy-continuation starts (Riesz s-energy with s rising
-#: from 2 to 512: at (22, 100) a quarter of them find the basin of the
-#: Higman-Sims code, which the annealing of max-cos misses from 16 starts),
-#: and the fewest starts in R^3 up to :data:`SPHERE_STARTS_MAX_K` points
-#: (``sphere_starts``; see there), and the most perturbation rounds there
-#: (``sphere_rounds``), cut to what is left of two minutes of work where
-#: ``sphere_rounds_by_work`` (see :data:`SPHERE_ROUNDS_WORK`).
+#: What each ``effort`` of :func:`spherecodes.solvers.tammes` changes on the dense
+#: path: a factor on the default random starts, the rounds of perturb-and-repolish
+#: after the polish (small codes only), the shares of symmetric starts (R^3) and of
+#: energy-continuation starts (Riesz s-energy, s from 2 to 512; above R^3), the
+#: fewest starts in R^3 up to :data:`SPHERE_STARTS_MAX_K` points (``sphere_starts``)
+#: and the most perturbation rounds there (``sphere_rounds``), cut to what is left
+#: of two minutes of work where ``sphere_rounds_by_work`` (:data:`SPHERE_ROUNDS_WORK`).
+#: Why each value: docs/optimisers.md, "Effort".
 EFFORTS = {
     "low": {"restarts": 0.25, "perturb_rounds": 0, "symmetric": 0.0, "riesz": 0.0, "sphere_starts": 0,
             "sphere_rounds": 0, "sphere_rounds_by_work": True},
@@ -64,49 +57,24 @@ EFFORTS = {
     "high": {"restarts": 4.0, "perturb_rounds": 40, "symmetric": 0.5, "riesz": 0.5, "sphere_starts": 512,
              "sphere_rounds": 300, "sphere_rounds_by_work": True},
 }
-#: "record": the record search (:func:`spherecodes.solvers.record_search`), which
-#: ``generate`` and ``catalog build`` run for method tammes: chains with seeds of
-#: their own until the time limit is spent.  One run of
-#: :func:`spherecodes.solvers.tammes` at this effort is one such chain: a "high"
-#: run whose rounds in R^3 are not cut to two minutes of work
-#: (:data:`SPHERE_ROUNDS_WORK`): up to 1000, ended sooner by
-#: :data:`SPHERE_PATIENCE` rounds in a row without a gain or by the search's
-#: time limit.  Past N = 100 the cut left 40-128 rounds after the 512 starts,
-#: while the rounds gain as late as the 113th.
+#: "record": one chain of the record search (:func:`spherecodes.solvers.record_search`),
+#: which ``generate`` and ``catalog build`` run for method tammes: a "high" run whose
+#: rounds in R^3 are not cut to two minutes of work but run up to 1000, ended sooner
+#: by :data:`SPHERE_PATIENCE` rounds in a row without a gain or by the time limit.
 EFFORTS["record"] = {**EFFORTS["high"], "sphere_rounds": 1000, "sphere_rounds_by_work": False}
 
-#: Points in R^3 up to which an effort's ``sphere_starts`` and
-#: ``sphere_rounds`` apply.  From 82 points the default falls to 16 starts
-#: (the K^2 d work of a start passes 2e4), so four times that is 64; but
-#: there nearly every start ends in its own basin (at N = 64 and 82, 512
-#: starts, each polished, end in 366 and 460 distinct local optima, none of
-#: them the published record).  Between N = 82 and 130, 512 starts reached
-#: 28 of the 49 published records against 16 with 64 starts; the rounds
-#: that follow them reach more (:data:`SPHERE_ROUNDS_WORK`).  The published
-#: tables stop at 130 points, and beyond them a start costs more.
+#: Points in R^3 up to which an effort's ``sphere_starts`` and ``sphere_rounds``
+#: apply: the sizes of the published tables, where nearly every start ends in a
+#: local optimum of its own, so more starts and rounds find more records.
 SPHERE_STARTS_MAX_K = 130
 
-#: The perturbation rounds in R^3 up to :data:`SPHERE_STARTS_MAX_K` points
-#: at an effort with ``sphere_rounds``: ``min(sphere_rounds,
-#: SPHERE_ROUNDS_WORK / (K^2 d) - SPHERE_ROUNDS_SPENT)``, at least the
-#: effort's ``perturb_rounds``.  A round and a start both cost about K^2 d,
-#: so this is what is left of two minutes of one core once the 512 starts
-#: are done: 300 rounds up to N = 80, 182 at N = 93, 153 at N = 97, 128 at
-#: N = 101, 40 from N = 120 (there the starts and 40 rounds took 70-113 s
-#: of CPU).  Below N = 80 a round's polish, not its K^2 d, sets its cost
-#: (0.12 s at N = 20, 0.24 s at N = 64), hence the cap of 300: with it the
-#: longest runs take about two minutes too (N = 80: 113 s).  They stop
-#: after :data:`SPHERE_PATIENCE` rounds in a row without a gain.  They
-#: continue the rounds of the effort's ``perturb_rounds`` (the same streams,
-#: and only a better code is kept), so they can only lower max-cos.  Over
-#: N = 5 ... 130: up to 150 rounds stopped after 60 without a gain reached
-#: 105 of the 126 records (512 starts and 40 rounds: 101); up to 300
-#: stopped after 150 also reach N = 64 (its last gain at round 213) and
-#: N = 80: 107.  From the best of 128 starts, 150 rounds reached N = 76, 85
-#: and 101, which 512 starts and rounds stopped after 12 without a gain had
-#: missed, with gains as late as the 113th round.  In R^5 and R^6 (Cohn's
-#: (5, 41-44), (6, 86), (6, 98)) up to 150 rounds gained nothing and took
-#: (5, 42) from 27 s to 143 s, so they stay at the effort's 40 there.
+#: The perturbation rounds in R^3 up to :data:`SPHERE_STARTS_MAX_K` points at an
+#: effort with ``sphere_rounds``: ``min(sphere_rounds, SPHERE_ROUNDS_WORK / (K^2 d)
+#: - SPHERE_ROUNDS_SPENT)``, at least the effort's ``perturb_rounds``.  A round and
+#: a start both cost about K^2 d, so this is what is left of two minutes of one core
+#: once the 512 starts are done.  They stop after :data:`SPHERE_PATIENCE` rounds in
+#: a row without a gain, and continue the streams of ``perturb_rounds`` keeping only
+#: a better code, so they can only lower max-cos (docs/optimisers.md, "Effort").
 SPHERE_ROUNDS_WORK = 9.19e6
 SPHERE_ROUNDS_SPENT = 172
 SPHERE_PATIENCE = 150
@@ -273,9 +241,7 @@ class TammesSettings:
         elif cfg["refresh"] is not None:
             raise SpherecodesError("refresh applies to the neighbour-list path; give neighbours >= 1 as well")
         if cfg["sharp_share"] is None:
-            # Measured over the records of R^3; above, the smooth starts find the
-            # universal optima (E8 at (8, 240): from none of 4 starts when two began sharp).
-            # A warm start's annealing is already sharp (t_end / 25).
+            # Above R^3 the smooth starts find the universal optima; a warm start is already sharp (t_end / 25).
             cfg["sharp_share"] = SHARP_SHARE if d == 3 and not warm else 0.0
         share = cfg["sharp_share"]
         if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
@@ -432,11 +398,10 @@ def tammes_defaults(
     device : str or torch.device
         Where the solver will run (it changes the default precision).
     neighbours : int, optional
-        0: the dense path (all pairs).  m >= 1: neighbour lists of m
-        prototypes (the large-K path).  None: neighbour lists
-        (m from :func:`spherecodes.budget.neighbour_defaults`) when K
-        exceeds :data:`spherecodes.budget.NEIGHBOUR_MIN_K` or the dense
-        working set of one start does not fit the memory limit, else dense.
+        0: the dense path (all pairs); m >= 1: neighbour lists of m prototypes;
+        None: neighbour lists (:func:`spherecodes.budget.neighbour_defaults`)
+        above :data:`spherecodes.budget.NEIGHBOUR_MIN_K` or where one dense
+        start does not fit the memory limit, else dense.
     max_memory : float, optional
         Bytes the solver may use on ``device``; default a safe fraction of
         what is available.
@@ -478,12 +443,8 @@ def tammes_defaults(
     cfg.update(
         steps=budget["steps"],
         restarts=budget["restarts"],
-        # float32 halves the cost of a step once the K x K matrices dominate it,
-        # and takes 30-45 % off even at (3, 49): the annealing only has to find
-        # the basin, and the codes that are polished are re-measured, sharpened
-        # and polished in float64.  Below 2e4 it is used in R^3 only, where it
-        # was measured over the records (66 of 126 with 20 % less CPU time); at
-        # (5, 43) its starts ended 1.2e-3 above the record, float64's 2.5e-7.
+        # float32 is cheaper per step and the annealing only has to find the basin (the polished codes are
+        # re-measured, sharpened and polished in float64); below 2e4 only in R^3 (docs/optimisers.md, step 3).
         dtype="float32" if device.type == "cuda" or work > FLOAT64_WORK or d == 3 else "float64",
         t_start=1.25 * math.sqrt(d) / gap,
         t_end=2500.0 / gap,
@@ -511,13 +472,10 @@ def default_polish_work(restarts: int, steps: int, k: int, d: int) -> float:
 
     Codes with K·d <= :data:`SMALL_LP` (R^3 up to N = 333; (6, 98)) get
     ``max(1e8, 0.01 * restarts * steps * K^2 d)``, which lets their small LPs
-    run to convergence (with the contact solve between the rounds, R^3 up
-    to N = 130 needs well under that; 2e8 gained 6e-7 at (4, 130) and 3e-6
-    at (5, 200) for 1.2-2.5 s more).  Larger codes get none: near an optimum their LPs
-    hold at least about K·d/2 contacts and are highly degenerate (one round
-    at (16, 100) took 0.2–5 s, and two rounds gained 3e-5 where the
-    sharpening had gained 4e-4), so they are sharpened and their contact
-    graph solved, and the LP rounds run only when ``polish_work`` is given.
+    run to convergence.  Larger codes get none: near an optimum their LPs are
+    large and highly degenerate, so they are sharpened and their contact graph
+    solved, and the LP rounds run only when ``polish_work`` is given (figures:
+    docs/optimisers.md, step 6 of "`tammes`: the algorithm").
     """
     if k * d > SMALL_LP:
         return 0.0

@@ -88,21 +88,15 @@ def polish(
     over the functions within reach of the maximum (a move changes each of
     them by at most ~2 r sqrt(d): their gradients have rows of total norm <= 2),
     then re-normalises the rows.  A round that lowers the true maximum is kept
-    and r grows; otherwise r shrinks.  The LP is the exact first-order model of
-    the max, so near a jammed optimum the rounds converge to round-off.  It is
-    posed in units of r, relative to the current maximum, so that HiGHS's
-    tolerances act on O(1) numbers and do not limit the precision.
-
-    The LPs of very symmetric codes are highly degenerate and slow (E8's has
-    6720 pairs at the maximum: minutes per LP), so a round whose LP would have
-    more than ``polish_max_nonzeros`` non-zeros quarters r instead (fewer
-    functions are within reach of a smaller move); the end of the ``budget``
-    (shared by the codes polished in one run) ends the polish.
-
-    ``cfg`` is a :class:`spherecodes.solvers.TammesSettings` or
-    :class:`spherecodes.solvers.SoftmaxSettings` (its ``polish_*`` fields).
-
-    The rows ``fixed`` (indices) have their moves bounded to 0: they stay put.
+    and r grows; otherwise r shrinks.  The LP is posed in units of r, relative
+    to the current maximum, so that HiGHS's tolerances act on O(1) numbers.
+    A round whose LP would have more than ``polish_max_nonzeros`` non-zeros
+    (very symmetric codes: highly degenerate, slow LPs) quarters r instead;
+    the end of the ``budget`` (shared by the codes polished in one run) ends
+    the polish.  ``cfg`` holds the ``polish_*`` settings
+    (:class:`spherecodes.solvers.TammesSettings` or
+    :class:`spherecodes.solvers.SoftmaxSettings`); the rows ``fixed``
+    (indices) have their moves bounded to 0.
 
     Returns the polished code, the number of rounds, and whether it converged
     (the LP predicts no improvement above ``polish_tol``, or r fell below
@@ -210,10 +204,9 @@ def polish(
 CONTACT_MARGINS = (1e-4, 1e-5, 1e-6, 1e-7)
 
 #: K·d below which :func:`solve_contacts` solves each Gauss–Newton step from
-#: the dense normal equations (a Cholesky factorisation of at most 1024^2
-#: entries, milliseconds) instead of by LSQR, which needs thousands of
-#: iterations on the ill-conditioned Jacobians of codes with near-rattlers
-#: (docs/optimisers.md, "`tammes`: the algorithm", step 6, the contact solve).
+#: the dense normal equations (a Cholesky factorisation, milliseconds) instead
+#: of by LSQR, which needs thousands of iterations on the ill-conditioned
+#: Jacobians of codes with near-rattlers (docs/optimisers.md, step 6).
 DENSE_CONTACTS = 1024
 
 
@@ -237,24 +230,18 @@ def solve_contacts(w: np.ndarray, *, iterations: int = 20, work: float = 5e7) ->
 
     Near a local optimum of max-cos the pairs at the maximum (the contacts)
     are known, and the optimum solves ``<w_i, w_j> = s`` on them with unit
-    rows.  The linear programmes of the polish approach such a point only
-    linearly when the contact graph is highly degenerate (the Higman–Sims
-    code in R^22 has 3850 contacts for 2200 coordinates), while Gauss–Newton
-    on these equations (minimum-norm steps by LSQR, so the rotations of the
-    whole code, which leave them unchanged, are not taken) converges
-    quadratically.  For each margin of :data:`CONTACT_MARGINS` the pairs
-    within it of max-cos are taken as the contacts; the best code found is
-    returned when its max-cos (float64) is lower than ``w``'s, else ``w``.
-    Codes with K·d below :data:`DENSE_CONTACTS` solve each step from the
-    dense normal equations; larger ones by LSQR, whose minimum-norm steps
-    need no damping.  A margin whose equations stop converging (it holds
-    pairs that are not contacts) is left after the first step that fails
-    to halve the residual.  ``work`` bounds the LSQR iterations times the
-    Jacobian's non-zeros over the whole call (a second or two on a CPU; the Higman–Sims code needs
-    3e7), so large codes whose near-contacts are many but not yet a contact
-    graph do not spend minutes for little (docs/optimisers.md, "`tammes`:
-    the algorithm", step 6, the contact solve); like the polish's budget it is counted, not
-    timed, so runs are reproducible.
+    rows.  Where the contact graph is highly degenerate the LP rounds of the
+    polish approach it only linearly, while Gauss–Newton on these equations
+    converges quadratically.  For each margin of :data:`CONTACT_MARGINS` the
+    pairs within it of max-cos are taken as the contacts; the best code found
+    is returned when its max-cos (float64) is lower than ``w``'s, else ``w``.
+    Each step is solved from the dense normal equations below
+    :data:`DENSE_CONTACTS`, else by LSQR (minimum-norm steps, so the rotations
+    of the whole code are not taken).  A margin is left after the first step
+    that fails to halve the residual (it holds pairs that are not contacts).
+    ``work`` bounds the LSQR iterations times the Jacobian's non-zeros over
+    the call, counted, not timed, so runs are reproducible (figures:
+    docs/optimisers.md, step 6, the contact solve).
 
     Examples
     --------

@@ -4,11 +4,9 @@ Many of the best known Tammes codes on S² are symmetric under a rotation group
 (Sloane's tables; Tarnai & Gáspár; Lai, Yue, Hao, Glover & Lü 2023): the
 icosahedral group I (order 60), the octahedral O (24), the tetrahedral T (12),
 and the dihedral D_n (2n) and cyclic C_n (n) groups.  A start that is a union
-of orbits of such a group lets the annealing search the small symmetric
-family first: the gradient of an invariant energy at a symmetric code is
-itself symmetric, so the code keeps (up to round-off) its symmetry while the
-smoothing is wide, and the sharp end of the schedule and the polish may still
-break it where that helps.
+of orbits of such a group keeps its symmetry while the smoothing is wide (the
+gradient of an invariant energy at a symmetric code is symmetric), so the
+annealing searches the small symmetric family first (docs/optimisers.md, step 2).
 
 An orbit is either *special* (the points on the rotation axes: for I the 12
 vertices, 20 face centres and 30 edge midpoints of the icosahedron) or

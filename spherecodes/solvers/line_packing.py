@@ -3,11 +3,9 @@
 The line problem is the Tammes problem of the code together with its
 antipodes: ``max_{i != j} |<w_i, w_j>|`` is the max-cos of ``[W; -W]``
 without the pairs (w_i, -w_i).  :func:`line_packing` therefore runs the
-machinery of :func:`spherecodes.solvers.tammes` on those cosines: the same
-annealed log-sum-exp smoothing with Riemannian Adam
-(:func:`spherecodes.solvers.descend_on_sphere`), its default schedule
-(:class:`spherecodes.solvers.TammesSettings`), and the same float64 LP polish
-(:func:`spherecodes.solvers._polish.polish`) with the functions ``±<w_i, w_j>``
+machinery of :func:`spherecodes.solvers.tammes` on those cosines: its
+annealed smoothing (:func:`spherecodes.solvers.descend_on_sphere`), its
+schedule, and its float64 LP polish with the functions ``±<w_i, w_j>``
 (:class:`LineCosines`).
 """
 

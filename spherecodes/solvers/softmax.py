@@ -31,12 +31,10 @@ __all__ = ["softmax_code"]
 
 
 class _OneVsRestDistances:
-    """Softmax Code as a minimax problem: the functions are minus the one-vs-rest distances.
+    """Softmax Code as a minimax problem: the functions are minus the certified one-vs-rest distances.
 
-    Every value comes from the certificate of the code (``docs/certificate.md``), so the
-    objective the solver improves is the *certified* ρ (its lower end).  The
-    certificates of the last two codes seen are kept: both the ascent and the
-    polish certify a trial code and, when it is rejected, go on from the
+    The certificates of the last two codes seen are kept: both the ascent and
+    the polish certify a trial code and, when it is rejected, go on from the
     current one, whose certificate must not be computed again.
     """
 
@@ -137,11 +135,10 @@ def softmax_code(
     -v_kj h_k``) of a log-sum-exp smoothing of the minimum over classes, whose
     sharpness t grows geometrically, and moves along it on the sphere; a step
     that does not raise the smoothed minimum is undone and the step size
-    halved.  Small codes (K*d <= 20,000) are then polished by sequential
-    linear programming on the classes nearest the minimum, as in
-    :func:`tammes`.  The code returned is the one with the largest certified
-    ρ seen, so it is never worse than the start.  Where a closed form is
-    provably optimal (K <= 2d, d <= 2: Jiang et al. 2024, Thm 3.3) it is returned directly.
+    halved.  Small codes (K*d <= 20,000) are then polished as in :func:`tammes`.
+    The code returned has the largest certified ρ seen, never worse than the
+    start.  Where a closed form is provably optimal (K <= 2d, d <= 2: Jiang et
+    al. 2024, Thm 3.3) it is returned directly.
 
     Parameters
     ----------

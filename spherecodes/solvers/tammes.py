@@ -1,13 +1,11 @@
 """The Tammes problem: minimise the largest cosine between K unit vectors in R^d.
 
 :func:`tammes` anneals a log-sum-exp smoothing of max-cos (Mettes, van der
-Pol & Snoek 2019, Eq. 4) with Riemannian Adam from batched random (and, in
-R^3, symmetric: :mod:`spherecodes.solvers._symmetric`) starts or from a given
-code, over all pairs (here) or over neighbour lists for large K
-(:mod:`spherecodes.solvers._neighbours`), then sharpens the best few codes
-and polishes them by sequential linear programming
-(:mod:`spherecodes.solvers._polish`) and, with
-more effort, perturbs and re-polishes the best (:mod:`spherecodes.solvers._basin`).
+Pol & Snoek 2019, Eq. 4) over all pairs (here) or over neighbour lists
+(:mod:`spherecodes.solvers._neighbours`), from random, symmetric
+(:mod:`spherecodes.solvers._symmetric`) or given starts, then sharpens and
+polishes the best few (:mod:`spherecodes.solvers._polish`) and, with more
+effort, perturbs and re-polishes the best (:mod:`spherecodes.solvers._basin`).
 ``docs/optimisers.md`` describes the algorithm, its defaults and measurements.
 """
 
@@ -100,20 +98,14 @@ def tammes(
         a tenth of the step size, so it refines the code rather than
         forgetting it, and the result is never worse than ``init``.
     effort : {"low", "default", "high", "record"}
-        How much work to spend on the dense path (:data:`spherecodes.solvers.EFFORTS`):
-        "low" runs a quarter of the random starts; "high" four times as many
-        (and at least 512 in R^3 up to 130 points), then rounds of
-        perturb-and-repolish of the best code (reinsert the points of the
-        tightest contacts or the rattlers into the deepest holes, or shake
-        the code; re-anneal; polish) for codes small enough to polish: 40,
-        and up to 300 in R^3 up to 130 points; half its starts are
-        symmetric in R^3 (unions of orbits of a rotation group) and
-        energy-continuation starts above R^3 (``riesz_starts``).
-        "record" is one chain of the record search
-        (:func:`spherecodes.solvers.record_search`), which runs such runs
-        with seeds of their own until a time budget is spent: "high", with
-        its rounds in R^3 up to 130 points not cut to two minutes of work
-        but run until 150 in a row bring no gain (at most 1000).
+        How much work to spend on the dense path (:data:`spherecodes.solvers.EFFORTS`;
+        docs/optimisers.md, "Effort"): "low" runs a quarter of the random
+        starts; "high" four times as many (at least 512 in R^3 up to 130
+        points, half of them symmetric in R^3, energy-continuation above),
+        then rounds of perturb-and-repolish of the best code (40, up to 300
+        in R^3 up to 130 points) for codes small enough to polish; "record"
+        is one chain of :func:`spherecodes.solvers.record_search`: "high",
+        its rounds in R^3 run until 150 in a row bring no gain (at most 1000).
         ``result.stages`` records what each stage spent.
     frozen : array_like of bool, shape (K,), optional
         Rows of ``init`` that stay where they are, bit for bit (new classes
@@ -129,10 +121,8 @@ def tammes(
         uniform in [0, 1), for diverse basins); ``sharp_share`` (the share of
         the starts i > 0, interleaved, that begin at ``t_end / 100`` instead:
         the two schedules end in different basins; default 0.5 in R^3 without
-        ``init``, else 0); ``lr_start``, ``lr_end``
-        (Adam step size, geometric decay); ``beta1``, ``beta2``, ``eps``
-        (Adam's constants; eps is large enough that a second moment which
-        underflows in float32 cannot turn a negligible gradient into a full step);
+        ``init``, else 0); ``lr_start``, ``lr_end`` (Adam step size, geometric
+        decay); ``beta1``, ``beta2``, ``eps`` (Adam's constants, :data:`spherecodes.solvers.ADAM_DEFAULTS`);
         ``batch_size`` (starts optimised together); ``threads`` (torch CPU
         threads during the run, restored afterwards; default 1 for small
         problems, else unchanged); ``log_every``;
@@ -140,10 +130,9 @@ def tammes(
         exists); ``polish`` (run the LP polish; default when K*d <= 20,000);
         ``polish_top`` (how many of the best starts to sharpen and polish);
         ``polish_work`` (simplex work of the LP rounds of the polish, in LP
-        non-zeros times simplex iterations; default for K*d <= 1000: 0.01 x
-        the annealing's K^2 d multiply-adds, at least 1e8; else 0, no LP
-        rounds, see docs/optimisers.md; unlike seconds it does not
-        depend on the machine's load, so runs are reproducible); ``polish_time`` (an optional wall-clock cap on the
+        non-zeros times simplex iterations, reproducible unlike seconds;
+        default for K*d <= 1000: 0.01 x the annealing's K^2 d multiply-adds,
+        at least 1e8; else 0); ``polish_time`` (an optional wall-clock cap on the
         polish, in seconds); ``polish_max_nonzeros`` (a round whose LP is larger
         shrinks its trust region instead); ``polish_rounds``, ``polish_radius``,
         ``polish_min_radius``, ``polish_tol``; ``neighbours`` (0: all
@@ -152,14 +141,12 @@ def tammes(
         ``max_memory`` (bytes the run may use on the device; default 80% of
         what is free); ``perturb_rounds`` (rounds of perturb-and-repolish;
         default from ``effort``); ``perturb_patience`` (rounds in a row
-        without a gain after which they stop; 0: run them all; default
-        12 for the rounds an effort sets, 0 when
-        ``perturb_rounds`` is given); ``symmetric_starts`` (how many of the
-        starts are symmetric, R^3 only; default from ``effort``);
-        ``riesz_starts`` (how many of the starts minimise the Riesz
-        s-energy with s rising from 2 to 512 instead of the smoothed
-        max-cos, dense path only; default from ``effort``: half the
-        starts at "high" above R^3, else 0);
+        without a gain after which they stop; 0: run them all; default 12 for
+        the rounds an effort sets, 0 when ``perturb_rounds`` is given);
+        ``symmetric_starts`` (how many of the starts are symmetric, R^3 only;
+        default from ``effort``); ``riesz_starts`` (how many of the starts
+        minimise the Riesz s-energy with s rising from 2 to 512 instead of the
+        smoothed max-cos, dense path only; default from ``effort``);
         ``init_noise`` (see ``init``).  :func:`tammes_estimate` gives the
         memory and time a call will take before making it.
 
@@ -258,12 +245,9 @@ def tammes_estimate(
     The settings are resolved exactly as :func:`tammes` resolves them; the
     memory is the estimate that :func:`tammes` checks (so the same refusal
     happens here, before any work), and the time comes from timing a small
-    sample of the work on the device (see
-    :func:`spherecodes.solvers._neighbours.neighbour_seconds`; for the dense path, a
-    few annealing steps of a batch of starts as the run batches them, on up to
-    1024 prototypes, scaled by K²).  The polish, when it runs, adds at most
-    about as long as the annealing; perturbation rounds are counted in full,
-    with their polish, though they stop early once they stop gaining.
+    sample of the work on the device (:func:`_seconds_per_start_step`,
+    :func:`spherecodes.solvers._neighbours.neighbour_seconds`), perturbation
+    rounds counted in full though they stop early once they stop gaining.
 
     Returns
     -------
@@ -313,21 +297,17 @@ def _seconds_per_start_step(d: int, k: int, cfg: TammesSettings, dev: torch.devi
     """Seconds of one annealing step of one start, timed on the batch shape the run uses.
 
     :func:`_anneal_batch` itself runs a few steps on random starts (up to
-    1024 points, scaled by K² above) in a batch of ``cfg.batch_size``: a
-    small code's step costs little more in a batch of hundreds than alone,
-    so timing one start would overestimate its runs several-fold, and timing
-    the products alone, without the step's other passes over the K x K
-    matrices, would underestimate them (predictions against runs in
-    docs/optimisers.md, "The result").
+    1024 points, scaled by K² above) in a batch of ``cfg.batch_size``: a small
+    code's step costs little more in a batch than alone, and the step's other
+    passes over the K x K matrices cost more than its products (predictions
+    against runs in docs/optimisers.md, "The result").
     """
     n = min(k, 1024)
     batch = batch_size(n, cfg.batch_size)
     starts = np.stack([random_start(0, r, n, d) for r in range(batch)])
-    # Enough steps to fill some 10-20 ms (a step passes over the batch's n x n
-    # matrices about d + 8 times, at roughly 10^9 entries a second on a CPU
-    # core), so that the set-up and the final measurement weigh little; and
-    # where that takes under 0.1 s, the quicker of two tries: a busy machine's
-    # hiccups, and the first use of a thread pool, only add.
+    # Enough steps to fill some 10-20 ms (a step passes over the n x n matrices
+    # about d + 8 times), and under 0.1 s the quicker of two tries: a busy
+    # machine's hiccups, and the first use of a thread pool, only add.
     work = batch * n * n * (d + 8)
     steps = int(min(max(2e7 / work, 4), 400))
     sample = dataclasses.replace(cfg, steps=steps, log_every=10**9)
@@ -359,12 +339,11 @@ def _anneal_batch(
 
     The sharpness t grows geometrically from ``t_start`` (one per start, so that
     the starts also differ in how long they behave like a smooth energy) to
-    ``t_end`` while the Adam step size decays geometrically.  Small t makes the
-    surrogate a Gaussian energy, whose minimisers are spread out globally; large
-    t makes it the maximum itself.  Adam's moments live in the tangent space:
-    the gradient is projected onto it and the iterate is retracted to the sphere
-    by re-normalising each row.  ``deadline`` (a ``time.perf_counter()``
-    value) compresses the schedule into the time left (:class:`Schedule`).
+    ``t_end`` while the step size of the Riemannian Adam steps
+    (:func:`riemannian_adam_step`) decays geometrically: small t makes the
+    surrogate a Gaussian energy, large t the maximum itself.  ``deadline`` (a
+    ``time.perf_counter()`` value) compresses the schedule into the time left
+    (:class:`Schedule`).
 
     With ``riesz`` the smoothed function is ``-log(1 - <p_i, p_j>)`` instead of
     the cosine: the Riesz s-energy ``sum |p_i - p_j|^-s`` with ``s = 2 (t - 1)``
@@ -717,13 +696,11 @@ def _sharpen(codes: np.ndarray, cfg: TammesSettings, dev: torch.device, clock: C
              frozen: np.ndarray | None = None) -> tuple[list, int]:
     """Continue the annealing of ``codes`` (B, K, d) in float64 with the sharpness still growing.
 
-    The annealing ends with the smoothed maximum still a little above max-cos
-    (by about log(pairs) / t_end), so its codes sit near, not at, a local
-    optimum; the LP polish from there needs large trust regions whose LPs
-    hold most pairs of the code.  Raising the sharpness a further
-    ``SHARPEN_GROWTH``-fold with small steps (from ``lr_end``) brings the
-    codes to within round-off of the contact structure of the optimum at
-    the cost of a few hundred steps for a handful of codes.  Returns the
+    The annealing ends with the smoothed maximum still about log(pairs) / t_end
+    above max-cos, near, not at, a local optimum, where the LP polish would
+    need trust regions holding most pairs of the code; raising the sharpness
+    a further ``SHARPEN_GROWTH``-fold with small steps (from ``lr_end``) brings
+    the codes to the contact structure of the optimum.  Returns the
     codes (float64 unit rows; each is the best iterate, so never worse than
     its start in max-cos) and the steps done per code times the codes.
     """
@@ -738,11 +715,10 @@ def _sharpen(codes: np.ndarray, cfg: TammesSettings, dev: torch.device, clock: C
 def _refine(k: int, d: int, frozen: np.ndarray | None = None):
     """The contact solve between the LP rounds of the polish, where it is cheap (K·d < DENSE_CONTACTS), else None.
 
-    Near the optimum the LP rounds converge only linearly (their trust
-    region must shrink to keep the curvature they ignore below the gain:
-    29-31 rounds at N = 49 to 101 in R^3), while the contact graph is
-    already right; solving it by Gauss-Newton there ends the polish in
-    5-9 rounds at the same max-cos.  Not with frozen rows, which it would move.
+    Near the optimum the LP rounds converge only linearly (their trust region
+    must shrink to keep the curvature they ignore below the gain) while the
+    contact graph is already right: solving it by Gauss-Newton ends the polish
+    sooner (docs/optimisers.md, step 6).  Not with frozen rows, which it would move.
     """
     return solve_contacts if k * d < DENSE_CONTACTS and frozen is None else None
 
@@ -784,6 +760,3 @@ def _stop_detail(stop_reason: str, cfg: TammesSettings, stages: list[dict], cloc
     what = (f"{anneal['starts']} of {cfg.restarts} starts, {anneal['steps']} of {planned} annealing steps"
             + (", polish cut short" if len(stages) > 1 else ", no polish" if cfg.polish else ""))
     return f"stopped early at the time limit of {clock.limit:.3g} s ({what}); the best code so far is returned"
-
-
-# --------------------------------------------------------------------------- maxsep

@@ -419,23 +419,10 @@ def reed_muller_code(r: int, m: int) -> StructuredCode:
     if not (0 <= r <= m and 1 <= m <= 12):
         raise SpherecodesError(f"RM(r, m) needs 0 ≤ r ≤ m ≤ 12, got r = {r}, m = {m}")
     n = 1 << m
-    chain = tuple(
-        (sum(math.comb(m, i) for i in range(j + 1)), 1 << (m - j), True) for j in range(r + 1)
-    )
-    k = chain[-1][0]
-    return StructuredCode(
-        name=f"Reed–Muller RM({r},{m}) [{n},{k},{1 << (m - r)}]",
-        family="reed-muller",
-        d=n,
-        size=1 << k,
-        max_cos=Fraction(n - 2 * (1 << (m - r)), n),
-        native_d=n,
-        min_distance=1 << (m - r),
-        transitive=True,
-        orbits=1,
-        citation=MACWILLIAMS_SLOANE + ", ch. 13 (Reed–Muller codes)",
-        construction=LinearBinaryConstruction(n=n, family="reed-muller", params=(r, m), chain=chain),
-    )
+    chain = tuple((sum(math.comb(m, i) for i in range(j + 1)), 1 << (m - j), True) for j in range(r + 1))
+    return linear_code(f"Reed–Muller RM({r},{m})", "reed-muller", n, chain[-1][0], 1 << (m - r), True,
+                       MACWILLIAMS_SLOANE + ", ch. 13 (Reed–Muller codes)",
+                       LinearBinaryConstruction(n=n, family="reed-muller", params=(r, m), chain=chain))
 
 
 # --- the extended Golay code -------------------------------------------------
@@ -467,16 +454,5 @@ def golay_code() -> StructuredCode:
     >>> code.size, code.max_cos, code.min_distance
     (4096, Fraction(1, 3), 8)
     """
-    return StructuredCode(
-        name="extended Golay [24,12,8]",
-        family="golay",
-        d=24,
-        size=4096,
-        max_cos=Fraction(1, 3),
-        native_d=24,
-        min_distance=8,
-        transitive=True,
-        orbits=1,
-        citation=MACWILLIAMS_SLOANE + ", ch. 2 §6 and ch. 20",
-        construction=LinearBinaryConstruction(n=24, family="golay", params=(), chain=((12, 8, True),)),
-    )
+    return linear_code("extended Golay", "golay", 24, 12, 8, True, MACWILLIAMS_SLOANE + ", ch. 2 §6 and ch. 20",
+                       LinearBinaryConstruction(n=24, family="golay", params=(), chain=((12, 8, True),)))

@@ -166,27 +166,21 @@ def derived_code(
 # i.e. cosines summing to 3/4 with p and w at cos −1/4.
 _TYPE3 = (Fraction(3, 4), Fraction(-1, 4))
 
-# The classical derived codes, tabulated so that describing them builds nothing;
-# test_structured_derived.py rebuilds each and checks size and max-cos.
+# The classical derived codes (name, parent, steps, size, max-cos, transitive), tabulated so that describing them
+# builds nothing; test_structured_derived.py rebuilds each and checks size and max-cos.
 _TABLE = {
-    "e8-56": ("E8", (Fraction(1, 2),), 56, Fraction(1, 3), True),
-    "e8-27": ("E8", (Fraction(1, 2), Fraction(1, 3)), 27, Fraction(1, 4), True),
-    "e8-16": ("E8", (Fraction(1, 2), Fraction(1, 3), Fraction(1, 4)), 16, Fraction(1, 5), True),
-    "leech-4600": ("Leech", (Fraction(1, 2),), 4600, Fraction(1, 3), False),
-    "leech-891": ("Leech", (Fraction(1, 2), Fraction(1, 3)), 891, Fraction(1, 4), False),
-    "leech-552": ("Leech", (_TYPE3,), 552, Fraction(1, 5), True),
-    "leech-275": ("Leech", (_TYPE3, Fraction(1, 5)), 275, Fraction(1, 6), True),
-    "leech-162": ("Leech", (_TYPE3, Fraction(1, 5), Fraction(1, 6)), 162, Fraction(1, 7), True),
-}
-_NAMES = {
-    "e8-56": "E8-derived (7, 56): 28 antipodal lines",
-    "e8-27": "E8-derived (6, 27): Schläfli configuration",
-    "e8-16": "E8-derived (5, 16): Clebsch configuration",
-    "leech-4600": "Leech-derived (23, 4600)",
-    "leech-891": "Leech-derived (22, 891)",
-    "leech-552": "Leech-derived (23, 552): 276 equiangular lines",
-    "leech-275": "Leech-derived (22, 275): McLaughlin configuration",
-    "leech-162": "Leech-derived (21, 162): McLaughlin second subconstituent, SRG(162, 56, 10, 24)",
+    "e8-56": ("E8-derived (7, 56): 28 antipodal lines", "E8", (Fraction(1, 2),), 56, Fraction(1, 3), True),
+    "e8-27": ("E8-derived (6, 27): Schläfli configuration",
+              "E8", (Fraction(1, 2), Fraction(1, 3)), 27, Fraction(1, 4), True),
+    "e8-16": ("E8-derived (5, 16): Clebsch configuration",
+              "E8", (Fraction(1, 2), Fraction(1, 3), Fraction(1, 4)), 16, Fraction(1, 5), True),
+    "leech-4600": ("Leech-derived (23, 4600)", "Leech", (Fraction(1, 2),), 4600, Fraction(1, 3), False),
+    "leech-891": ("Leech-derived (22, 891)", "Leech", (Fraction(1, 2), Fraction(1, 3)), 891, Fraction(1, 4), False),
+    "leech-552": ("Leech-derived (23, 552): 276 equiangular lines", "Leech", (_TYPE3,), 552, Fraction(1, 5), True),
+    "leech-275": ("Leech-derived (22, 275): McLaughlin configuration",
+                  "Leech", (_TYPE3, Fraction(1, 5)), 275, Fraction(1, 6), True),
+    "leech-162": ("Leech-derived (21, 162): McLaughlin second subconstituent, SRG(162, 56, 10, 24)",
+                  "Leech", (_TYPE3, Fraction(1, 5), Fraction(1, 6)), 162, Fraction(1, 7), True),
 }
 
 
@@ -213,12 +207,12 @@ def classical_derived_code(key: str) -> StructuredCode:
     """
     if key not in _TABLE:
         raise SpherecodesError(f"unknown derived code {key!r}; known: {', '.join(_TABLE)}")
-    parent_name, alphas, size, max_cos, transitive = _TABLE[key]
+    name, parent_name, alphas, size, max_cos, transitive = _TABLE[key]
     parent = e8_roots() if parent_name == "E8" else leech_lattice()
     chain = _Chain(parent=parent, steps=tuple(_step(a) for a in alphas))
     d = parent.native_d - len(alphas)
     return StructuredCode(
-        name=_NAMES[key],
+        name=name,
         family="derived",
         d=d,
         size=size,

@@ -416,20 +416,15 @@ def gram_points_by_blocks(gram_block, n: int, rank: int, *, block_rows: int = 10
                           progress=None) -> np.ndarray:
     """Unit rows whose Gram matrix has blocks ``gram_block(rows, cols)``, of the given rank, never forming it whole.
 
-    The Gram matrix G (n × n, positive semidefinite of rank ``rank``) is
-    asked for in blocks only. A basis of ``rank`` points is chosen by
-    pivoted Cholesky (LAPACK ``dpstrf``) of the Gram matrix of a fixed
-    sample of 2·rank points (every point when n ≤ 2·rank); with
-    G[P, P] = L·Lᵀ on that basis P, the points are X = G[:, P]·L⁻ᵀ, since a
-    positive semidefinite matrix of rank ``rank`` equals
-    G[:, P]·G[P, P]⁻¹·G[P, :] (its Schur complement vanishes). X is
-    computed in blocks of ``block_rows`` rows, each one triangular solve
-    (BLAS ``dtrsm``): about n·rank² multiply-adds, at BLAS-3 speed. Memory:
-    the (n, rank) result, the sample's Gram matrix (4·rank² float64) and
-    one block. Rows that are not unit vectors (G has a larger rank, or the
-    sample does not span), or ``check_rows`` rows whose products with every
-    point miss G by more than 1e-9, raise ArithmeticError.
-
+    A basis of ``rank`` points is chosen by pivoted Cholesky (LAPACK
+    ``dpstrf``) of the Gram matrix of a fixed sample of 2·rank points (every
+    point when n ≤ 2·rank); with G[P, P] = L·Lᵀ on that basis P, the points
+    are X = G[:, P]·L⁻ᵀ, since a positive semidefinite matrix of rank
+    ``rank`` equals G[:, P]·G[P, P]⁻¹·G[P, :] (its Schur complement
+    vanishes), computed ``block_rows`` rows at a time by one triangular solve
+    (BLAS ``dtrsm``).  Rows that are not unit vectors (G has a larger rank,
+    or the sample does not span), or ``check_rows`` rows whose products with
+    every point miss G by more than 1e-9, raise ArithmeticError.
     ``progress``, if given, is called with the fraction of rows done.
 
     Examples

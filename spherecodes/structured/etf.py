@@ -8,31 +8,17 @@ S (zero diagonal, ±1 elsewhere) with two eigenvalues λ₁ < 0 < λ₂: the Gra
 matrix is I − S/λ₁, of rank N − mult(λ₁), and I − S/λ₂ is the Gram matrix of
 the *Naimark complement*, N lines in R^(N − d) (Lemmens & Seidel 1973;
 Fickus & Mixon 2015, "Tables of the existence of equiangular tight frames").
-Built here:
-
-* **Paley conference ETFs**: for a prime power q ≡ 1 mod 4, the symmetric
-  conference matrix C of order q + 1 (C_{0i} = 1, C_{ij} = χ(x_i − x_j), χ
-  the quadratic character of GF(q)) has C² = qI, so I + C/√q is the Gram
-  matrix of q + 1 lines in R^((q+1)/2) at α = 1/√q (Paley 1933; Goethals &
-  Seidel 1967; Strohmer & Heath 2003, §3). α is irrational unless q is a
-  square: it is kept exactly as a :class:`~spherecodes.structured.surd.Surd`.
-* **Steiner ETFs** (Fickus, Mixon & Tremain 2012, Thm. 1): from a 2-(v, k, 1)
-  design with b blocks and r = (v − 1)/(k − 1) blocks through each point, and a
-  Hadamard matrix of order r + 1 with an all-ones first row. For each point,
-  the other r rows of H, scaled by 1/√r, are placed on the r blocks through
-  it: v(r + 1) vectors of R^b with inner products −1/r (same point) and ±1/r
-  (two points share exactly one block). Designs here: all pairs of v points
-  (r = v − 1, v a Hadamard order: (v(v − 1)/2, v²)) and the lines of the
-  projective space PG(m − 1, 2), a Steiner triple system on 2^m − 1 points
-  (r = 2^(m−1) − 1: (v(v − 1)/6, v(r + 1))).
-* **The Latin-square ETFs of 36 lines**: the Latin-square graph L₃(6) of the
-  cyclic group of order 6 is SRG(36, 15, 6, 6); its Seidel matrix J − I − 2A
-  has eigenvalues 5 and −7, giving 36 lines in R^15 (α = 1/5) and in R^21
-  (α = 1/7) (Goethals & Seidel 1970; Brouwer & Van Maldeghem 2022, §8.4).
-* the **Naimark complements** of the Steiner ETFs, from their Seidel matrices.
-
-Each ETF gives two codes: the N vectors (one per line, max-cos α) and the
-2N antipodal points ±w (max-cos α), whose lines are the frame's.
+Built here (docs/structured.md, "Families", has the sizes): the **Paley
+conference ETFs**, q + 1 lines in R^((q+1)/2) at α = 1/√q for a prime power
+q ≡ 1 mod 4, from the symmetric conference matrix C (C² = qI; Paley 1933;
+Goethals & Seidel 1967; Strohmer & Heath 2003, §3), α kept exactly as a
+:class:`~spherecodes.structured.surd.Surd`; the **Steiner ETFs** of all pairs
+of v points and of the lines of PG(m − 1, 2) (Fickus, Mixon & Tremain 2012,
+Thm. 1; :func:`steiner_etf_vectors`); the **Latin-square ETFs** of 36 lines
+in R^15 and R^21, from the Seidel matrix J − I − 2A of L₃(6), SRG(36, 15, 6, 6)
+(Goethals & Seidel 1970; Brouwer & Van Maldeghem 2022, §8.4); and the
+**Naimark complements** of the Steiner ETFs.  Each ETF gives two codes: the
+N vectors (one per line) and the 2N antipodal points ±w, both of max-cos α.
 """
 
 from __future__ import annotations

@@ -135,19 +135,12 @@ def _normalised(builder):
     return build
 
 
-def _shell(name, d, build, size, citation=CONWAY_SLOANE) -> StructuredCode:
-    return StructuredCode(
-        name=name,
-        family="lattice",
-        d=d,
-        size=size,
-        max_cos=Fraction(1, 2),
-        native_d=d,
-        transitive=True,
-        orbits=1,
-        citation=citation,
-        construction=PointSetConstruction(build=build, max_cos=Fraction(1, 2), distance_invariant=True),
-    )
+def _shell(name, d, build, size, citation=CONWAY_SLOANE, max_cos=Fraction(1, 2), construction=None) -> StructuredCode:
+    """A transitive lattice code: its points from ``build`` unless a ``construction`` is given."""
+    if construction is None:
+        construction = PointSetConstruction(build=build, max_cos=max_cos, distance_invariant=True)
+    return StructuredCode(name=name, family="lattice", d=d, size=size, max_cos=max_cos, native_d=d, transitive=True,
+                          orbits=1, citation=citation, construction=construction)
 
 
 def e8_roots() -> StructuredCode:
@@ -293,18 +286,8 @@ def root_system_d(n: int) -> StructuredCode:
     """
     if n < 3:
         raise SpherecodesError(f"D_n needs n ≥ 3, got n = {n}")
-    return StructuredCode(
-        name=f"D{n} roots",
-        family="lattice",
-        d=n,
-        size=2 * n * (n - 1),
-        max_cos=Fraction(1, 2),
-        native_d=n,
-        transitive=True,
-        orbits=1,
-        citation=CONWAY_SLOANE + ", ch. 4 §7.1",
-        construction=RootSystemDConstruction(n=n),
-    )
+    return _shell(f"D{n} roots", n, None, 2 * n * (n - 1), CONWAY_SLOANE + ", ch. 4 §7.1",
+                  construction=RootSystemDConstruction(n=n))
 
 
 def cross_polytope(d: int) -> StructuredCode:
@@ -319,15 +302,5 @@ def cross_polytope(d: int) -> StructuredCode:
         eye = np.eye(d)
         return np.concatenate([eye, -eye])
 
-    return StructuredCode(
-        name=f"cross-polytope in R^{d}",
-        family="lattice",
-        d=d,
-        size=2 * d,
-        max_cos=Fraction(0),
-        native_d=d,
-        transitive=True,
-        orbits=1,
-        citation="Conway & Sloane (1999), Sphere Packings, Lattices and Groups, ch. 1",
-        construction=PointSetConstruction(build=build, max_cos=Fraction(0), distance_invariant=True),
-    )
+    return _shell(f"cross-polytope in R^{d}", d, build, 2 * d,
+                  "Conway & Sloane (1999), Sphere Packings, Lattices and Groups, ch. 1", max_cos=Fraction(0))

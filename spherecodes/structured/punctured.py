@@ -15,14 +15,8 @@ Doing both gives [N − s − p, k − s, ≥ δ − p]. A code fits R^d when it
 length is at most d (zero padding), so for K points (t = ⌈log2 K⌉) a member of
 dimension k ≥ t is shortened on every coordinate it can spare, s = k − t (each
 one keeps the distance and shortens the code), and punctured only where it is
-still longer than d, p = max(0, N − s − d). Shortening pays off when K is
-just above the size of a chain member: in R^63, for 1024 < K ≤ 2048, the
-extended BCH [64,16,24] shortened five times, [59,11,≥24], has max-cos 11/59
-where the BCH code [63,16,23] has 17/63 and the codes of R^32 have 1/4 or
-more; in R^23 the shortened Golay code [23,11,8] has max-cos 7/23 against 9/23
-for [23,12,7] and 1/3 for the Leech-derived code. Shortening beats the
-parents in their own R^(2^m) too: [62,8,28] (3/31) against [64,10,28] (1/8) for
-128 < K ≤ 256 in R^64.
+still longer than d, p = max(0, N − s − d) (examples in docs/structured.md,
+"Every length").
 
 The minimum distance is exact (no ≥ in the name) when the parent's is and few
 coordinates are deleted: the extended BCH codes are invariant under the affine
@@ -315,12 +309,11 @@ def shortened_punctured_codes(d: int) -> tuple[StructuredCode, ...]:
     """For every K, the best shortened or punctured BCH or Golay code that fits R^d (length ≤ d).
 
     Parents: the extended BCH codes of every length 2^m ≤ 2^12 and the extended
-    Golay code. For t = ⌈log2 K⌉, a member [N, k ≥ t, δ] is shortened on
-    s = k − t coordinates and, if N − s > d, punctured on p = N − s − d more:
-    [N − s − p, t, ≥ δ − p]. (Puncturing more and zero-padding back never
-    helps: each puncture can cost one unit of distance; shortening more leaves
-    fewer than 2^t words.) For each t the code with the smallest max-cos bound
-    is kept (ties: the longer one, then an exact distance), among the lengths
+    Golay code, each member shortened and punctured as the module text says
+    (puncturing more and zero-padding back never helps: each puncture can cost
+    one unit of distance; shortening more leaves fewer than 2^t words). For
+    each t the code with the smallest max-cos bound is kept (ties: the longer
+    one, then an exact distance), among the lengths
     n at which 2^(t−1) + 1 points fit in memory (:func:`max_useful_length`),
     unless it is a parent itself (listed as such). Every code fitting R^(d−1)
     fits R^d, so the best max-cos never grows with d. For d = 2^m − 1 all the

@@ -48,10 +48,8 @@ COHN_KUMAR = "Cohn & Kumar (2007), Universally optimal distribution of points on
 BROUWER = "Brouwer & Van Maldeghem (2022), Strongly Regular Graphs, ch. 10"
 DGS = "Delsarte, Goethals & Seidel (1977), Spherical codes and designs, §9"
 
-#: Largest Gram matrix (bytes) formed whole and factored by LAPACK (v² float64: every named graph, and the
-#: isotropic codes up to q = 5, 756 points); a larger code is built in blocks, which is faster from q = 7 on and
-#: never forms its v² Gram matrix (426 MB at q = 9).  The threshold lies where blocked building becomes the
-#: faster; build times are in docs/structured.md, "Families" (the isotropic-subspaces codes).
+#: Largest Gram matrix (bytes) formed whole and factored by LAPACK (every named graph, and the isotropic codes
+#: up to q = 5); a larger code is built in blocks, the faster from q = 7 on (docs/structured.md, "Families").
 MAX_GRAM_BYTES = 2**25
 #: Multiply-adds (v·m²) from which building a code in blocks takes seconds: its cost is estimated and shown.
 SLOW_BUILD_WORK = 10**10
@@ -473,9 +471,7 @@ def quadrangle_adjacency(q: int):
     §2.2); its vertices are also the totally isotropic lines of the Hermitian
     quadrangle H(3, q²), adjacent when they meet (the dual quadrangle).
     Returns ``block(rows, cols)``: the 0/1 adjacency between two arrays of
-    point indices. The polar form over GF(p^e) is GF(p)-bilinear in the
-    points' base-p digits: its e digits, packed in one float64, are one
-    matrix product (BLAS, exact below 2^53), each reduced mod p.
+    point indices, from the polar form, GF(p)-bilinear in the points' base-p digits.
 
     Examples
     --------
@@ -636,12 +632,10 @@ def srg_code(graph: str, theta: int | None = None) -> StructuredCode:
 def isotropic_code(q: int) -> StructuredCode:
     """The isotropic-subspaces code for a prime power q: (q + 1)(q³ + 1) points in R^(q(q² − q + 1)).
 
-    Inner products −1/q and 1/q² (Cohn & Kumar 2007, Table 1): a sharp
-    configuration, universally optimal. Listed for every prime power q whose points this machine's
-    memory could hold (:func:`isotropic_orders`: q ≤ 19 on 24 GiB); from q = 7 on the Gram matrix is not
-    formed (:data:`MAX_GRAM_BYTES`); building a large one takes seconds to minutes
-    (:meth:`~spherecodes.structured.description.StructuredCode.build_cost` estimates it; measured build times
-    in docs/structured.md, "Families").
+    Inner products −1/q and 1/q² (Cohn & Kumar 2007, Table 1): a sharp configuration, universally optimal.
+    Listed for every prime power q whose points this machine's memory could hold (:func:`isotropic_orders`);
+    building a large one takes seconds to minutes (:meth:`~spherecodes.structured.description.StructuredCode.build_cost`
+    estimates it; build times in docs/structured.md, "Families").
 
     Examples
     --------

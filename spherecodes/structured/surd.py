@@ -10,6 +10,7 @@ with ints and with floats, so codes of either kind rank together.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -21,6 +22,7 @@ def _rational_sqrt(x: Fraction) -> Fraction | None:
     return Fraction(n, d) if n * n == x.numerator and d * d == x.denominator else None
 
 
+@functools.total_ordering
 @dataclass(frozen=True)
 class Surd:
     """The irrational number sign·√square, square a positive non-square rational.
@@ -81,18 +83,6 @@ class Surd:
     def __lt__(self, other) -> bool:
         c = self._compare(other)
         return NotImplemented if c is None else c < 0
-
-    def __le__(self, other) -> bool:
-        c = self._compare(other)
-        return NotImplemented if c is None else c <= 0
-
-    def __gt__(self, other) -> bool:
-        c = self._compare(other)
-        return NotImplemented if c is None else c > 0
-
-    def __ge__(self, other) -> bool:
-        c = self._compare(other)
-        return NotImplemented if c is None else c >= 0
 
     def __hash__(self) -> int:
         return hash((self.square, self.sign))

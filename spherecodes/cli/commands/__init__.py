@@ -1,6 +1,5 @@
-"""The commands of the ``spherecodes`` tool, one module per command or group.
+"""The commands of the ``spherecodes`` tool, one module per command or group, each imported on first use.
 
-Each module registers its commands on :func:`spherecodes.cli.main.main` when
-it is imported, which the group does on first use
+Importing a module registers its commands on :func:`spherecodes.cli.main.main`
 (:data:`spherecodes.cli.main.COMMANDS` says which module holds which command).
 """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 
 import click
 
@@ -61,9 +62,7 @@ def cache_list(as_json):
     for item in files:
         where = printable(item.path.relative_to(root))
         click.echo(f"  {format_bytes(item.size):>10}  {item.kind:<16}  {where}")
-    kinds = {}
-    for item in files:
-        kinds[item.kind] = kinds.get(item.kind, 0) + 1
+    kinds = Counter(item.kind for item in files)
     summary = ", ".join(f"{n} {kind if n == 1 else _PLURALS[kind]}" for kind, n in kinds.items())
     click.echo(f"  {format_bytes(total):>10}  in all ({summary})")
 
