@@ -283,4 +283,3 @@ class OneVsRestCertificate:
                 for i, w in (self.weights_of(k) for k in range(self.k))
             ]
         return out
-

@@ -175,4 +175,3 @@ def kerdock_basis_of(n: int, index: int) -> int:
     (0, 1)
     """
     return index // (2 * n)
-
