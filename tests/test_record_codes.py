@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from spherecodes import fetch
+from spherecodes import fetch, records
 
 RECORDS = Path(__file__).resolve().parent / "data" / "records" / "records.csv"
 
@@ -64,3 +64,15 @@ def test_the_bundled_d6_k86_code_is_below_the_published_record():
     assert pairs_at_or_above(code.prototypes, record - Fraction(17, 10**7)) == []
     # The check can fail: a threshold 2e-6 lower finds the contact pairs.
     assert len(pairs_at_or_above(code.prototypes, record - Fraction(2, 10**6))) >= 6
+
+
+def test_the_bundled_d3_k119_code_is_below_the_published_record():
+    # The published value of (3, 119) is Sloane's 0.9436523076545 (the better of his and Lai et al.'s); the
+    # bundled code, found by the record search from the 120-point code less one point, has every
+    # cosine at least 8e-7 below it. The published value is a float64: an exact binary fraction.
+    record = Fraction(records.published_record(3, 119).max_cos)
+    code = fetch(d=3, k=119)
+    assert code.prototypes.shape == (119, 3)
+    assert pairs_at_or_above(code.prototypes, record - Fraction(8, 10**7)) == []
+    # The check can fail: a threshold 9e-7 lower finds the contact pairs.
+    assert len(pairs_at_or_above(code.prototypes, record - Fraction(9, 10**7))) >= 6
