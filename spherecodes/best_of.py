@@ -211,8 +211,9 @@ class AutoPlan:
         stored = self.stored
         best_known = compare_with_record(self.d, self.k, stored.max_cos) if stored is not None else None
         if time_limit is None and best_known is not None:
-            standing = ("reaches the best known value" if best_known.standing != "above"
-                        else f"was searched for long ({best_known.gap:+.2g} to the best known value)")
+            standing = {"better": f"is below the best known value ({best_known.gap:+.2g})",
+                        "reaches": "reaches the best known value"}.get(
+                best_known.standing, f"was searched for long ({best_known.gap:+.2g} to the best known value)")
             why = f"cannot win: the bundled code {standing} ({best_known.record.source}); --time-limit runs it"
             return replace(self, optimisers=tuple(replace(o, skip=why) for o in optimisers), budget=0.0)
         planned, budget = _budgeted(optimisers, sure, time_limit,

@@ -271,7 +271,8 @@ def test_cli_prints_the_plan_and_its_budget_before_any_work(run):
     assert "exactly 1/8" in result.stdout
 
 
-@pytest.mark.parametrize("offset, standing", [(0.0, "reaches the best known value"), (1e-4, "was searched for long")])
+@pytest.mark.parametrize("offset, standing", [(0.0, "reaches the best known value"), (1e-4, "was searched for long"),
+                                              (-1e-6, "is below the best known value (-1e-06)")])
 def test_a_bundled_code_of_a_published_size_is_not_rerun_by_default(monkeypatch, offset, standing):
     # At a size of the published tables the bundled code comes from a long search, whether it reaches the
     # published value or not: a default run of the optimiser (seconds, and interpolated predictions) is skipped.
