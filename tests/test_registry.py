@@ -376,7 +376,8 @@ def test_offline_reads_only_the_cache(server):
 
 def test_a_missing_name_says_which_catalogs_were_searched(server, monkeypatch):
     _httpd, url, _cat = server
-    with pytest.raises(SpherecodesError, match=r"no bank named 'tammes-d4-k999' in the bundled catalog or in http") as err:
+    searched = r"no bank named 'tammes-d4-k999' in the bundled catalog or in http"
+    with pytest.raises(SpherecodesError, match=searched) as err:
         fetch_bank("tammes-d4-k999", url=url)
     assert "no other catalog is configured" not in str(err.value)
     monkeypatch.delenv("SPHERECODES_BANK_URL", raising=False)

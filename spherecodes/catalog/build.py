@@ -368,8 +368,9 @@ def build_bank(d: int, k: int, method: str, out: str, options: BankOptions | Non
 
 
 def _adjacent_codes(folder: Path, d: int, k: int, method: str, options: BankOptions) -> tuple:
-    """A record search's codes of K - 1 and K + 1 points: the finished banks of those sizes in ``folder``."""
-    if options.effort != "record":
+    """A record search's codes of K - 1 and K + 1 points: the finished banks of those sizes in ``folder`` (none
+    for a method whose options take no adjacent codes)."""
+    if options.effort != "record" or "adjacent" not in getattr(options_kinds()[method], "__dataclass_fields__", {}):
         return ()
     tasks = [BuildTask(d, n, method) for n in (k - 1, k + 1) if n >= 2]
     codes = [finished_code(folder / task.file, task) for task in tasks]

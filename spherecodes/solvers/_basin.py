@@ -71,10 +71,7 @@ def _reinsert(w: np.ndarray, points: np.ndarray, rng: np.random.Generator) -> np
     k, d = w.shape
     w = w.copy()
     for p in points:
-        candidates = rng.standard_normal((_HOLE_CANDIDATES * d, d))
-        candidates /= np.linalg.norm(candidates, axis=1, keepdims=True)
-        others = np.delete(w, p, axis=0)
-        w[p] = candidates[np.argmin((candidates @ others.T).max(axis=1))]
+        w[p] = deepest_holes(np.delete(w, p, axis=0), 1, rng, _HOLE_CANDIDATES * d)[0]
     return w
 
 

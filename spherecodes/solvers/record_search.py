@@ -324,8 +324,8 @@ def record_search(
                     interrupted = True
                     break
         else:
-            _run_on_dask(d, k, seed, (init, adjacent), device, chain_options, workers, scheduler, may_start, time_left,
-                         record, limit)
+            _run_on_dask(d, k, seed, init, adjacent, device, chain_options, workers, scheduler, may_start,
+                         time_left, record, limit)
     except KeyboardInterrupt:
         interrupted = True  # the chains that ended are kept
     if not results:
@@ -339,7 +339,8 @@ def record_search(
         "method": "tammes", "d": d, "k": k, "seed": seed, "effort": "record", "time_limit": budget,
         "device": device, "init": None if init is None else "array",
         "record_search": {"chain_effort": CHAIN_EFFORT, "chains_asked": None if chains is None else int(chains),
-                          "adjacent_sizes": [len(code) for code in adjacent], "chain_options": chain_options, "workers": workers, "scheduler": scheduler is not None,
+                          "adjacent_sizes": [len(code) for code in adjacent], "chain_options": chain_options,
+                          "workers": workers, "scheduler": scheduler is not None,
                           "chains": records,
                           "cpu_seconds": sum(r.cpu_seconds for r in results)},
     }
@@ -369,15 +370,14 @@ def _check_adjacent(adjacent, d: int, k: int) -> tuple[np.ndarray, ...]:
         try:
             codes.append(normalise_rows(check_init(code, d, len(code))))
         except SpherecodesError as error:
-            raise SpherecodesError(f"adjacent code of {len(code)} points: {str(error).removeprefix('init: ')}") from None
+            reason = str(error).removeprefix("init: ")
+            raise SpherecodesError(f"adjacent code of {len(code)} points: {reason}") from None
     return tuple(codes)
 
 
-def _run_on_dask(d, k, seed, starts, device, options, workers, scheduler, may_start, time_left, record,
+def _run_on_dask(d, k, seed, init, adjacent, device, options, workers, scheduler, may_start, time_left, record,
                  limit) -> None:
-    """Keep every worker busy with one chain until no more may start; ``record`` each as it ends.
-
-    ``starts`` is the search's (start code, adjacent codes)."""
+    """Keep every worker busy with one chain until no more may start; ``record`` each as it ends."""
     as_completed = heavy.distributed().as_completed
 
     tasks = None if math.isinf(limit) else int(limit)
@@ -388,9 +388,8 @@ def _run_on_dask(d, k, seed, starts, device, options, workers, scheduler, may_st
 
         def submit() -> None:
             nonlocal started
-            pending.add(client.submit(run_chain, d, k, seed, started, starts[0], time_left(), device, options, starts[1],
-                                                    pure=False,
-                                      key=f"spherecodes-chain-{d}-{k}-{seed}-{started}-{time.time_ns()}"))
+            pending.add(client.submit(run_chain, d, k, seed, started, init, time_left(), device, options, adjacent,
+                                      pure=False, key=f"spherecodes-chain-{d}-{k}-{seed}-{started}-{time.time_ns()}"))
             started += 1
 
         while started < slots and may_start(started):
