@@ -68,7 +68,7 @@ class TammesOptions(_StartOptions):
         ``effort="record"`` only: the chains on a local Dask cluster of ``workers`` processes, or on the
         cluster of the scheduler at that address.
     adjacent : tuple of array_like
-        ``effort="record"`` only: codes of K + 1 or K - 1 points that some chains start from
+        ``effort="record"`` only: codes of K ± 1 or K ± 2 points that some chains start from
         (:func:`spherecodes.solvers.record_search`).
 
     Examples

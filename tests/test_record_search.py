@@ -64,6 +64,28 @@ def test_starts_from_the_adjacent_sizes_leave_out_a_point_or_fill_a_deep_hole():
     assert all(abs(v - 3**-0.5) < 0.02 for v in depths[:8]) and depths[8] > 3**-0.5 + 0.02
 
 
+def test_starts_from_two_points_away_leave_out_a_contact_pair_or_fill_two_deep_holes():
+    ico = _icosahedron()
+    # Ten points from twelve: each of the icosahedron's 30 edges (its contact pairs, cosine 1/sqrt(5)) left out once.
+    starts = adjacent_starts([ico], 10, seed=0)
+    assert len(starts) == 30
+    pairs = {tuple(i for i in range(12) if not np.any(np.all(np.isclose(s, ico[i]), axis=1))) for s in starts}
+    assert len(pairs) == 30 and all(abs(ico[i] @ ico[j] - 5**-0.5) < 1e-12 for i, j in pairs)
+    # Eight points from the octahedron: a point in a deep hole, then one in the deepest hole left, which is
+    # another face centre (adding points never makes a hole deeper than the octahedron's, cosine 1/sqrt(3)).
+    octahedron = np.vstack([np.eye(3), -np.eye(3)])
+    filled = adjacent_starts([octahedron], 8, seed=0)
+    assert len(filled) == ADJACENT_HOLES and all(s.shape == (8, 3) and np.array_equal(s[:6], octahedron)
+                                                 for s in filled)
+    assert all((s[7] @ s[:7].T).max() < 3**-0.5 + 0.02 for s in filled)
+    # The codes take turns: a square (K - 1) and a pentagonal bipyramid (K + 2, contacts: the pentagon's 5 edges).
+    square = np.array([[1.0, 0, 0], [0, 1, 0], [-1, 0, 0], [0, -1, 0]])
+    angles = 2 * np.pi * np.arange(5) / 5
+    bipyramid = np.vstack([[[0, 0, 1.0], [0, 0, -1]], np.column_stack([np.cos(angles), np.sin(angles), 0 * angles])])
+    mixed = adjacent_starts([square, bipyramid], 5, seed=0)
+    assert [np.array_equal(s[:4], square) for s in mixed] == [True, False] * 5 + [True] * 5
+
+
 def test_a_chain_from_the_adjacent_sizes_is_never_worse_than_its_best_derived_start():
     # Eleven points: the icosahedron less one point is optimal (Danzer 1963; max-cos 1/sqrt(5), as for 12).
     res = record_search(3, 11, chains=2, adjacent=[_icosahedron()], restarts=1, steps=20, perturb_rounds=0)
@@ -103,7 +125,7 @@ def test_bad_search_settings_are_refused_in_one_line():
         generate(3, 13, "tammes", TammesOptions(workers=2))
     with pytest.raises(SpherecodesError, match="adjacent codes start chains of a record search"):
         TammesOptions(adjacent=[_icosahedron()])
-    with pytest.raises(SpherecodesError, match=r"adjacent codes hold K \+ 1 or K - 1 points in R\^3 \(14 or 12 rows"):
+    with pytest.raises(SpherecodesError, match=r"adjacent codes hold K ± 1 or K ± 2 points in R\^3 \(11, 12, 14, 15 rows"):
         record_search(3, 13, chains=1, adjacent=[_icosahedron()[:10]])
     with pytest.raises(SpherecodesError, match="give --time-limit SECONDS"):
         build_catalog(parse_grid("d=3 k=13"), ["tammes"], "unused", BankOptions(effort="record"))

@@ -97,7 +97,7 @@ class BankOptions:
     def method_options(self, method: str, init=None, adjacent=()):
         """The options object of ``method`` (:mod:`spherecodes.options`) that these settings give; ``auto`` leaves
         the bundled catalog out: the catalog is what a build makes.  ``init`` is the code a record search resumes
-        from, ``adjacent`` the codes of K + 1 and K - 1 points some of its chains start from."""
+        from, ``adjacent`` the codes of K ± 1 and K ± 2 points some of its chains start from."""
         kind = options_kinds()[method]
         given = {"steps": self.steps, "restarts": self.restarts, "catalog": False, "effort": self.effort}
         if self.effort == "record":
@@ -368,11 +368,11 @@ def build_bank(d: int, k: int, method: str, out: str, options: BankOptions | Non
 
 
 def _adjacent_codes(folder: Path, d: int, k: int, method: str, options: BankOptions) -> tuple:
-    """A record search's codes of K - 1 and K + 1 points: the finished banks of those sizes in ``folder`` (none
+    """A record search's codes of K ± 1 and K ± 2 points: the finished banks of those sizes in ``folder`` (none
     for a method whose options take no adjacent codes)."""
     if options.effort != "record" or "adjacent" not in getattr(options_kinds()[method], "__dataclass_fields__", {}):
         return ()
-    tasks = [BuildTask(d, n, method) for n in (k - 1, k + 1) if n >= 2]
+    tasks = [BuildTask(d, n, method) for n in (k - 1, k + 1, k - 2, k + 2) if n >= 2]
     codes = [finished_code(folder / task.file, task) for task in tasks]
     return tuple(code.prototypes for code in codes if code is not None)
 

@@ -32,7 +32,7 @@ import numpy as np
 from ..stats import max_cos
 from ._core import batch_size
 
-__all__ = ["LOCAL_STEPS", "PATIENCE", "deepest_holes", "perturb", "perturbation_rounds", "round_batch"]
+__all__ = ["LOCAL_STEPS", "PATIENCE", "contact_pairs", "deepest_holes", "perturb", "perturbation_rounds", "round_batch"]
 
 #: Margin (relative to 1 - max-cos) within which a pair counts as a contact.
 _CONTACT_MARGIN = 1e-3
@@ -56,14 +56,31 @@ LOCAL_STEPS = 500
 PATIENCE = 12
 
 
-def _contacts(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(points in a contact within the margin of max-cos, rattlers: points in none)."""
+def _near(w: np.ndarray) -> np.ndarray:
+    """The (K, K) mask of the pairs whose cosine is within the contact margin of max-cos."""
     gram = w @ w.T
     np.fill_diagonal(gram, -2.0)
     top = gram.max()
-    near = gram >= top - _CONTACT_MARGIN * (1 - top) - 1e-12
-    degree = near.sum(axis=1)
+    return gram >= top - _CONTACT_MARGIN * (1 - top) - 1e-12
+
+
+def _contacts(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(points in a contact within the margin of max-cos, rattlers: points in none)."""
+    degree = _near(w).sum(axis=1)
     return np.flatnonzero(degree > 0), np.flatnonzero(degree == 0)
+
+
+def contact_pairs(w: np.ndarray) -> np.ndarray:
+    """The pairs (i < j) of the code ``w`` in contact: cosine within the contact margin of max-cos, as (m, 2) rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> octahedron = np.vstack([np.eye(3), -np.eye(3)])
+    >>> len(contact_pairs(octahedron))  # its 12 edges
+    12
+    """
+    return np.argwhere(np.triu(_near(w), 1))
 
 
 def _reinsert(w: np.ndarray, points: np.ndarray, rng: np.random.Generator) -> np.ndarray:

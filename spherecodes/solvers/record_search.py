@@ -14,14 +14,15 @@ search, read from its bank), the even chains start from it (perturbed
 copies of it, then the rounds), the odd ones from scratch: the search
 resumes where the code left off.
 
-Given the codes of the **adjacent sizes** (``adjacent``: K + 1 or K - 1
-points in R^d, the banks of N + 1 and N - 1), a third kind of chain starts
+Given the codes of the **adjacent sizes** (``adjacent``: K ± 1 or K ± 2
+points in R^d, the banks of N ± 1 and N ± 2), a third kind of chain starts
 from them: the best codes of neighbouring N are often close to each other
-(one point more or less), and a record code of N + 1 less one point, or of
-N - 1 with a point in one of its deepest holes, can lie in a basin that no
-start from scratch finds.  Such a chain anneals and polishes every start so
-derived, briefly, from :data:`SCREEN_RESTARTS` warm starts each (for at
-most half its time), and runs its rounds from the best.  The chains then
+(a point or two more or less), and a record code of N + 1 less one point, or
+of N - 1 with a point in one of its deepest holes, can lie in a basin that no
+start from scratch finds (:func:`adjacent_starts`).  Such a chain anneals and
+polishes the starts so derived, briefly, from :data:`SCREEN_RESTARTS` warm
+starts each (for at most half its time, taking the codes in turn), and runs
+its rounds from the best.  The chains then
 take turns: from the start code, from the adjacent codes, from scratch.
 
 Chain c of a search draws from a seed derived from (``seed``, c, and the
@@ -37,6 +38,7 @@ within it are the same; how many end depends on the machine.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import time
 from dataclasses import dataclass
@@ -51,7 +53,7 @@ from ..devices import resolve_device
 from ..errors import SpherecodesError
 from ..sphere import normalise_rows
 from ..stats import max_cos
-from ._basin import deepest_holes
+from ._basin import contact_pairs, deepest_holes
 from ._core import SolverResult, check_init
 from .tammes import tammes
 
@@ -64,7 +66,7 @@ __all__ = ["ADJACENT_HOLES", "CHAIN_EFFORT", "SCREEN_RESTARTS", "ChainResult", "
 #: takes: docs/optimisers.md, "Record tables").
 CHAIN_EFFORT = "record"
 
-#: The deepest holes of a code of K - 1 points that each give one start of K points.
+#: The deepest holes of a code of K - 1 (or K - 2) points that each give one start of K points.
 ADJACENT_HOLES = 10
 
 #: Warm starts (the derived start and noisy copies of it) annealed for each start derived from an adjacent code.
@@ -135,11 +137,19 @@ def chain_start(chain: int, init: bool, adjacent: bool) -> str:
 
 
 def adjacent_starts(codes, k: int, seed: int) -> list[np.ndarray]:
-    """Starts of K points derived from codes of K + 1 and K - 1 points, in an order drawn from ``seed``.
+    """Starts of K points derived from codes of K ± 1 and K ± 2 points, one code's start after another's.
 
-    A code of K + 1 points gives K + 1 starts (each of its points left out in
-    turn); one of K - 1 points gives :data:`ADJACENT_HOLES` (a point added at
-    each of its deepest holes, :func:`spherecodes.solvers._basin.deepest_holes`).
+    * K + 1 points: K + 1 starts, each of its points left out in turn.
+    * K + 2 points: one start per contact pair
+      (:func:`spherecodes.solvers._basin.contact_pairs`) with both its points
+      left out, so that the room freed is in one place.
+    * K - 1 points: :data:`ADJACENT_HOLES` starts, a point added at each of
+      its deepest holes (:func:`spherecodes.solvers._basin.deepest_holes`).
+    * K - 2 points: as for K - 1, then a second point at the deepest hole of each.
+
+    Each code's starts come in an order drawn from ``seed``, and the codes
+    take turns, so that a screen cut short by its time limit has tried
+    every code.
 
     Examples
     --------
@@ -148,15 +158,21 @@ def adjacent_starts(codes, k: int, seed: int) -> list[np.ndarray]:
     >>> starts = adjacent_starts([square], 5, seed=0) + adjacent_starts([square], 3, seed=0)
     >>> len(starts), sorted({s.shape for s in starts})
     (14, [(3, 3), (5, 3)])
+    >>> [len(s) for s in adjacent_starts([square, np.vstack([square, [0, 0, 1]])], 3, seed=0)][:4]
+    [3, 3, 3, 3]
     """
     rng = np.random.default_rng([seed, 5])
-    starts = []
+    turns = []
     for code in codes:
-        if len(code) == k + 1:
-            starts.extend(np.delete(code, i, axis=0) for i in range(k + 1))
+        if len(code) > k:
+            drops = range(len(code)) if len(code) == k + 1 else contact_pairs(code)
+            starts = [np.delete(code, drop, axis=0) for drop in drops]
         else:
-            starts.extend(np.vstack([code, hole]) for hole in deepest_holes(code, ADJACENT_HOLES, rng))
-    return [starts[i] for i in rng.permutation(len(starts))]
+            starts = [np.vstack([code, hole]) for hole in deepest_holes(code, ADJACENT_HOLES, rng)]
+            if len(code) == k - 2:
+                starts = [np.vstack([start, deepest_holes(start, 1, rng)]) for start in starts]
+        turns.append([starts[i] for i in rng.permutation(len(starts))])
+    return [start for turn in itertools.zip_longest(*turns) for start in turn if start is not None]
 
 
 def _best_adjacent_start(d: int, k: int, adjacent, seed: int, time_limit: float | None, device: str,
@@ -240,7 +256,7 @@ def record_search(
         is never worse than it.  Give the best code of an earlier search to
         resume it.
     adjacent : sequence of array_like, optional
-        Codes of K + 1 or K - 1 points in R^d (the best codes of the adjacent
+        Codes of K ± 1 or K ± 2 points in R^d (the best codes of the adjacent
         sizes): every third chain (every second without ``init``) starts from
         the best start derived from them (:func:`adjacent_starts`).
     device : str
@@ -360,13 +376,14 @@ def record_search(
 
 
 def _check_adjacent(adjacent, d: int, k: int) -> tuple[np.ndarray, ...]:
-    """The adjacent codes as float64 unit rows, each of K + 1 or K - 1 points in R^d."""
+    """The adjacent codes as float64 unit rows, each of K ± 1 or K ± 2 points in R^d."""
     codes = []
     for code in adjacent or ():
         code = np.asarray(code, dtype=np.float64)
-        if code.ndim != 2 or code.shape[1] != d or abs(len(code) - k) != 1 or len(code) < 2:
-            raise SpherecodesError(f"adjacent codes hold K + 1 or K - 1 points in R^{d} ({k + 1} or {k - 1} rows of "
-                                   f"{d}); one has shape {code.shape}")
+        if code.ndim != 2 or code.shape[1] != d or abs(len(code) - k) not in (1, 2) or len(code) < 2:
+            sizes = ", ".join(str(n) for n in (k - 2, k - 1, k + 1, k + 2) if n >= 2)
+            raise SpherecodesError(f"adjacent codes hold K ± 1 or K ± 2 points in R^{d} ({sizes} rows of {d}); "
+                                   f"one has shape {code.shape}")
         try:
             codes.append(normalise_rows(check_init(code, d, len(code))))
         except SpherecodesError as error:

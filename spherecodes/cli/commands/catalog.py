@@ -123,7 +123,7 @@ def catalog_publish(directory, best, into, max_size, compressed, as_json):
 @click.option("--effort", type=EFFORT, default="default", show_default=True,
               help="tammes banks only: how much work each spends, as 'spherecodes generate --effort' (high: more "
               "starts, then rounds of perturb-and-repolish of the best code; record: the record search, some of "
-              "whose chains start from the finished banks of K - 1 and K + 1 in --out).")
+              "whose chains start from the finished banks of K ± 1 and K ± 2 in --out).")
 @click.option("--improve", is_flag=True,
               help="Search again the finished banks whose code is short of its size's published best-known value "
               "(spherecodes report shows it), with this command's settings (--effort record resumes from the "
