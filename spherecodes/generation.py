@@ -396,7 +396,10 @@ def _record_search(plan) -> Code:
 
     def report(p) -> None:
         budget = f" of {p.budget:.0f}" if p.budget is not None else ""
-        start = {"init": " (from the start code)", "adjacent": " (from the adjacent sizes)"}.get(p.chain.start, "")
+        screen = p.chain.screen
+        start = {"init": " (from the start code)", "scratch": "",
+                 "adjacent": screen and f" (from the {screen['from_size']}-point code, best of {screen['screened']} "
+                                        f"starts screened)"}[p.chain.start]
         context.say(f"chain {p.chain.chain}{start}: max-cos "
                     f"{p.chain.max_cos:.12g} in {p.chain.seconds:.1f} s; best {p.best_max_cos:.12g} (chain "
                     f"{p.best_chain}) after {p.elapsed:.0f}{budget} s")

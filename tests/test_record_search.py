@@ -51,14 +51,14 @@ def _icosahedron() -> np.ndarray:
 
 def test_starts_from_the_adjacent_sizes_leave_out_a_point_or_fill_a_deep_hole():
     ico = _icosahedron()
-    starts = adjacent_starts([ico], 11, seed=0)
+    starts = [start for _, start in adjacent_starts([ico], 11, seed=0)]
     # Each of the 12 points left out once: every start is the icosahedron less one row.
     assert len(starts) == 12
     left_out = sorted(next(i for i in range(12) if not np.any(np.all(np.isclose(s, ico[i]), axis=1))) for s in starts)
     assert left_out == list(range(12))
     # The octahedron's deepest holes are its 8 face centres, at cosine 1/sqrt(3) to the nearest vertices.
     octahedron = np.vstack([np.eye(3), -np.eye(3)])
-    filled = adjacent_starts([octahedron], 7, seed=0)
+    filled = [start for _, start in adjacent_starts([octahedron], 7, seed=0)]
     assert len(filled) == ADJACENT_HOLES and all(np.array_equal(s[:6], octahedron) for s in filled)
     depths = sorted(float((s[6] @ octahedron.T).max()) for s in filled)
     assert all(abs(v - 3**-0.5) < 0.02 for v in depths[:8]) and depths[8] > 3**-0.5 + 0.02
@@ -67,14 +67,14 @@ def test_starts_from_the_adjacent_sizes_leave_out_a_point_or_fill_a_deep_hole():
 def test_starts_from_two_points_away_leave_out_a_contact_pair_or_fill_two_deep_holes():
     ico = _icosahedron()
     # Ten points from twelve: each of the icosahedron's 30 edges (its contact pairs, cosine 1/sqrt(5)) left out once.
-    starts = adjacent_starts([ico], 10, seed=0)
+    starts = [start for _, start in adjacent_starts([ico], 10, seed=0)]
     assert len(starts) == 30
     pairs = {tuple(i for i in range(12) if not np.any(np.all(np.isclose(s, ico[i]), axis=1))) for s in starts}
     assert len(pairs) == 30 and all(abs(ico[i] @ ico[j] - 5**-0.5) < 1e-12 for i, j in pairs)
     # Eight points from the octahedron: a point in a deep hole, then one in the deepest hole left, which is
     # another face centre (adding points never makes a hole deeper than the octahedron's, cosine 1/sqrt(3)).
     octahedron = np.vstack([np.eye(3), -np.eye(3)])
-    filled = adjacent_starts([octahedron], 8, seed=0)
+    filled = [start for _, start in adjacent_starts([octahedron], 8, seed=0)]
     assert len(filled) == ADJACENT_HOLES and all(s.shape == (8, 3) and np.array_equal(s[:6], octahedron)
                                                  for s in filled)
     assert all((s[7] @ s[:7].T).max() < 3**-0.5 + 0.02 for s in filled)
@@ -83,7 +83,8 @@ def test_starts_from_two_points_away_leave_out_a_contact_pair_or_fill_two_deep_h
     angles = 2 * np.pi * np.arange(5) / 5
     bipyramid = np.vstack([[[0, 0, 1.0], [0, 0, -1]], np.column_stack([np.cos(angles), np.sin(angles), 0 * angles])])
     mixed = adjacent_starts([square, bipyramid], 5, seed=0)
-    assert [np.array_equal(s[:4], square) for s in mixed] == [True, False] * 5 + [True] * 5
+    assert [size for size, _ in mixed] == [4, 7] * 5 + [4] * 5
+    assert all(np.array_equal(s[:4], square) == (size == 4) for size, s in mixed)
 
 
 def test_a_chain_from_the_adjacent_sizes_is_never_worse_than_its_best_derived_start():
@@ -92,6 +93,7 @@ def test_a_chain_from_the_adjacent_sizes_is_never_worse_than_its_best_derived_st
     chains = res.settings["record_search"]["chains"]
     assert [c["start"] for c in chains] == ["adjacent", "scratch"]
     assert res.settings["record_search"]["adjacent_sizes"] == [12]
+    assert chains[0]["screen"] == {"from_size": 12, "screened": 12, "starts": 12} and "screen" not in chains[1]
     assert chains[0]["max_cos"] <= 5**-0.5 + 1e-12
     assert published_record(3, 11).max_cos - 1e-9 <= chains[0]["max_cos"]
 

@@ -85,9 +85,12 @@ class ChainResult:
     seconds: float
     cpu_seconds: float  # of the process that ran it
     stop_reason: str
+    # A chain from the adjacent sizes: the size of the code its best start came from, and the starts screened.
+    screen: dict | None = None
 
     def to_dict(self) -> dict:
-        return {"chain": self.chain, "seed": self.seed, "start": self.start, "max_cos": self.max_cos,
+        screen = {} if self.screen is None else {"screen": self.screen}
+        return {"chain": self.chain, "seed": self.seed, "start": self.start, **screen, "max_cos": self.max_cos,
                 "seconds": self.seconds, "cpu_seconds": self.cpu_seconds, "stop_reason": self.stop_reason}
 
 
@@ -136,8 +139,10 @@ def chain_start(chain: int, init: bool, adjacent: bool) -> str:
     return turns[chain % len(turns)]
 
 
-def adjacent_starts(codes, k: int, seed: int) -> list[np.ndarray]:
+def adjacent_starts(codes, k: int, seed: int) -> list[tuple[int, np.ndarray]]:
     """Starts of K points derived from codes of K ± 1 and K ± 2 points, one code's start after another's.
+
+    Returns (the size of the code it came from, the start) for each start.
 
     * K + 1 points: K + 1 starts, each of its points left out in turn.
     * K + 2 points: one start per contact pair
@@ -156,10 +161,10 @@ def adjacent_starts(codes, k: int, seed: int) -> list[np.ndarray]:
     >>> import numpy as np
     >>> square = np.array([[1.0, 0, 0], [0, 1, 0], [-1, 0, 0], [0, -1, 0]])
     >>> starts = adjacent_starts([square], 5, seed=0) + adjacent_starts([square], 3, seed=0)
-    >>> len(starts), sorted({s.shape for s in starts})
+    >>> len(starts), sorted({s.shape for _, s in starts})
     (14, [(3, 3), (5, 3)])
-    >>> [len(s) for s in adjacent_starts([square, np.vstack([square, [0, 0, 1]])], 3, seed=0)][:4]
-    [3, 3, 3, 3]
+    >>> [size for size, _ in adjacent_starts([square, np.vstack([square, [0, 0, 1]])], 3, seed=0)][:4]
+    [4, 5, 4, 5]
     """
     rng = np.random.default_rng([seed, 5])
     turns = []
@@ -171,28 +176,32 @@ def adjacent_starts(codes, k: int, seed: int) -> list[np.ndarray]:
             starts = [np.vstack([code, hole]) for hole in deepest_holes(code, ADJACENT_HOLES, rng)]
             if len(code) == k - 2:
                 starts = [np.vstack([start, deepest_holes(start, 1, rng)]) for start in starts]
-        turns.append([starts[i] for i in rng.permutation(len(starts))])
+        turns.append([(len(code), starts[i]) for i in rng.permutation(len(starts))])
     return [start for turn in itertools.zip_longest(*turns) for start in turn if start is not None]
 
 
 def _best_adjacent_start(d: int, k: int, adjacent, seed: int, time_limit: float | None, device: str,
-                         options: dict) -> tuple[np.ndarray, bool]:
+                         options: dict) -> tuple[np.ndarray, dict, bool]:
     """The best code of the starts derived from the adjacent codes, each annealed and polished briefly from
-    :data:`SCREEN_RESTARTS` warm starts, within ``time_limit`` (at least one); and whether Ctrl-C ended it."""
+    :data:`SCREEN_RESTARTS` warm starts, within ``time_limit`` (at least one); what the screen did (the size of
+    the code the best came from, the starts screened, of how many); and whether Ctrl-C ended it."""
     began = time.perf_counter()
     screen = {**options, "restarts": SCREEN_RESTARTS, "perturb_rounds": 0}
-    best = None
-    for start in adjacent_starts(adjacent, k, seed):
+    starts = adjacent_starts(adjacent, k, seed)
+    best, best_size, screened = None, None, 0
+    for size, start in starts:
         left = None if time_limit is None else time_limit - (time.perf_counter() - began)
         if best is not None and left is not None and left <= 0:
             break
         result = tammes(d, k, seed=seed, init=start, time_limit=None if left is None else max(left, 1e-3),
                         device=device, **screen)
+        screened += 1
         if best is None or result.max_cos < best.max_cos:
-            best = result
+            best, best_size = result, size
         if result.stop_reason == "interrupted":
-            return best.prototypes, True
-    return best.prototypes, False
+            break
+    summary = {"from_size": best_size, "screened": screened, "starts": len(starts)}
+    return best.prototypes, summary, result.stop_reason == "interrupted"
 
 
 def run_chain(d: int, k: int, seed: int, chain: int, init: np.ndarray | None, time_limit: float | None,
@@ -208,17 +217,17 @@ def run_chain(d: int, k: int, seed: int, chain: int, init: np.ndarray | None, ti
     start = chain_start(chain, init is not None, bool(adjacent))
     own_seed = chain_seed(seed, chain, init)
     options = options or {}
-    code = init if start == "init" else None
+    code, screen = (init if start == "init" else None), None
     if start == "adjacent":
-        code, interrupted = _best_adjacent_start(d, k, adjacent, own_seed, None if time_limit is None else
-                                                 time_limit / 2, device, options)
+        code, screen, interrupted = _best_adjacent_start(d, k, adjacent, own_seed, None if time_limit is None else
+                                                         time_limit / 2, device, options)
         if interrupted:
             return ChainResult(chain, own_seed, start, max_cos(code), code, time.perf_counter() - began,
-                               time.process_time() - cpu_began, "interrupted")
+                               time.process_time() - cpu_began, "interrupted", screen)
     left = None if time_limit is None else max(time_limit - (time.perf_counter() - began), 1e-3)
     result = tammes(d, k, seed=own_seed, effort=CHAIN_EFFORT, init=code, time_limit=left, device=device, **options)
     return ChainResult(chain, own_seed, start, float(result.max_cos), result.prototypes,
-                       time.perf_counter() - began, time.process_time() - cpu_began, result.stop_reason)
+                       time.perf_counter() - began, time.process_time() - cpu_began, result.stop_reason, screen)
 
 
 def record_search(
