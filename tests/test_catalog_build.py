@@ -191,6 +191,11 @@ def test_improve_searches_again_only_the_banks_short_of_their_published_value(tm
     kept = build_catalog(parse_grid("d=3 k=13"), ["tammes"], folder, BankOptions(steps=5, restarts=1, improve=True),
                          workers=1, processes=False, **FAST)
     assert [s["status"] for s in kept.skipped] == ["kept"] and read_code(bank).sha256 == first.sha256
+    assert kept.skipped[0]["searched_max_cos"] >= first.stats.max_cos > record
+    again = CliRunner().invoke(main, ["catalog", "build", "--grid", "d=3 k=13", "--methods", "tammes", "--steps", "5",
+                                      "--restarts", "1", "--improve", "--workers", "1", "--out", str(folder)])
+    assert again.exit_code == 0, again.output
+    assert "tammes-d3-k13 kept in" in again.output and "the search's best was" in again.output
     # A default run reaches the published value (one of the sizes it is measured to reach) and replaces the bank.
     better = build_catalog(parse_grid("d=3 k=13"), ["tammes"], folder, BankOptions(improve=True), workers=1,
                            processes=False, **FAST)

@@ -299,7 +299,8 @@ def build_bank(d: int, k: int, method: str, out: str, options: BankOptions | Non
     Writes ``<out>/<method>-d<d>-k<k>.h5`` atomically and returns a summary;
     a bank already finished there is left as it is (``status`` ``"skipped"``),
     unless ``options.improve`` searches it again (``"improved"`` where the new
-    code has a smaller max-cos and replaces it, ``"kept"`` otherwise).
+    code has a smaller max-cos and replaces it, ``"kept"`` otherwise, with the
+    search's best as ``searched_max_cos``).
     Where ``auto`` returns an exact code (a structured code or a closed
     form), which ``fetch`` builds on demand, nothing is written (``status``
     ``"on demand"``).
@@ -355,7 +356,7 @@ def build_bank(d: int, k: int, method: str, out: str, options: BankOptions | Non
     if previous is not None and code.stats.max_cos >= previous.stats.max_cos:
         return {**summary, "status": "kept", "seconds": time.perf_counter() - started,
                 "cpu_seconds": time.process_time() - cpu_started, "max_cos": previous.stats.max_cos,
-                "rho_lower": previous.certificate.rho_lower}
+                "rho_lower": previous.certificate.rho_lower, "searched_max_cos": code.stats.max_cos}
     code.certificate = one_vs_rest_distances(code.prototypes, device=context.device, max_memory=context.max_memory,
                                              orbit=code.orbit)
     with replace_atomically(path, suffix=".h5") as tmp:

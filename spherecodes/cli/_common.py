@@ -285,6 +285,8 @@ class BuildProgress:
         if status in ("built", "improved", "kept"):
             what = (f"{summary['name']} {status} in {summary['seconds']:.1f} s ({summary['cpu_seconds']:.1f} s CPU) "
                     f"(max-cos {summary['max_cos']:.6f}, rho {summary['rho_lower']:.6f})")
+            if status == "kept":
+                what += f"; the search's best was {summary['searched_max_cos'] - summary['max_cos']:.2g} above it"
         elif status == "skipped":
             what = f"{summary['name']} finished before, skipped"
         elif status == "on demand":
