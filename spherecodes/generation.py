@@ -396,10 +396,11 @@ def _record_search(plan) -> Code:
 
     def report(p) -> None:
         budget = f" of {p.budget:.0f}" if p.budget is not None else ""
-        screen = p.chain.screen
-        start = {"init": " (from the start code)", "scratch": "",
-                 "adjacent": screen and f" (from the {screen['from_size']}-point code, best of {screen['screened']} "
-                                        f"starts screened)"}[p.chain.start]
+        if p.chain.start == "adjacent":
+            start = (f" (from the {p.chain.screen['from_size']}-point code, best of {p.chain.screen['screened']} "
+                     "starts screened)")
+        else:
+            start = " (from the start code)" if p.chain.start == "init" else ""
         context.say(f"chain {p.chain.chain}{start}: max-cos "
                     f"{p.chain.max_cos:.12g} in {p.chain.seconds:.1f} s; best {p.best_max_cos:.12g} (chain "
                     f"{p.best_chain}) after {p.elapsed:.0f}{budget} s")

@@ -188,7 +188,7 @@ def _best_adjacent_start(d: int, k: int, adjacent, seed: int, time_limit: float 
     began = time.perf_counter()
     screen = {**options, "restarts": SCREEN_RESTARTS, "perturb_rounds": 0}
     starts = adjacent_starts(adjacent, k, seed)
-    best, best_size, screened = None, None, 0
+    best, best_size, screened, interrupted = None, None, 0, False
     for size, start in starts:
         left = None if time_limit is None else time_limit - (time.perf_counter() - began)
         if best is not None and left is not None and left <= 0:
@@ -196,12 +196,13 @@ def _best_adjacent_start(d: int, k: int, adjacent, seed: int, time_limit: float 
         result = tammes(d, k, seed=seed, init=start, time_limit=None if left is None else max(left, 1e-3),
                         device=device, **screen)
         screened += 1
+        interrupted = result.stop_reason == "interrupted"
         if best is None or result.max_cos < best.max_cos:
             best, best_size = result, size
-        if result.stop_reason == "interrupted":
+        if interrupted:
             break
     summary = {"from_size": best_size, "screened": screened, "starts": len(starts)}
-    return best.prototypes, summary, result.stop_reason == "interrupted"
+    return best.prototypes, summary, interrupted
 
 
 def run_chain(d: int, k: int, seed: int, chain: int, init: np.ndarray | None, time_limit: float | None,
